@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/ops/local"
+	"github.com/pi-remote/pi-remote/tools"
+)
+
+// Exit codes of the CLI contract.
+const (
+	exitOK         = 0
+	exitToolError  = 1
+	exitUsage      = 2
+	exitConnection = 3
+)
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, a ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// iostreams are a command's standard streams.
+type iostreams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// globalOptions are the flags every command shares.
+type globalOptions struct {
+	cwd string
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	io := iostreams{in: stdin, out: stdout, err: stderr}
+	root := newRootCmd(io)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.code != exitToolError {
+			fmt.Fprintln(stderr, "pi-remote:", ee.err)
+		}
+		return ee.code
+	}
+	// Anything cobra itself rejects (unknown command or flag, bad args) is
+	// a usage error.
+	fmt.Fprintln(stderr, "pi-remote:", err)
+	fmt.Fprintln(stderr, "Run 'pi-remote --help' for usage.")
+	return exitUsage
+}
+
+func newRootCmd(io iostreams) *cobra.Command {
+	g := &globalOptions{}
+	cmd := &cobra.Command{
+		Use:   "pi-remote",
+		Short: "Agent tools that run where the work is",
+		Long: `pi-remote gives an LLM agent seven tools — read, write, edit, bash, grep, find
+and ls — that act on an execution environment: this machine, or (with the SSH
+backend) a remote host over one persistent connection. Mutations of one file
+are serialized by a per-environment queue keyed on the canonical path.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.PersistentFlags().StringVar(&g.cwd, "cwd", "", "working directory on the host (default: the current directory)")
+	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io))
+	return cmd
+}
+
+// newEnv builds the execution environment the global flags select.
+func newEnv(g *globalOptions) (*env.ExecutionEnv, error) {
+	cwd := g.cwd
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, usageErrorf("current directory: %v", err)
+		}
+		cwd = wd
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return nil, usageErrorf("--cwd %s: %v", cwd, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, usageErrorf("--cwd %s: %v", cwd, err)
+	}
+	if !fi.IsDir() {
+		return nil, usageErrorf("--cwd %s: not a directory", cwd)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "/"
+	}
+	return env.New(local.New(), env.Options{Name: "local", Cwd: abs, Home: home}), nil
+}
+
+func definitions(e *env.ExecutionEnv) []tools.Definition {
+	return tools.Definitions(e, tools.Options{})
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/tools"
+)
+
+// maxArgsInput bounds the arguments read from stdin or the command line.
+const maxArgsInput = 64 << 20
+
+type toolOptions struct {
+	name string
+	args string // JSON, "-" for stdin, "" for {}
+	json bool
+}
+
+func newToolCmd(io iostreams, g *globalOptions) *cobra.Command {
+	o := &toolOptions{}
+	cmd := &cobra.Command{
+		Use:   "tool NAME [ARGS_JSON|-]",
+		Short: "Run one tool on the host, without a model",
+		Long: `Run one tool on the chosen host and print what the model would see.
+
+ARGS_JSON is the tool's arguments as a JSON object; "-" reads them from
+stdin; omitted means {}. The arguments go through the same preparation and
+validation as in an agent run.
+
+Exit status: 0 success, 1 the tool returned an error result, 2 usage error,
+3 connection or authentication failure.`,
+		Example: `  pi-remote tool read '{"path":"go.mod"}'
+  pi-remote tool bash '{"command":"go test ./...","timeout":300}' --json
+  echo '{"pattern":"TODO","path":"src"}' | pi-remote tool grep -`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.name = args[0]
+			if len(args) == 2 {
+				o.args = args[1]
+			}
+			return toolRun(cmd.Context(), io, g, o)
+		},
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, `print {"content":[...],"details":{...},"isError":bool}`)
+	return cmd
+}
+
+func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOptions) error {
+	e, err := newEnv(g)
+	if err != nil {
+		return err
+	}
+	defs := definitions(e)
+	if _, err := tools.Select(defs, []string{o.name}); err != nil {
+		return usageErrorf("%v", err)
+	}
+	raw := o.args
+	if raw == "-" {
+		b, err := io.ReadAll(io.LimitReader(ios.in, maxArgsInput+1))
+		if err != nil {
+			return usageErrorf("read arguments from stdin: %v", err)
+		}
+		raw = string(b)
+	}
+	if strings.TrimSpace(raw) == "" {
+		raw = "{}"
+	}
+	call := &loop.ToolCall{ID: "cli", Name: o.name, Arguments: json.RawMessage(raw)}
+	msg := loop.ExecuteTool(ctx, loop.Config{Tools: tools.WrapAll(defs), MaxArgumentBytes: maxArgsInput}, call, nil)
+	if o.json {
+		out := struct {
+			Content loop.ContentList `json:"content"`
+			Details any              `json:"details,omitempty"`
+			IsError bool             `json:"isError"`
+		}{msg.Content, msg.Details, msg.IsError}
+		enc := json.NewEncoder(ios.out)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(ios.out, contentText(msg.Content))
+	}
+	if msg.IsError {
+		return &exitError{code: exitToolError, err: fmt.Errorf("%s failed", o.name)}
+	}
+	return nil
+}
+
+// contentText renders content blocks as the text a model would read.
+func contentText(c loop.ContentList) string {
+	var parts []string
+	for _, b := range c {
+		switch b := b.(type) {
+		case *loop.Text:
+			parts = append(parts, b.Text)
+		case *loop.Image:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes base64]", b.MimeType, len(b.Data)))
+		}
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,124 @@
+package env
+
+import (
+	"context"
+	"sync"
+
+	"github.com/pi-remote/pi-remote/canonpath"
+)
+
+// The mutation queue serializes changes to one file on one environment.
+// Reservations are taken in the order the caller asks for them (the agent
+// loop reserves during its in-order prepare stage), and each reservation
+// waits for every earlier reservation of the same key before it runs, so the
+// mutations of one batch land in call order whatever order their goroutines
+// start in. Different keys never wait for each other. A key's entry is
+// deleted as soon as its last reservation is released.
+type mutationQueue struct {
+	mu    sync.Mutex
+	tails map[canonpath.Key]*slot
+}
+
+type slot struct {
+	done chan struct{} // closed on release
+	prev *slot         // guarded by mutationQueue.mu; nil once acquired
+}
+
+// Reservation is a place in a file's mutation queue.
+type Reservation struct {
+	q    *mutationQueue
+	key  canonpath.Key
+	s    *slot
+	once sync.Once
+}
+
+// Reserve canonicalizes p (resolved as by Resolve) and takes the next place
+// in that file's mutation queue. It does not wait: call Do to wait for the
+// earlier holders and run, or Release to give the place up. Every
+// Reservation must be released (Do releases).
+func (e *ExecutionEnv) Reserve(ctx context.Context, p string) (*Reservation, error) {
+	abs, err := e.Resolve(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	key, err := e.Key(ctx, abs)
+	if err != nil {
+		return nil, err
+	}
+	return e.queue.reserve(key), nil
+}
+
+// Mutate runs fn while holding p's place in the mutation queue: Reserve then
+// Do.
+func (e *ExecutionEnv) Mutate(ctx context.Context, p string, fn func() error) error {
+	r, err := e.Reserve(ctx, p)
+	if err != nil {
+		return err
+	}
+	return r.Do(ctx, fn)
+}
+
+func (q *mutationQueue) reserve(key canonpath.Key) *Reservation {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := &slot{done: make(chan struct{}), prev: q.tails[key]}
+	q.tails[key] = s
+	return &Reservation{q: q, key: key, s: s}
+}
+
+// Key is the canonical key the reservation holds.
+func (r *Reservation) Key() canonpath.Key { return r.key }
+
+// Do waits until every earlier reservation of the same file is released,
+// runs fn, and releases. If ctx ends while waiting, Do releases and returns
+// ctx's error without running fn.
+func (r *Reservation) Do(ctx context.Context, fn func() error) error {
+	defer r.Release()
+	if err := r.wait(ctx); err != nil {
+		return err
+	}
+	return fn()
+}
+
+func (r *Reservation) wait(ctx context.Context) error {
+	// Walk back through the predecessors: a predecessor that gave up its
+	// place early is done before its own predecessors are, so each one is
+	// waited for.
+	for {
+		r.q.mu.Lock()
+		p := r.s.prev
+		r.q.mu.Unlock()
+		if p == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			r.q.mu.Lock()
+			if r.s.prev == p {
+				r.s.prev = p.prev
+			}
+			r.q.mu.Unlock()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Release gives up the place in the queue. It is idempotent.
+func (r *Reservation) Release() {
+	r.once.Do(func() {
+		r.q.mu.Lock()
+		defer r.q.mu.Unlock()
+		close(r.s.done)
+		if r.q.tails[r.key] == r.s {
+			delete(r.q.tails, r.key)
+		}
+	})
+}
+
+// pending reports how many files have reservations; for tests.
+func (q *mutationQueue) pending() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.tails)
+}

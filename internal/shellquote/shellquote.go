@@ -1,0 +1,42 @@
+// Package shellquote quotes words for POSIX sh. Every word pi-remote puts
+// into a shell command goes through Quote.
+package shellquote
+
+import "strings"
+
+// Quote returns s as one POSIX shell word: wrapped in single quotes, with
+// each single quote written as '\''. Inside single quotes nothing is special
+// ($, `, \, newlines, non-UTF-8 bytes), so the shell passes the bytes of s
+// through unchanged. A word starting with "-" is still an option to most
+// commands: put "--" or "-e" before it where that matters.
+func Quote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	if isSafe(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Join quotes each word and joins them with spaces.
+func Join(words ...string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = Quote(w)
+	}
+	return strings.Join(q, " ")
+}
+
+func isSafe(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '-' || c == '_' || c == '.' || c == '/' || c == ',' || c == ':' || c == '+' || c == '@' || c == '%':
+		default:
+			return false
+		}
+	}
+	return true
+}

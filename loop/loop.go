@@ -1,0 +1,312 @@
+// Package loop is pi-remote's agent loop: a model turn, then the tool calls
+// it asked for (prepare → execute → finalize), then the next turn, with
+// every step reported as an event.
+//
+// The loop knows tools only through the lean Tool type and models only
+// through the Model interface. Failures are data: a missing tool, invalid
+// arguments, a blocked call, a tool error or panic all become error tool
+// results fed back to the model, and the loop goes on.
+//
+// Batches: prepare runs in call order; execution is parallel (bounded by
+// MaxParallel) unless Config.ToolExecution or any tool in the batch says
+// Sequential. tool_execution_start events come in call order,
+// tool_execution_end in completion order, and tool-result messages are
+// appended in call order. A batch stops the run only when every result in it
+// asks to terminate. A response cut off by the output-token limit does not
+// run its tool calls. A run has a turn limit.
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Config is one run's setup.
+type Config struct {
+	Model Model
+	// SystemPrompt builds the system prompt from the active tools; it is
+	// called each turn, so tools activated by AddedToolNames appear.
+	SystemPrompt func(active []Tool) string
+	// Tools are all available tools; Active names those offered to the
+	// model (nil means all). Results' AddedToolNames activate more.
+	Tools  []Tool
+	Active []string
+	// ToolExecution Sequential runs every batch one call at a time.
+	ToolExecution ExecutionMode
+	// MaxParallel bounds concurrent tool executions (default 8).
+	MaxParallel int
+	// MaxTurns bounds model turns in one run (default 50).
+	MaxTurns int
+	// MaxArgumentBytes bounds a tool call's arguments (default 16 MiB).
+	MaxArgumentBytes int
+
+	BeforeToolCall func(ctx context.Context, c BeforeToolCallContext) (*BeforeToolCallResult, error)
+	AfterToolCall  func(ctx context.Context, c AfterToolCallContext) (*AfterToolCallResult, error)
+
+	// Steering returns messages to deliver after the current tool batch,
+	// before the next model turn. FollowUp returns messages to deliver when
+	// the run would otherwise end. MessageQueue provides both.
+	Steering func() []Message
+	FollowUp func() []Message
+
+	// Now is the clock for message timestamps (default time.Now).
+	Now func() time.Time
+}
+
+// BeforeToolCallContext is what BeforeToolCall sees.
+type BeforeToolCallContext struct {
+	Assistant *AssistantMessage // nil for calls outside a model turn
+	Call      *ToolCall
+	Args      json.RawMessage // prepared and validated
+}
+
+// BeforeToolCallResult lets BeforeToolCall block a call.
+type BeforeToolCallResult struct {
+	Block  bool
+	Reason string
+}
+
+// AfterToolCallContext is what AfterToolCall sees.
+type AfterToolCallContext struct {
+	Assistant *AssistantMessage
+	Call      *ToolCall
+	Args      json.RawMessage
+	Result    Result
+}
+
+// AfterToolCallResult replaces parts of a result; nil fields keep the
+// original.
+type AfterToolCallResult struct {
+	Content   ContentList
+	Details   any
+	Usage     *Usage
+	IsError   *bool
+	Terminate *bool
+}
+
+// ErrTurnLimit ends a run that reached Config.MaxTurns.
+var ErrTurnLimit = errors.New("turn limit reached")
+
+const (
+	defaultMaxParallel  = 8
+	defaultMaxTurns     = 50
+	defaultMaxArgsBytes = 16 << 20
+)
+
+type runner struct {
+	cfg    Config
+	active []string
+	mu     sync.Mutex // serializes emit
+	emitFn func(Event)
+}
+
+func newRunner(cfg Config, emit func(Event)) *runner {
+	if cfg.MaxParallel <= 0 {
+		cfg.MaxParallel = defaultMaxParallel
+	}
+	if cfg.MaxTurns <= 0 {
+		cfg.MaxTurns = defaultMaxTurns
+	}
+	if cfg.MaxArgumentBytes <= 0 {
+		cfg.MaxArgumentBytes = defaultMaxArgsBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	r := &runner{cfg: cfg, emitFn: emit}
+	if cfg.Active == nil {
+		for _, t := range cfg.Tools {
+			r.active = append(r.active, t.Name)
+		}
+	} else {
+		r.active = slices.Clone(cfg.Active)
+	}
+	return r
+}
+
+func (r *runner) emit(e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.emitFn(e)
+}
+
+func (r *runner) now() int64 { return r.cfg.Now().UnixMilli() }
+
+func (r *runner) activeTools() []Tool {
+	var out []Tool
+	for _, t := range r.cfg.Tools {
+		if slices.Contains(r.active, t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (r *runner) lookup(name string) (Tool, bool) {
+	for _, t := range r.activeTools() {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}
+
+// Run runs the agent from history plus prompts until the model stops asking
+// for tools (and no follow-up is queued), a batch terminates, the turn limit
+// is hit, the model fails, or ctx ends. It returns the messages added by
+// this run (prompts included). The error is ErrTurnLimit, ctx's error, or
+// nil; a model failure is recorded in the last assistant message
+// (StopReason StopError) and also returned.
+func Run(ctx context.Context, cfg Config, history, prompts []Message, emit func(Event)) ([]Message, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("loop: no model configured")
+	}
+	r := newRunner(cfg, emit)
+	var added []Message
+	transcript := slices.Clone(history)
+	push := func(m Message) {
+		r.emit(MessageStart{Message: m})
+		r.emit(MessageEnd{Message: m})
+		added = append(added, m)
+		transcript = append(transcript, m)
+	}
+	end := func(err error) ([]Message, error) {
+		r.emit(AgentEnd{Messages: added})
+		return added, err
+	}
+
+	r.emit(AgentStart{})
+	pending := prompts
+	turns := 0
+	for {
+		toolCalls := true
+		for toolCalls || len(pending) > 0 {
+			if err := ctx.Err(); err != nil {
+				return end(err)
+			}
+			if turns >= r.cfg.MaxTurns {
+				return end(fmt.Errorf("%w (%d)", ErrTurnLimit, r.cfg.MaxTurns))
+			}
+			turns++
+			r.emit(TurnStart{})
+			for _, m := range pending {
+				push(m)
+			}
+			pending = nil
+
+			msg := r.streamAssistant(ctx, transcript)
+			added = append(added, msg)
+			transcript = append(transcript, msg)
+			if msg.StopReason == StopError || msg.StopReason == StopAborted {
+				r.emit(TurnEnd{Message: msg, ToolResults: []*ToolResultMessage{}})
+				if msg.StopReason == StopAborted && ctx.Err() != nil {
+					return end(ctx.Err())
+				}
+				return end(fmt.Errorf("model: %s", msg.ErrorMessage))
+			}
+
+			calls := msg.ToolCalls()
+			toolCalls = len(calls) > 0
+			results := []*ToolResultMessage{}
+			terminate := false
+			if toolCalls {
+				if msg.StopReason == StopLength {
+					results = r.notRun(calls, "The response was cut off by the output token limit before this tool call was complete, so it was not run. Send it again, smaller (split large writes into several calls).")
+				} else {
+					results, terminate = r.executeBatch(ctx, msg, calls)
+				}
+				for _, m := range results {
+					push(m)
+					for _, name := range m.AddedToolNames {
+						if _, ok := r.findTool(name); ok && !slices.Contains(r.active, name) {
+							r.active = append(r.active, name)
+						}
+					}
+				}
+			}
+			r.emit(TurnEnd{Message: msg, ToolResults: results})
+			if terminate {
+				return end(nil)
+			}
+			if err := ctx.Err(); err != nil {
+				return end(err)
+			}
+			if r.cfg.Steering != nil {
+				pending = append(pending, r.cfg.Steering()...)
+			}
+		}
+		if r.cfg.FollowUp != nil {
+			pending = r.cfg.FollowUp()
+		}
+		if len(pending) == 0 {
+			return end(nil)
+		}
+	}
+}
+
+func (r *runner) findTool(name string) (Tool, bool) {
+	for _, t := range r.cfg.Tools {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}
+
+// streamAssistant runs one model call and assembles its message, emitting
+// message_start, message_update per event and message_end.
+func (r *runner) streamAssistant(ctx context.Context, transcript []Message) *AssistantMessage {
+	active := r.activeTools()
+	req := Request{Messages: slices.Clone(transcript)}
+	if r.cfg.SystemPrompt != nil {
+		req.SystemPrompt = r.cfg.SystemPrompt(active)
+	}
+	for _, t := range active {
+		req.Tools = append(req.Tools, ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict})
+	}
+	a := newAssembler(r.now())
+	r.emit(MessageStart{Message: a.snapshot()})
+	for ev := range r.cfg.Model.Stream(ctx, req) {
+		if a.done {
+			break // nothing may follow the final event
+		}
+		if err := a.apply(ev); err != nil {
+			a.apply(&StreamError{StopReason: StopError, Message: "malformed model stream: " + err.Error()})
+			break
+		}
+		r.emit(MessageUpdate{Message: a.snapshot(), Delta: ev})
+	}
+	if !a.done {
+		if ctx.Err() != nil {
+			a.apply(&StreamError{StopReason: StopAborted, Message: "aborted"})
+		} else {
+			a.apply(&StreamError{StopReason: StopError, Message: "model stream ended without a final event"})
+		}
+	}
+	msg := a.finish()
+	if msg.StopReason == StopError && ctx.Err() != nil {
+		msg.StopReason = StopAborted
+	}
+	r.emit(MessageEnd{Message: msg})
+	return msg
+}
+
+// notRun gives every call an error result without running it.
+func (r *runner) notRun(calls []*ToolCall, reason string) []*ToolResultMessage {
+	out := make([]*ToolResultMessage, len(calls))
+	for i, c := range calls {
+		r.emit(ToolExecutionStart{ToolCallID: c.ID, ToolName: c.Name, Args: c.Arguments})
+		f := finalized{call: c, result: ErrorResult(reason)}
+		r.emitEnd(f)
+		out[i] = r.resultMessage(f)
+	}
+	return out
+}

@@ -1,0 +1,204 @@
+// Package ops is the driver contract between pi-remote's execution
+// environments and the machines they act on.
+//
+// A backend (ops/local for this machine, ops/ssh for a remote host) implements
+// three small interfaces: ReadOperations, WriteOperations and ExecOperations.
+// Everything above this package (env, tools, loop) talks only to these
+// interfaces, so a tool behaves the same on every host.
+//
+// Rules every backend follows:
+//
+//   - Paths are absolute and slash-separated. Backends never resolve relative
+//     paths; that is env's job.
+//   - Every method takes a context and honours cancellation even where the
+//     underlying library does not (the backend closes what it must).
+//   - Errors use one vocabulary: *fs.PathError wrapping the io/fs sentinels
+//     (fs.ErrNotExist, fs.ErrPermission, fs.ErrExist, ...), *ExitError for a
+//     command that ran and exited non-zero, ErrConnectionLost (wrapped) when
+//     the transport to the host is gone, and ErrModified when a guarded write
+//     found the file changed. Callers compare with errors.Is / errors.As.
+//
+// Optional abilities live in separate interfaces (Resolver) with helpers that
+// fall back when a backend lacks them; callers never type-switch on backends.
+// The conformance suite in ops/opstest is run by every backend.
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// ReadOperations reads files and directories on one host.
+type ReadOperations interface {
+	// Stat returns information about the named file, following symlinks.
+	// A missing file gives a *fs.PathError wrapping fs.ErrNotExist.
+	Stat(ctx context.Context, name string) (fs.FileInfo, error)
+
+	// Open opens the named file for streaming reads. Only what the caller
+	// reads is transferred, so reading the head of a huge file is cheap.
+	// Reads after ctx is done fail with ctx's error. The caller must Close.
+	// Opening a directory is an error wrapping ErrIsDir.
+	Open(ctx context.Context, name string) (io.ReadCloser, error)
+
+	// ReadDir lists a directory in one request (no round trip per entry).
+	// Entries are unsorted; symlinks are reported with the kind of their
+	// target in IsDir. A missing directory wraps fs.ErrNotExist; a file
+	// wraps ErrNotDir.
+	ReadDir(ctx context.Context, name string) ([]DirEntry, error)
+}
+
+// DirEntry is one entry of a directory listing.
+type DirEntry struct {
+	Name      string
+	IsDir     bool // a directory, or a symlink to one
+	IsSymlink bool
+	Size      int64
+	Mode      fs.FileMode
+}
+
+// WriteOptions tune WriteFile.
+type WriteOptions struct {
+	// Perm is the mode of a newly created file (default 0o644). The mode of
+	// an existing file is always kept.
+	Perm fs.FileMode
+
+	// IfMatch, when set, makes the write conditional: just before the new
+	// content replaces the file, the backend reads the current content and
+	// calls IfMatch with it; if it returns false the write is abandoned, the
+	// file is left as it is, and WriteFile returns an error wrapping
+	// ErrModified. Used by edit to detect changes made by other processes.
+	IfMatch func(current []byte) bool
+}
+
+// WriteOperations changes files on one host.
+type WriteOperations interface {
+	// WriteFile replaces the named file with everything read from r,
+	// atomically: the content goes to a temporary file in the same
+	// directory, which is renamed over the target only when complete. A
+	// failed or cancelled write leaves the old file intact and removes the
+	// temporary file. The mode of an existing file is kept; a symlink is
+	// written through (the link stays, its target changes). The parent
+	// directory must exist (see MkdirAll); otherwise the error wraps
+	// fs.ErrNotExist.
+	WriteFile(ctx context.Context, name string, r io.Reader, opts WriteOptions) error
+
+	// MkdirAll creates a directory and any missing parents. An existing
+	// directory is not an error; an existing non-directory wraps ErrNotDir.
+	MkdirAll(ctx context.Context, name string) error
+}
+
+// Command is one shell command for ExecOperations.
+type Command struct {
+	// Script is run by a POSIX shell as `sh -c Script`, never by the user's
+	// login shell.
+	Script string
+	// Dir is the absolute working directory. Empty means the host's default
+	// (the user's home directory on remote hosts).
+	Dir string
+	// Env holds extra variables, "KEY=value", added to the host's
+	// environment for this command.
+	Env []string
+	// Output receives stdout and stderr merged in arrival order. Writes come
+	// from one goroutine at a time. Nil discards the output.
+	Output io.Writer
+}
+
+// ExecOperations runs commands on one host.
+type ExecOperations interface {
+	// Exec runs cmd with stdin closed (/dev/null), without a terminal, in a
+	// new process group. It returns nil when the command exited 0, an
+	// *ExitError for a non-zero exit or death by signal, an error wrapping
+	// ErrConnectionLost when the host became unreachable (the outcome is then
+	// unknown), or ctx's error when ctx ended first.
+	//
+	// Cancellation and deadline kill the whole process group on the host
+	// before Exec returns. Exec returns once the command has exited, after a
+	// short grace period for output, even if a background child still holds
+	// stdout or stderr open; such children keep running.
+	Exec(ctx context.Context, cmd Command) error
+}
+
+// Operations is everything a full backend provides.
+type Operations interface {
+	ReadOperations
+	WriteOperations
+	ExecOperations
+}
+
+// Resolver is an optional ability: resolving symlinks and ".." on the host.
+type Resolver interface {
+	// RealPath returns the canonical absolute form of an existing path with
+	// every symlink resolved. A missing path wraps fs.ErrNotExist.
+	RealPath(ctx context.Context, name string) (string, error)
+}
+
+// RealPath resolves name with r's Resolver ability when it has one. Without
+// it the fallback checks that name exists and returns it unchanged (lexically
+// clean paths are the best a backend without the ability can offer).
+func RealPath(ctx context.Context, r ReadOperations, name string) (string, error) {
+	if res, ok := r.(Resolver); ok {
+		return res.RealPath(ctx, name)
+	}
+	if _, err := r.Stat(ctx, name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// ExitError reports a command that ran and did not exit 0.
+type ExitError struct {
+	Code   int    // exit status; 128+n when killed by signal n
+	Signal string // signal name ("KILL", "TERM") when killed by a signal
+}
+
+func (e *ExitError) Error() string {
+	if e.Signal != "" {
+		return fmt.Sprintf("command killed by signal %s (exit code %d)", e.Signal, e.Code)
+	}
+	return fmt.Sprintf("command exited with code %d", e.Code)
+}
+
+var (
+	// ErrConnectionLost is wrapped by errors from a backend whose transport
+	// to the host is gone. An operation that fails this way may or may not
+	// have happened on the host.
+	ErrConnectionLost = errors.New("connection to host lost")
+
+	// ErrModified is wrapped when a guarded write (WriteOptions.IfMatch)
+	// found the file changed since it was read.
+	ErrModified = errors.New("file changed on disk since it was read")
+
+	// ErrIsDir and ErrNotDir are wrapped in *fs.PathError for operations on
+	// the wrong kind of file.
+	ErrIsDir  = errors.New("is a directory")
+	ErrNotDir = errors.New("not a directory")
+)
+
+// CtxReader wraps r so that reads fail with ctx's error once ctx is done.
+// Backends use it for readers whose library ignores contexts.
+func CtxReader(ctx context.Context, r io.Reader) io.Reader {
+	return ctxReader{ctx: ctx, r: r}
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// DefaultPerm is the mode of files created by WriteFile when none is given.
+const DefaultPerm fs.FileMode = 0o644
+
+// GraceAfterExit is how long Exec waits for output after the command itself
+// exited, before it stops reading from children that inherited the pipes.
+const GraceAfterExit = 300 * time.Millisecond

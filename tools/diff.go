@@ -1,0 +1,131 @@
+package tools
+
+import (
+	"fmt"
+	"strings"
+)
+
+const diffContext = 3
+
+// lineDiff renders the changes made by regions as hunks with line numbers:
+//
+//	@@ -12,3 +12,4 @@
+//	  12 unchanged
+//	- 13 removed
+//	+ 13 added
+//
+// It returns the diff and the first changed line of the new file.
+func lineDiff(oldContent, newContent string, regions []region) (string, int) {
+	oldLines := strings.Split(strings.ReplaceAll(oldContent, "\r\n", "\n"), "\n")
+	newLines := strings.Split(strings.ReplaceAll(newContent, "\r\n", "\n"), "\n")
+	width := len(fmt.Sprint(max(len(oldLines), len(newLines))))
+	var b strings.Builder
+	first := 0
+	shift := 0 // new offset minus old offset so far
+	for _, r := range regions {
+		// Whole lines covering the region, in old and new coordinates.
+		oStart := strings.Count(oldContent[:r.start], "\n")
+		oEnd := oStart + strings.Count(oldContent[r.start:r.end], "\n")
+		nStart := strings.Count(newContent[:r.start+shift], "\n")
+		nEnd := nStart + strings.Count(r.newText, "\n")
+		shift += len(r.newText) - (r.end - r.start)
+
+		old := oldLines[oStart : oEnd+1]
+		nw := newLines[nStart : nEnd+1]
+		ops := diffLines(old, nw)
+		ctxBefore := max(0, oStart-diffContext)
+		ctxAfterEnd := min(len(oldLines), oEnd+1+diffContext)
+		removed, added := 0, 0
+		for _, op := range ops {
+			switch op.kind {
+			case '-':
+				removed++
+			case '+':
+				added++
+			}
+		}
+		oldCount := oStart - ctxBefore + len(old) + ctxAfterEnd - (oEnd + 1)
+		newCount := oldCount - removed + added
+		fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", ctxBefore+1, oldCount, nStart-(oStart-ctxBefore)+1, newCount)
+		for i := ctxBefore; i < oStart; i++ {
+			fmt.Fprintf(&b, "  %*d %s\n", width, i+1, oldLines[i])
+		}
+		oi, ni := oStart, nStart
+		for _, op := range ops {
+			switch op.kind {
+			case ' ':
+				fmt.Fprintf(&b, "  %*d %s\n", width, ni+1, op.text)
+				oi++
+				ni++
+			case '-':
+				fmt.Fprintf(&b, "- %*d %s\n", width, oi+1, op.text)
+				oi++
+			case '+':
+				if first == 0 {
+					first = ni + 1
+				}
+				fmt.Fprintf(&b, "+ %*d %s\n", width, ni+1, op.text)
+				ni++
+			}
+			if op.kind == '-' && first == 0 {
+				first = ni + 1
+			}
+		}
+		for i := oEnd + 1; i < ctxAfterEnd; i++ {
+			fmt.Fprintf(&b, "  %*d %s\n", width, ni+1, oldLines[i])
+			ni++
+		}
+	}
+	return strings.TrimRight(b.String(), "\n"), first
+}
+
+type diffOp struct {
+	kind byte // ' ', '-', '+'
+	text string
+}
+
+// diffLines is a longest-common-subsequence line diff, for the few lines of
+// one edit region; very large regions are shown as a full replacement.
+func diffLines(a, b []string) []diffOp {
+	if len(a)*len(b) > 4_000_000 {
+		var out []diffOp
+		for _, l := range a {
+			out = append(out, diffOp{'-', l})
+		}
+		for _, l := range b {
+			out = append(out, diffOp{'+', l})
+		}
+		return out
+	}
+	// lcs[i][j] = LCS length of a[i:], b[j:].
+	lcs := make([][]int, len(a)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out []diffOp
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			out = append(out, diffOp{' ', a[i]})
+			i++
+			j++
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
+			out = append(out, diffOp{'-', a[i]})
+			i++
+		default:
+			out = append(out, diffOp{'+', b[j]})
+			j++
+		}
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/internal/shellquote"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/ops"
+)
+
+type findInput struct {
+	Pattern string `json:"pattern" jsonschema_description:"Glob pattern: '*.go' matches file names at any depth; patterns with '/' match the path, and '**' matches any number of directories (e.g. 'cmd/**/main.go')"`
+	Path    string `json:"path,omitempty" jsonschema_description:"Directory to search (default: the working directory)"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"minimum=1" jsonschema_description:"Maximum number of results (default 1000)"`
+}
+
+// FindDetails are the find tool's details.
+type FindDetails struct {
+	Path         string `json:"path"`
+	Results      int    `json:"results"`
+	LimitReached bool   `json:"limitReached,omitempty"`
+	Truncated    bool   `json:"truncated,omitempty"`
+	Engine       string `json:"engine"` // "fd" or "find"
+}
+
+const defaultFindLimit = 1000
+
+func findTool(e *env.ExecutionEnv) Definition {
+	return define(Definition{
+		Name: "find",
+		Description: fmt.Sprintf("Find files by glob pattern on the host. Uses fd when available (respects .gitignore, includes hidden files), "+
+			"otherwise find (skipping .git and node_modules). Returns paths relative to the search directory, one per line, sorted; "+
+			"at most %d results by default (change with limit) or %dKB.", defaultFindLimit, MaxBytes/1024),
+		PromptSnippet: "Find files by glob pattern",
+		RenderCall:    func(args json.RawMessage) string { return renderPathCall("find", args) },
+	}, func(ctx context.Context, in findInput, _ func(loop.Result)) (loop.Result, error) {
+		return runFind(ctx, e, in)
+	})
+}
+
+// globMatch matches a relative, slash-separated path against a find
+// pattern: without '/', the pattern matches the file name; with '/', it
+// matches the whole path segment by segment, '**' standing for any number
+// of segments.
+func globMatch(pattern, rel string) bool {
+	pattern = strings.TrimPrefix(pattern, "./")
+	if !strings.Contains(pattern, "/") {
+		ok, err := path.Match(pattern, path.Base(rel))
+		return err == nil && ok
+	}
+	return matchSegments(strings.Split(pattern, "/"), strings.Split(rel, "/"))
+}
+
+func matchSegments(pat, segs []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for i := 0; i <= len(segs); i++ {
+				if matchSegments(pat[1:], segs[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(segs) == 0 {
+			return false
+		}
+		ok, err := path.Match(pat[0], segs[0])
+		if err != nil || !ok {
+			return false
+		}
+		pat, segs = pat[1:], segs[1:]
+	}
+	return len(segs) == 0
+}
+
+// nameFilter is the last pattern segment when it can narrow the listing on
+// the host (a plain name glob), or "".
+func nameFilter(pattern string) string {
+	last := path.Base(pattern)
+	if last == "**" || last == "." || last == "/" {
+		return ""
+	}
+	return last
+}
+
+func findScript(caps env.Capabilities, pattern, dir string) (string, string) {
+	name := nameFilter(pattern)
+	if caps.Fd != "" {
+		w := []string{caps.Fd, "--type", "f", "--type", "l", "--hidden", "--exclude", ".git", "--color=never", "--print0", "--glob"}
+		if name != "" {
+			w = append(w, name)
+		} else {
+			w = append(w, "*")
+		}
+		return "cd " + shellquote.Quote(dir) + " && " + shellquote.Join(w...), "fd"
+	}
+	script := "cd " + shellquote.Quote(dir) + ` && find . \( -name .git -o -name node_modules \) -prune -o \( -type f -o -type l \)`
+	if name != "" {
+		script += " -name " + shellquote.Quote(name)
+	}
+	return script + " -print0", "find"
+}
+
+func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Result, error) {
+	if in.Pattern == "" {
+		return errorResult("The pattern is empty.")
+	}
+	if _, err := path.Match(nameFilter(in.Pattern), ""); err != nil {
+		return errorResult("Invalid glob pattern %q: %v", in.Pattern, err)
+	}
+	dir, file, abs, res, err := searchTarget(ctx, e, in.Path)
+	if res != nil || err != nil {
+		return derefResult(res), err
+	}
+	if file != "" {
+		return errorResult("Not a directory: %s. find searches directories.", in.Path)
+	}
+	caps, err := e.Capabilities(ctx)
+	if err != nil {
+		return fileError(in.Path, err)
+	}
+	script, engine := findScript(caps, in.Pattern, dir)
+	var out bytes.Buffer
+	if err := e.Exec(ctx, ops.Command{Script: script, Dir: dir, Output: &out}); err != nil && ctx.Err() != nil {
+		return errorResult("Search aborted.")
+	} else if err != nil && out.Len() == 0 {
+		return fileError(in.Path, err)
+	}
+	var found []string
+	for _, p := range strings.Split(out.String(), "\x00") {
+		p = strings.TrimPrefix(p, "./")
+		if p == "" {
+			continue
+		}
+		if globMatch(in.Pattern, p) {
+			found = append(found, strings.ToValidUTF8(p, "\uFFFD"))
+		}
+	}
+	slices.Sort(found)
+	limit := in.Limit
+	if limit == 0 {
+		limit = defaultFindLimit
+	}
+	details := FindDetails{Path: abs, Engine: engine}
+	if len(found) == 0 {
+		return loop.Result{Content: loop.ContentList{&loop.Text{Text: fmt.Sprintf("No files found matching %s.", in.Pattern)}}, Details: details}, nil
+	}
+	total := len(found)
+	if len(found) > limit {
+		found = found[:limit]
+		details.LimitReached = true
+	}
+	t := truncateHead(strings.Join(found, "\n")+"\n", len(found)+1, MaxBytes)
+	details.Results, details.Truncated = t.OutputLines, t.Truncated
+	var notices []string
+	if details.LimitReached {
+		notices = append(notices, fmt.Sprintf("%d of %d results shown (limit %d). Use limit=%d for more, or refine the pattern.", limit, total, limit, min(total, limit*2)))
+	}
+	if t.Truncated {
+		notices = append(notices, fmt.Sprintf("Output cut at the %s limit after %d results. Refine the pattern or search a narrower path.", formatSize(MaxBytes), t.OutputLines))
+	}
+	return loop.Result{Content: loop.ContentList{&loop.Text{Text: withNotice(t.Content, notices...)}}, Details: details}, nil
+}

@@ -1,0 +1,180 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+	validator "github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// schemaFor reflects the JSON Schema of a tool's input struct. It runs once
+// per tool definition.
+func schemaFor[In any]() json.RawMessage {
+	r := jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
+	s := r.Reflect(new(In))
+	s.Version = ""
+	s.ID = ""
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("tools: schema of %T: %v", *new(In), err))
+	}
+	return b
+}
+
+// argValidator checks arguments against a schema after applying the scalar
+// coercions models need ("5" → 5, "true" → true).
+type argValidator struct {
+	schema   map[string]any
+	compiled *validator.Schema
+}
+
+func newArgValidator(schema json.RawMessage) *argValidator {
+	doc, err := validator.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		panic(fmt.Sprintf("tools: parse schema: %v", err))
+	}
+	c := validator.NewCompiler()
+	if err := c.AddResource("tool.json", doc); err != nil {
+		panic(fmt.Sprintf("tools: add schema: %v", err))
+	}
+	compiled, err := c.Compile("tool.json")
+	if err != nil {
+		panic(fmt.Sprintf("tools: compile schema: %v", err))
+	}
+	m, _ := doc.(map[string]any)
+	return &argValidator{schema: m, compiled: compiled}
+}
+
+var printer = message.NewPrinter(language.English)
+
+// validate returns the coerced arguments or an error naming each bad field.
+func (v *argValidator) validate(args json.RawMessage) (json.RawMessage, error) {
+	inst, err := validator.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	inst = coerce(v.schema, inst)
+	if err := v.compiled.Validate(inst); err != nil {
+		ve, ok := err.(*validator.ValidationError)
+		if !ok {
+			return nil, err
+		}
+		var msgs []string
+		for _, leaf := range leaves(ve) {
+			msg := leaf.ErrorKind.LocalizedString(printer)
+			if loc := fieldName(leaf.InstanceLocation); loc != "" {
+				msg = fmt.Sprintf("field %q: %s", loc, msg)
+			}
+			if !slices.Contains(msgs, msg) {
+				msgs = append(msgs, msg)
+			}
+		}
+		return nil, fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	out, err := json.Marshal(inst)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func leaves(e *validator.ValidationError) []*validator.ValidationError {
+	if len(e.Causes) == 0 {
+		return []*validator.ValidationError{e}
+	}
+	var out []*validator.ValidationError
+	for _, c := range e.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+// fieldName renders an instance location as edits[0].oldText.
+func fieldName(loc []string) string {
+	var b strings.Builder
+	for _, tok := range loc {
+		if _, err := strconv.Atoi(tok); err == nil {
+			fmt.Fprintf(&b, "[%s]", tok)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
+}
+
+// coerce converts strings to the integers, numbers and booleans the schema
+// asks for, recursively through objects and arrays. Anything it cannot
+// convert is left for the validator to report.
+func coerce(schema map[string]any, v any) any {
+	if schema == nil {
+		return v
+	}
+	switch typ, _ := schema["type"].(string); typ {
+	case "integer", "number":
+		s, ok := v.(string)
+		if !ok {
+			return v
+		}
+		s = strings.TrimSpace(s)
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return v
+		}
+		if typ == "integer" && f != math.Trunc(f) {
+			return v
+		}
+		return json.Number(s)
+	case "boolean":
+		if s, ok := v.(string); ok {
+			switch strings.ToLower(strings.TrimSpace(s)) {
+			case "true":
+				return true
+			case "false":
+				return false
+			}
+		}
+	case "object":
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		props, _ := schema["properties"].(map[string]any)
+		for k, val := range obj {
+			if ps, ok := props[k].(map[string]any); ok {
+				obj[k] = coerce(ps, val)
+			}
+		}
+	case "array":
+		arr, ok := v.([]any)
+		if !ok {
+			return v
+		}
+		items, _ := schema["items"].(map[string]any)
+		for i := range arr {
+			arr[i] = coerce(items, arr[i])
+		}
+	}
+	return v
+}
+
+// decode unmarshals validated arguments into the tool's input struct.
+func decode[In any](args json.RawMessage) (In, error) {
+	var in In
+	dec := json.NewDecoder(bytes.NewReader(args))
+	if err := dec.Decode(&in); err != nil {
+		return in, fmt.Errorf("decode %s arguments: %w", reflect.TypeFor[In]().Name(), err)
+	}
+	return in, nil
+}

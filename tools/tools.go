@@ -1,0 +1,221 @@
+// Package tools holds pi-remote's seven tools — read, bash, edit, write,
+// grep, find, ls — as rich ToolDefinitions, and Wrap, which projects a
+// definition onto the lean loop.Tool the agent loop runs.
+//
+// Every tool acts through an env.ExecutionEnv, so it behaves the same on the
+// local machine and on a remote host. Tools never import os, os/exec or a
+// backend package. Their exact behaviour is specified in TOOLS.md; the
+// tests in this package pin each rule.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/loop"
+)
+
+// Definition is the product-side description of a tool: everything the loop
+// needs plus prompt metadata and terminal renderers.
+type Definition struct {
+	Name        string
+	Label       string
+	Description string
+	// PromptSnippet is the tool's one-line entry in the system prompt's
+	// tool list.
+	PromptSnippet string
+	// PromptGuidelines are added to the system prompt while the tool is
+	// active.
+	PromptGuidelines []string
+	Parameters       json.RawMessage
+	Strict           bool
+	ExecutionMode    loop.ExecutionMode
+
+	PrepareArguments func(args json.RawMessage) (json.RawMessage, error)
+	Validate         func(args json.RawMessage) (json.RawMessage, error)
+	Admit            func(ctx context.Context, args json.RawMessage) (any, func(), error)
+	Execute          func(ctx context.Context, callID string, args json.RawMessage, onUpdate func(loop.Result)) (loop.Result, error)
+
+	// RenderCall and RenderResult show the call and its result in a
+	// terminal. Nil means a generic rendering.
+	RenderCall   func(args json.RawMessage) string
+	RenderResult func(res loop.Result) string
+}
+
+// Wrap projects a definition onto the lean tool the loop runs, dropping the
+// prompt metadata and renderers.
+func Wrap(d Definition) loop.Tool {
+	return loop.Tool{
+		Name:             d.Name,
+		Label:            d.Label,
+		Description:      d.Description,
+		Parameters:       d.Parameters,
+		Strict:           d.Strict,
+		ExecutionMode:    d.ExecutionMode,
+		PrepareArguments: d.PrepareArguments,
+		Validate:         d.Validate,
+		Admit:            d.Admit,
+		Execute:          d.Execute,
+	}
+}
+
+// FromTool makes a minimal definition for a bare loop tool, so registries
+// can hold definitions only.
+func FromTool(t loop.Tool) Definition {
+	return Definition{
+		Name:             t.Name,
+		Label:            t.Label,
+		Description:      t.Description,
+		Parameters:       t.Parameters,
+		Strict:           t.Strict,
+		ExecutionMode:    t.ExecutionMode,
+		PrepareArguments: t.PrepareArguments,
+		Validate:         t.Validate,
+		Admit:            t.Admit,
+		Execute:          t.Execute,
+	}
+}
+
+// WrapAll wraps definitions in order.
+func WrapAll(defs []Definition) []loop.Tool {
+	out := make([]loop.Tool, len(defs))
+	for i, d := range defs {
+		out[i] = Wrap(d)
+	}
+	return out
+}
+
+// Names of the built-in tools, and the default and read-only active sets.
+var (
+	AllNames      = []string{"read", "bash", "edit", "write", "grep", "find", "ls"}
+	DefaultActive = []string{"read", "bash", "edit", "write"}
+	ReadOnly      = []string{"read", "grep", "find", "ls"}
+)
+
+// Options tune the tools.
+type Options struct {
+	// BashTimeout is the default bash timeout (120 s when zero).
+	BashTimeout time.Duration
+	// MaxBashTimeout bounds the timeout a call may ask for (2 h when zero).
+	MaxBashTimeout time.Duration
+}
+
+// Definitions returns the seven tools acting on e, in AllNames order.
+func Definitions(e *env.ExecutionEnv, opts Options) []Definition {
+	if opts.BashTimeout <= 0 {
+		opts.BashTimeout = 120 * time.Second
+	}
+	if opts.MaxBashTimeout <= 0 {
+		opts.MaxBashTimeout = 2 * time.Hour
+	}
+	return []Definition{
+		readTool(e),
+		bashTool(e, opts),
+		editTool(e),
+		writeTool(e),
+		grepTool(e),
+		findTool(e),
+		lsTool(e),
+	}
+}
+
+// Select returns the definitions named, in the order given, or an error
+// naming an unknown one.
+func Select(defs []Definition, names []string) ([]Definition, error) {
+	var out []Definition
+	for _, n := range names {
+		i := slices.IndexFunc(defs, func(d Definition) bool { return d.Name == n })
+		if i < 0 {
+			var known []string
+			for _, d := range defs {
+				known = append(known, d.Name)
+			}
+			return nil, fmt.Errorf("unknown tool %q (known: %s)", n, strings.Join(known, ", "))
+		}
+		out = append(out, defs[i])
+	}
+	return out, nil
+}
+
+// SystemPrompt assembles the tool section of a system prompt from the
+// active tools' snippets and guidelines only.
+func SystemPrompt(active []Definition) string {
+	var b strings.Builder
+	b.WriteString("Available tools:\n")
+	for _, d := range active {
+		snippet := d.PromptSnippet
+		if snippet == "" {
+			snippet = firstSentence(d.Description)
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", d.Name, snippet)
+	}
+	var guidelines []string
+	for _, d := range active {
+		for _, g := range d.PromptGuidelines {
+			if !slices.Contains(guidelines, g) {
+				guidelines = append(guidelines, g)
+			}
+		}
+	}
+	if len(guidelines) > 0 {
+		b.WriteString("\nGuidelines:\n")
+		for _, g := range guidelines {
+			fmt.Fprintf(&b, "- %s\n", g)
+		}
+	}
+	return b.String()
+}
+
+func firstSentence(s string) string {
+	if i := strings.Index(s, ". "); i >= 0 {
+		return s[:i+1]
+	}
+	return s
+}
+
+// define completes a definition from a typed input struct: the schema is
+// reflected once, arguments are validated against it, and Execute decodes
+// them into In.
+func define[In any](d Definition, run func(ctx context.Context, in In, onUpdate func(loop.Result)) (loop.Result, error)) Definition {
+	d.Parameters = schemaFor[In]()
+	v := newArgValidator(d.Parameters)
+	d.Validate = v.validate
+	d.Execute = func(ctx context.Context, _ string, args json.RawMessage, onUpdate func(loop.Result)) (loop.Result, error) {
+		in, err := decode[In](args)
+		if err != nil {
+			return loop.ErrorResult(err.Error()), nil
+		}
+		if onUpdate == nil {
+			onUpdate = func(loop.Result) {}
+		}
+		return run(ctx, in, onUpdate)
+	}
+	if d.Label == "" {
+		d.Label = d.Name
+	}
+	return d
+}
+
+func textOf(res loop.Result) string {
+	var parts []string
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *loop.Text:
+			parts = append(parts, c.Text)
+		case *loop.Image:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes base64]", c.MimeType, len(c.Data)))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// errorResult is an error result with details, for failures the model can
+// act on.
+func errorResult(format string, a ...any) (loop.Result, error) {
+	return loop.ErrorResult(fmt.Sprintf(format, a...)), nil
+}
