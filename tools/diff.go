@@ -14,6 +14,8 @@ const diffContext = 3
 //	- 13 removed
 //	+ 13 added
 //
+// Removed lines carry their old line number; added and unchanged lines
+// carry their new one.
 // It returns the diff and the first changed line of the new file.
 func lineDiff(oldContent, newContent string, regions []region) (string, int) {
 	oldLines := strings.Split(strings.ReplaceAll(oldContent, "\r\n", "\n"), "\n")
@@ -48,7 +50,7 @@ func lineDiff(oldContent, newContent string, regions []region) (string, int) {
 		newCount := oldCount - removed + added
 		fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", ctxBefore+1, oldCount, nStart-(oStart-ctxBefore)+1, newCount)
 		for i := ctxBefore; i < oStart; i++ {
-			fmt.Fprintf(&b, "  %*d %s\n", width, i+1, oldLines[i])
+			fmt.Fprintf(&b, "  %*d %s\n", width, i+1+nStart-oStart, oldLines[i])
 		}
 		oi, ni := oStart, nStart
 		for _, op := range ops {

@@ -115,6 +115,9 @@ func withNotice(text string, notices ...string) string {
 	if len(kept) == 0 {
 		return text
 	}
+	if text == "" {
+		return "[" + strings.Join(kept, " ") + "]"
+	}
 	return strings.TrimRight(text, "\n") + "\n\n[" + strings.Join(kept, " ") + "]"
 }
 

@@ -5,10 +5,11 @@ package shellquote
 import "strings"
 
 // Quote returns s as one POSIX shell word: wrapped in single quotes, with
-// each single quote written as '\”. Inside single quotes nothing is special
-// ($, `, \, newlines, non-UTF-8 bytes), so the shell passes the bytes of s
-// through unchanged. A word starting with "-" is still an option to most
-// commands: put "--" or "-e" before it where that matters.
+// every single quote inside closed, escaped with a backslash and reopened.
+// Inside single quotes nothing is special ($, backticks, backslashes,
+// newlines, non-UTF-8 bytes), so the shell passes the bytes of s through
+// unchanged. A word starting with "-" is still an option to most commands:
+// put "--" or "-e" before it where that matters.
 func Quote(s string) string {
 	if s == "" {
 		return "''"

@@ -1,0 +1,105 @@
+package tools_test
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/ops/local"
+	"github.com/pi-remote/pi-remote/tools"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fixture is a local environment rooted in a fresh directory.
+type fixture struct {
+	t    *testing.T
+	root string
+	env  *env.ExecutionEnv
+	defs []tools.Definition
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	home := filepath.Join(root, "home")
+	require.NoError(t, os.MkdirAll(home, 0o755))
+	e := env.New(local.New(), env.Options{Name: "local", Cwd: root, Home: home})
+	return &fixture{t: t, root: root, env: e, defs: tools.Definitions(e, tools.Options{})}
+}
+
+func (f *fixture) path(rel string) string { return filepath.Join(f.root, rel) }
+
+func (f *fixture) write(rel, content string) {
+	f.t.Helper()
+	p := f.path(rel)
+	require.NoError(f.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(f.t, os.WriteFile(p, []byte(content), 0o644))
+}
+
+func (f *fixture) read(rel string) string {
+	f.t.Helper()
+	b, err := os.ReadFile(f.path(rel))
+	require.NoError(f.t, err)
+	return string(b)
+}
+
+// call runs one tool through the loop's prepare → execute → finalize.
+func (f *fixture) call(name string, args any) *loop.ToolResultMessage {
+	f.t.Helper()
+	var raw []byte
+	if s, ok := args.(string); ok {
+		raw = []byte(s)
+	} else {
+		var err error
+		raw, err = json.Marshal(args)
+		require.NoError(f.t, err)
+	}
+	return loop.ExecuteTool(f.t.Context(), loop.Config{Tools: tools.WrapAll(f.defs)}, &loop.ToolCall{ID: "t", Name: name, Arguments: raw}, nil)
+}
+
+func text(m *loop.ToolResultMessage) string {
+	var s string
+	for _, c := range m.Content {
+		if t, ok := c.(*loop.Text); ok {
+			s += t.Text
+		}
+	}
+	return s
+}
+
+func (f *fixture) ok(name string, args any) string {
+	f.t.Helper()
+	m := f.call(name, args)
+	require.False(f.t, m.IsError, "%s failed: %s", name, text(m))
+	return text(m)
+}
+
+func (f *fixture) fails(name string, args any, contains ...string) string {
+	f.t.Helper()
+	m := f.call(name, args)
+	require.True(f.t, m.IsError, "%s should fail, got: %s", name, text(m))
+	for _, c := range contains {
+		assert.Contains(f.t, text(m), c)
+	}
+	return text(m)
+}
+
+func golden(t *testing.T, name string, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(p, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(p)
+	require.NoError(t, err, "run go test ./tools -update to create %s", p)
+	assert.Equal(t, string(want), got)
+}
