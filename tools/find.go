@@ -36,7 +36,7 @@ func findTool(e *env.ExecutionEnv) Definition {
 	return define(Definition{
 		Name: "find",
 		Description: fmt.Sprintf("Find files by glob pattern on the host. Uses fd when available (respects .gitignore, includes hidden files), "+
-			"otherwise find (skipping .git and node_modules). Returns paths relative to the search directory, one per line, sorted; "+
+			"otherwise find; .git and node_modules are always skipped. Returns paths relative to the search directory, one per line, sorted; "+
 			"at most %d results by default (change with limit) or %dKB.", defaultFindLimit, MaxBytes/1024),
 		PromptSnippet: "Find files by glob pattern",
 		RenderCall:    func(args json.RawMessage) string { return renderPathCall("find", args) },
@@ -93,7 +93,7 @@ func nameFilter(pattern string) string {
 func findScript(caps env.Capabilities, pattern, dir string) (string, string) {
 	name := nameFilter(pattern)
 	if caps.Fd != "" {
-		w := []string{caps.Fd, "--type", "f", "--type", "l", "--hidden", "--exclude", ".git", "--color=never", "--print0", "--glob"}
+		w := []string{caps.Fd, "--type", "f", "--type", "l", "--hidden", "--exclude", ".git", "--exclude", "node_modules", "--color=never", "--print0", "--glob"}
 		if name != "" {
 			w = append(w, name)
 		} else {
@@ -159,6 +159,7 @@ func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Resul
 	}
 	t := truncateHead(strings.Join(found, "\n")+"\n", len(found)+1, MaxBytes)
 	details.Results, details.Truncated = t.OutputLines, t.Truncated
+	t.Content = strings.TrimSuffix(t.Content, "\n")
 	var notices []string
 	if details.LimitReached {
 		notices = append(notices, fmt.Sprintf("%d of %d results shown (limit %d). Use limit=%d for more, or refine the pattern.", limit, total, limit, min(total, limit*2)))

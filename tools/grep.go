@@ -42,7 +42,7 @@ const defaultGrepLimit = 100
 func grepTool(e *env.ExecutionEnv) Definition {
 	return define(Definition{
 		Name: "grep",
-		Description: fmt.Sprintf("Search file contents on the host. Uses ripgrep when available (respects .gitignore, includes hidden files), "+
+		Description: fmt.Sprintf("Search file contents on the host. Uses ripgrep when available (respects .gitignore, includes hidden files, skips .git and node_modules), "+
 			"otherwise grep. Output lines are 'path:LINE: text' for matches and 'path-LINE- text' for context, with paths relative to the searched directory. "+
 			"Returns at most %d matches by default (change with limit) or %dKB; long lines are cut at %d characters.", defaultGrepLimit, MaxBytes/1024, MaxGrepLine),
 		PromptSnippet: "Search file contents for patterns",
@@ -82,7 +82,7 @@ func grepScript(caps env.Capabilities, in grepInput, dir, file string) (string, 
 	var w []string
 	engine := "rg"
 	if caps.Rg != "" {
-		w = []string{caps.Rg, "--line-number", "--with-filename", "--no-heading", "--color=never", "--null", "--hidden", "--glob", "!.git"}
+		w = []string{caps.Rg, "--line-number", "--with-filename", "--no-heading", "--color=never", "--null", "--hidden", "--glob", "!.git", "--glob", "!node_modules"}
 		if in.IgnoreCase {
 			w = append(w, "--ignore-case")
 		}
@@ -252,6 +252,7 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 		return loop.Result{Content: loop.ContentList{&loop.Text{Text: "No matches found."}}, Details: details}, nil
 	}
 	t := truncateHead(g.out.String(), 1<<30, MaxBytes)
+	t.Content = strings.TrimSuffix(t.Content, "\n")
 	details.Truncated = t.Truncated
 	var notices []string
 	if g.limitReached {

@@ -82,6 +82,7 @@ func lsTool(e *env.ExecutionEnv) Definition {
 		t := truncateHead(b.String(), len(shown)+1, MaxBytes)
 		details.Entries = t.OutputLines
 		details.Truncated = t.Truncated
+		t.Content = strings.TrimSuffix(t.Content, "\n")
 		var notices []string
 		if details.LimitReached {
 			notices = append(notices, fmt.Sprintf("%d of %d entries shown (limit %d). Use limit=%d for more.", len(shown), len(entries), limit, min(len(entries), limit*2)))

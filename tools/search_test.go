@@ -1,0 +1,131 @@
+package tools_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/env"
+)
+
+// engines returns the host capabilities to test: the probed ones (rg, fd
+// when installed) and the POSIX fallbacks. In CI, rg and fd must be there.
+func engines(t *testing.T, f *fixture) map[string]env.Capabilities {
+	t.Helper()
+	caps, err := f.env.Capabilities(t.Context())
+	require.NoError(t, err)
+	if os.Getenv("CI") != "" {
+		require.NotEmpty(t, caps.Rg, "CI installs ripgrep")
+		require.NotEmpty(t, caps.Fd, "CI installs fd-find")
+	}
+	fallback := caps
+	fallback.Rg, fallback.Fd = "", ""
+	out := map[string]env.Capabilities{"posix": fallback}
+	if caps.Rg != "" && caps.Fd != "" {
+		out["rg+fd"] = caps
+	} else {
+		t.Logf("rg or fd not installed here: only the POSIX fallbacks are tested")
+	}
+	return out
+}
+
+func searchTree(f *fixture) {
+	f.write("src/main.go", "package main\n\nfunc main() {\n\tprintln(\"Hello\")\n}\n")
+	f.write("src/util/strings.go", "package util\n\n// hello helper\nfunc Hello() string { return \"-v flag\" }\n")
+	f.write("cmd/tool/main.go", "package main\n// TODO: hello\n")
+	f.write("docs/a.json", "{\"hello\": 1}\n")
+	f.write("docs/deep/b.json", "{}\n")
+	f.write(".hidden/conf.go", "package hidden // hello\n")
+	f.write(".git/config", "hello from git internals\n")
+	f.write("notes.txt", strings.Repeat("x", 600)+" hello\n")
+}
+
+func TestGrep(t *testing.T) {
+	f := newFixture(t)
+	searchTree(f)
+	for name, caps := range engines(t, f) {
+		t.Run(name, func(t *testing.T) {
+			f.env.SetCapabilities(caps)
+			all := f.ok("grep", map[string]any{"pattern": "hello"})
+			body, _, _ := strings.Cut(all, "\n\n[")
+			got := strings.Split(body, "\n")
+			slicesSort(got)
+			require.Len(t, got, 5, all)
+			assert.Equal(t, []string{
+				".hidden/conf.go:1: package hidden // hello",
+				"cmd/tool/main.go:2: // TODO: hello",
+				"docs/a.json:1: {\"hello\": 1}",
+				"notes.txt:1: " + strings.Repeat("x", 500) + "... [line cut]",
+				"src/util/strings.go:3: // hello helper",
+			}, got, "paths relative to the searched directory; hidden files included; .git skipped")
+			assert.Contains(t, f.ok("grep", map[string]any{"pattern": "HELLO", "ignoreCase": true, "path": "src"}), "main.go:4: \tprintln(\"Hello\")")
+			assert.Equal(t, "strings.go:4: func Hello() string { return \"-v flag\" }", f.ok("grep", map[string]any{"pattern": "-v", "path": "src/util/strings.go"}), "a pattern starting with - is a pattern; a file search shows the file name")
+			assert.Equal(t, "main.go:4: \tprintln(\"Hello\")", f.ok("grep", map[string]any{"pattern": "print", "path": "src", "glob": "main.go"}))
+			withCtx := f.ok("grep", map[string]any{"pattern": "func main", "path": "src/main.go", "context": 1})
+			assert.Equal(t, "main.go-2- \nmain.go:3: func main() {\nmain.go-4- \tprintln(\"Hello\")", withCtx)
+			assert.Equal(t, "No matches found.", f.ok("grep", map[string]any{"pattern": "zzz_nothing"}))
+			assert.NotContains(t, f.ok("grep", map[string]any{"pattern": "internals"}), "git", ".git is never searched")
+			assert.Equal(t, "src/util/strings.go:4: func Hello() string { return \"-v flag\" }", f.ok("grep", map[string]any{"pattern": "return \"-v", "literal": true}))
+
+			limited := f.ok("grep", map[string]any{"pattern": "hello", "ignoreCase": true, "limit": 2})
+			body, notice, found := strings.Cut(limited, "\n\n[")
+			require.True(t, found, limited)
+			assert.Len(t, strings.Split(body, "\n"), 2)
+			assert.Equal(t, "2 matches limit reached. Use limit=4 for more, or refine the pattern.]", notice)
+
+			long := f.ok("grep", map[string]any{"pattern": "hello", "path": "notes.txt"})
+			assert.Contains(t, long, "... [line cut]")
+			assert.Contains(t, long, "Some lines were cut at 500 characters")
+
+			f.fails("grep", map[string]any{"pattern": "x", "path": "missing-dir"}, "File not found")
+		})
+	}
+}
+
+func slicesSort(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func TestFind(t *testing.T) {
+	f := newFixture(t)
+	searchTree(f)
+	f.write("node_modules/pkg/index.go", "package pkg\n")
+	for name, caps := range engines(t, f) {
+		t.Run(name, func(t *testing.T) {
+			f.env.SetCapabilities(caps)
+			assert.Equal(t, ".hidden/conf.go\ncmd/tool/main.go\nsrc/main.go\nsrc/util/strings.go", f.ok("find", map[string]any{"pattern": "*.go"}),
+				"hidden files included, .git and node_modules skipped")
+			assert.Equal(t, "docs/a.json\ndocs/deep/b.json", f.ok("find", map[string]any{"pattern": "**/*.json"}))
+			assert.Equal(t, "cmd/tool/main.go", f.ok("find", map[string]any{"pattern": "cmd/**/main.go"}))
+			assert.Equal(t, "main.go\nutil/strings.go", f.ok("find", map[string]any{"pattern": "*.go", "path": "src"}))
+			assert.Equal(t, "No files found matching *.rs.", f.ok("find", map[string]any{"pattern": "*.rs"}))
+			limited := f.ok("find", map[string]any{"pattern": "*.go", "limit": 2})
+			assert.Equal(t, ".hidden/conf.go\ncmd/tool/main.go\n\n[2 of 4 results shown (limit 2). Use limit=4 for more, or refine the pattern.]", limited)
+			f.fails("find", map[string]any{"pattern": "*.go", "path": "nope"}, "File not found")
+			f.fails("find", map[string]any{"pattern": "*.go", "path": "notes.txt"}, "Not a directory")
+		})
+	}
+}
+
+func TestLs(t *testing.T) {
+	f := newFixture(t)
+	f.write("b.txt", "")
+	f.write("A.txt", "")
+	f.write(".env", "")
+	f.write("sub/x", "")
+	f.write("Zed/y", "")
+	require.NoError(t, os.Symlink(f.path("sub"), f.path("link")))
+	require.NoError(t, os.Mkdir(f.path("emptydir"), 0o755))
+	assert.Equal(t, ".env\nA.txt\nb.txt\nemptydir/\nhome/\nlink/\nsub/\nZed/", f.ok("ls", map[string]any{}))
+	assert.Equal(t, ".env\nA.txt\n\n[2 of 8 entries shown (limit 2). Use limit=4 for more.]", f.ok("ls", map[string]any{"limit": 2}))
+	assert.Equal(t, "(empty directory)", f.ok("ls", map[string]any{"path": "emptydir"}))
+	f.fails("ls", map[string]any{"path": "nope"}, "File not found: nope")
+	f.fails("ls", map[string]any{"path": "b.txt"}, "Not a directory: b.txt")
+}
