@@ -85,7 +85,7 @@ func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOption
 			return err
 		}
 	} else {
-		fmt.Fprintln(ios.out, contentText(msg.Content))
+		fmt.Fprintln(ios.out, strings.TrimRight(contentText(msg.Content), "\n"))
 	}
 	if msg.IsError {
 		return &exitError{code: exitToolError, err: fmt.Errorf("%s failed", o.name)}
