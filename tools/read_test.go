@@ -15,6 +15,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/local"
 	"github.com/pi-remote/pi-remote/tools"
 )
@@ -173,4 +174,20 @@ func TestReadHeadOfHugeFileIsBounded(t *testing.T) {
 	assert.True(t, strings.HasPrefix(text(m), line))
 	assert.Contains(t, text(m), "Use offset=6")
 	assert.Less(t, cfs.read.Load(), int64(8<<20), "reading 5 lines of a 64 MB file transferred %d bytes", cfs.read.Load())
+}
+
+// lostFS reports a dead transport for every operation.
+type lostFS struct{ *local.FS }
+
+func (lostFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
+	return nil, fmt.Errorf("ssh devbox: stat %s: %w", name, ops.ErrConnectionLost)
+}
+
+func TestConnectionLostIsAnErrorResult(t *testing.T) {
+	e := env.New(lostFS{local.New()}, env.Options{Cwd: "/", Home: "/"})
+	defs := tools.Definitions(e, tools.Options{})
+	m := loop.ExecuteTool(t.Context(), loop.Config{Tools: tools.WrapAll(defs)}, &loop.ToolCall{ID: "1", Name: "read", Arguments: []byte(`{"path":"/etc/hostname"}`)}, nil)
+	assert.True(t, m.IsError)
+	assert.Contains(t, text(m), "Connection to the host was lost")
+	assert.Contains(t, text(m), "The next call reconnects")
 }
