@@ -3,6 +3,7 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -258,4 +259,19 @@ func (m *AssistantMessage) Text() string {
 // NewUserText is a user message holding one text block.
 func NewUserText(text string) *UserMessage {
 	return &UserMessage{Content: ContentList{&Text{Text: text}}, Timestamp: time.Now().UnixMilli()}
+}
+
+// Text renders the blocks as the plain text a model reads: text blocks as
+// they are, images as a short placeholder, one block per line.
+func (l ContentList) Text() string {
+	var parts []string
+	for _, c := range l {
+		switch c := c.(type) {
+		case *Text:
+			parts = append(parts, c.Text)
+		case *Image:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes base64]", c.MimeType, len(c.Data)))
+		}
+	}
+	return strings.Join(parts, "\n")
 }

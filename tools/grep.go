@@ -82,7 +82,7 @@ func grepScript(caps env.Capabilities, in grepInput, dir, file string) (string, 
 	var w []string
 	engine := "rg"
 	if caps.Rg != "" {
-		w = []string{caps.Rg, "--line-number", "--with-filename", "--no-heading", "--color=never", "--null", "--hidden", "--glob", "!.git", "--glob", "!node_modules"}
+		w = []string{caps.Rg, "--line-number", "--with-filename", "--no-heading", "--color=never", "--null", "--hidden", "--sort", "path", "--glob", "!.git", "--glob", "!node_modules"}
 		if in.IgnoreCase {
 			w = append(w, "--ignore-case")
 		}

@@ -201,18 +201,7 @@ func define[In any](d Definition, run func(ctx context.Context, in In, onUpdate 
 	return d
 }
 
-func textOf(res loop.Result) string {
-	var parts []string
-	for _, c := range res.Content {
-		switch c := c.(type) {
-		case *loop.Text:
-			parts = append(parts, c.Text)
-		case *loop.Image:
-			parts = append(parts, fmt.Sprintf("[image %s, %d bytes base64]", c.MimeType, len(c.Data)))
-		}
-	}
-	return strings.Join(parts, "\n")
-}
+func textOf(res loop.Result) string { return res.Content.Text() }
 
 // errorResult is an error result with details, for failures the model can
 // act on.

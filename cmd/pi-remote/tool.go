@@ -85,24 +85,10 @@ func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOption
 			return err
 		}
 	} else {
-		fmt.Fprintln(ios.out, strings.TrimRight(contentText(msg.Content), "\n"))
+		fmt.Fprintln(ios.out, strings.TrimRight(msg.Content.Text(), "\n"))
 	}
 	if msg.IsError {
 		return &exitError{code: exitToolError, err: fmt.Errorf("%s failed", o.name)}
 	}
 	return nil
-}
-
-// contentText renders content blocks as the text a model would read.
-func contentText(c loop.ContentList) string {
-	var parts []string
-	for _, b := range c {
-		switch b := b.(type) {
-		case *loop.Text:
-			parts = append(parts, b.Text)
-		case *loop.Image:
-			parts = append(parts, fmt.Sprintf("[image %s, %d bytes base64]", b.MimeType, len(b.Data)))
-		}
-	}
-	return strings.Join(parts, "\n")
 }
