@@ -50,6 +50,10 @@ func TestRead(t *testing.T) {
 	})
 	t.Run("scalar coercion", func(t *testing.T) {
 		assert.Equal(t, "beta\ngamma\n", f.ok("read", `{"path":"small.txt","offset":"2"}`))
+		assert.Equal(t, "beta\ngamma\n", f.ok("read", `{"path":"small.txt","offset":2.0}`), "2.0 is an integer")
+		assert.Equal(t, "beta\n\n[1 more lines in file. Use offset=3 to continue.]", f.ok("read", `{"path":"small.txt","offset":" 2 ","limit":"1"}`))
+		f.fails("read", `{"path":"small.txt","offset":"2.5"}`, `field "offset"`)
+		f.fails("read", `{"path":true}`, `field "path"`)
 	})
 	t.Run("offset beyond end", func(t *testing.T) {
 		f.fails("read", map[string]any{"path": "small.txt", "offset": 10}, "beyond the end", "3 lines")

@@ -123,6 +123,13 @@ func coerce(schema map[string]any, v any) any {
 	}
 	switch typ, _ := schema["type"].(string); typ {
 	case "integer", "number":
+		if n, ok := v.(json.Number); ok && typ == "integer" {
+			// 5.0 is an integer to JSON Schema; make it one for Go too.
+			if f, err := n.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+				return json.Number(strconv.FormatInt(int64(f), 10))
+			}
+			return v
+		}
 		s, ok := v.(string)
 		if !ok {
 			return v
@@ -132,8 +139,11 @@ func coerce(schema map[string]any, v any) any {
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return v
 		}
-		if typ == "integer" && f != math.Trunc(f) {
-			return v
+		if typ == "integer" {
+			if f != math.Trunc(f) || math.Abs(f) >= 1<<53 {
+				return v
+			}
+			return json.Number(strconv.FormatInt(int64(f), 10))
 		}
 		return json.Number(s)
 	case "boolean":

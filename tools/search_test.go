@@ -62,6 +62,7 @@ func TestGrep(t *testing.T) {
 				"src/util/strings.go:3: // hello helper",
 			}, got, "paths relative to the searched directory; hidden files included; .git skipped")
 			assert.Contains(t, f.ok("grep", map[string]any{"pattern": "HELLO", "ignoreCase": true, "path": "src"}), "main.go:4: \tprintln(\"Hello\")")
+			assert.Contains(t, f.ok("grep", `{"pattern":"HELLO","ignoreCase":"true","path":"src"}`), "main.go:4:", `"true" is coerced to true`)
 			assert.Equal(t, "strings.go:4: func Hello() string { return \"-v flag\" }", f.ok("grep", map[string]any{"pattern": "-v", "path": "src/util/strings.go"}), "a pattern starting with - is a pattern; a file search shows the file name")
 			assert.Equal(t, "main.go:4: \tprintln(\"Hello\")", f.ok("grep", map[string]any{"pattern": "print", "path": "src", "glob": "main.go"}))
 			withCtx := f.ok("grep", map[string]any{"pattern": "func main", "path": "src/main.go", "context": 1})

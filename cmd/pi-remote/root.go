@@ -81,9 +81,10 @@ func newRootCmd(io iostreams) *cobra.Command {
 		Use:   "pi-remote",
 		Short: "Agent tools that run where the work is",
 		Long: `pi-remote gives an LLM agent seven tools — read, write, edit, bash, grep, find
-and ls — that act on an execution environment: this machine, or (with the SSH
-backend) a remote host over one persistent connection. Mutations of one file
-are serialized by a per-environment queue keyed on the canonical path.`,
+and ls — that act on an execution environment (this machine for now; remote
+hosts over one persistent SSH connection come with the SSH backend).
+Mutations of one file are serialized by a per-environment queue keyed on the
+canonical path, so parallel edits never lose each other.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
