@@ -30,6 +30,11 @@ func lineDiff(oldContent, newContent string, regions []region) (string, int) {
 		oEnd := oStart + strings.Count(oldContent[r.start:r.end], "\n")
 		nStart := strings.Count(newContent[:r.start+shift], "\n")
 		nEnd := nStart + strings.Count(r.newText, "\n")
+		if r.end > r.start && oldContent[r.end-1] == '\n' && strings.HasSuffix(r.newText, "\n") {
+			// Both sides end at a line break: the next line is untouched.
+			oEnd--
+			nEnd--
+		}
 		shift += len(r.newText) - (r.end - r.start)
 
 		old := oldLines[oStart : oEnd+1]

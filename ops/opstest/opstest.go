@@ -18,6 +18,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -467,10 +468,12 @@ func testKill(t *testing.T, h Harness) {
 
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
+			var watcher sync.WaitGroup
+			defer watcher.Wait()
 			if tc.cancel {
 				ctx, cancel = context.WithCancel(t.Context())
 				defer cancel()
-				go func() {
+				watcher.Go(func() {
 					// Cancel once the processes exist.
 					for ctx.Err() == nil {
 						if procs, err := procsWith(t.Context(), o, marker); err == nil && len(procs) >= 3 {
@@ -478,7 +481,7 @@ func testKill(t *testing.T, h Harness) {
 							return
 						}
 					}
-				}()
+				})
 			}
 			start := time.Now()
 			err := o.Exec(ctx, ops.Command{Script: script})
