@@ -97,8 +97,9 @@ func TestQueueGivingUpKeepsOrder(t *testing.T) {
 
 	firstDone := make(chan struct{})
 	ran := make(chan struct{})
+	thirdReturned := make(chan error, 1)
 	go func() {
-		third.Do(ctx, func() error {
+		thirdReturned <- third.Do(ctx, func() error {
 			select {
 			case <-firstDone:
 			default:
@@ -115,7 +116,8 @@ func TestQueueGivingUpKeepsOrder(t *testing.T) {
 	}
 	require.NoError(t, first.Do(ctx, func() error { close(firstDone); return nil }))
 	<-ran
-	assert.Equal(t, 0, e.queue.pending())
+	require.NoError(t, <-thirdReturned)
+	assert.Equal(t, 0, e.queue.pending(), "idle entries are removed")
 }
 
 func TestQueueDifferentFilesDoNotWait(t *testing.T) {
