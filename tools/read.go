@@ -32,7 +32,7 @@ type ReadDetails struct {
 	TotalLines int         `json:"totalLines,omitempty"` // 0 when not counted
 	Truncation *truncation `json:"truncation,omitempty"`
 	MimeType   string      `json:"mimeType,omitempty"`
-	Size       int64       `json:"size"`
+	Size       int64       `json:"size,omitempty"` // bytes, when known without an extra request
 }
 
 const (
@@ -81,13 +81,6 @@ func runRead(ctx context.Context, e *env.ExecutionEnv, in readInput) (loop.Resul
 	if err != nil {
 		return errorResult("Invalid path %q: %v", in.Path, err)
 	}
-	fi, err := e.Stat(ctx, abs)
-	if err != nil {
-		return fileError(in.Path, err)
-	}
-	if fi.IsDir() {
-		return fileError(in.Path, ops.ErrIsDir)
-	}
 	rc, err := e.Open(ctx, abs)
 	if err != nil {
 		return fileError(in.Path, err)
@@ -98,18 +91,27 @@ func runRead(ctx context.Context, e *env.ExecutionEnv, in readInput) (loop.Resul
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return fileError(in.Path, err)
 	}
-	details := ReadDetails{Path: abs, Size: fi.Size()}
+	details := ReadDetails{Path: abs}
+	// The common path (a text file) needs only Open: the size is asked for
+	// only when a notice needs it, which saves a round trip on remote hosts.
+	sizeOf := func() int64 {
+		if fi, err := e.Stat(ctx, abs); err == nil {
+			return fi.Size()
+		}
+		return -1
+	}
 
 	mime := http.DetectContentType(head)
 	switch mime {
 	case "image/png", "image/jpeg", "image/gif", "image/webp":
-		if fi.Size() > maxImageBytes {
-			return errorResult("%s is a %s image of %s, larger than the %s the read tool returns.", in.Path, mime, formatSize(fi.Size()), formatSize(maxImageBytes))
-		}
 		data, err := io.ReadAll(io.LimitReader(br, maxImageBytes+1))
 		if err != nil {
 			return fileError(in.Path, err)
 		}
+		if len(data) > maxImageBytes {
+			return errorResult("%s is a %s image of %s, larger than the %s the read tool returns.", in.Path, mime, formatSize(sizeOf()), formatSize(maxImageBytes))
+		}
+		details.Size = int64(len(data))
 		details.MimeType = mime
 		return loop.Result{
 			Content: loop.ContentList{
@@ -120,15 +122,15 @@ func runRead(ctx context.Context, e *env.ExecutionEnv, in readInput) (loop.Resul
 		}, nil
 	}
 	if isBinary(head) {
-		details.MimeType = mime
+		details.MimeType, details.Size = mime, sizeOf()
 		return loop.Result{
 			Content: loop.ContentList{&loop.Text{Text: fmt.Sprintf(
 				"%s is a binary file (%s, %s); its content is not shown. Use bash to inspect it (for example: file, xxd | head, or strings).",
-				in.Path, mime, formatSize(fi.Size()))}},
+				in.Path, mime, formatSize(details.Size))}},
 			Details: details,
 		}, nil
 	}
-	return readText(ctx, br, in, abs, details)
+	return readText(ctx, br, in, abs, details, sizeOf)
 }
 
 // isBinary reports content that is not text: a NUL byte in the first block.
@@ -172,7 +174,7 @@ func (l *lineReader) next() (string, int, error) {
 	}
 }
 
-func readText(ctx context.Context, br *bufio.Reader, in readInput, abs string, details ReadDetails) (loop.Result, error) {
+func readText(ctx context.Context, br *bufio.Reader, in readInput, abs string, details ReadDetails, sizeOf func() int64) (loop.Result, error) {
 	lr := &lineReader{r: br, keep: MaxBytes + 1}
 	start := max(in.Offset, 1)
 	lineNo := 0
@@ -221,6 +223,7 @@ func readText(ctx context.Context, br *bufio.Reader, in readInput, abs string, d
 	total := 0
 	if eof {
 		total = lineNo
+		details.Size = lr.read
 	}
 	if start > 1 && eof && start > lineNo {
 		return errorResult("Offset %d is beyond the end of %s, which has %d lines.", start, in.Path, lineNo)
@@ -232,6 +235,7 @@ func readText(ctx context.Context, br *bufio.Reader, in readInput, abs string, d
 		if total > 0 {
 			return fmt.Sprintf("%d", total)
 		}
+		details.Size = sizeOf()
 		return fmt.Sprintf("more than %d (file is %s; not counted to the end)", lineNo, formatSize(details.Size))
 	}
 	var notice string

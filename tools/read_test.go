@@ -136,7 +136,13 @@ func TestReadImagesAndBinaries(t *testing.T) {
 // countingFS counts the bytes read through Open.
 type countingFS struct {
 	*local.FS
-	read atomic.Int64
+	read  atomic.Int64
+	stats atomic.Int64
+}
+
+func (c *countingFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
+	c.stats.Add(1)
+	return c.FS.Stat(ctx, name)
 }
 
 type countingReader struct {
@@ -178,6 +184,13 @@ func TestReadHeadOfHugeFileIsBounded(t *testing.T) {
 	assert.True(t, strings.HasPrefix(text(m), line))
 	assert.Contains(t, text(m), "Use offset=6")
 	assert.Less(t, cfs.read.Load(), int64(8<<20), "reading 5 lines of a 64 MB file transferred %d bytes", cfs.read.Load())
+
+	cfs.stats.Store(0)
+	f.write("small.txt", "a\nb\n")
+	m = loop.ExecuteTool(t.Context(), loop.Config{Tools: tools.WrapAll(defs)}, &loop.ToolCall{ID: "2", Name: "read", Arguments: []byte(`{"path":"small.txt"}`)}, nil)
+	require.False(t, m.IsError)
+	assert.Equal(t, int64(0), cfs.stats.Load(), "a text read is one Open, no separate Stat")
+	assert.Equal(t, int64(4), m.Details.(tools.ReadDetails).Size)
 }
 
 // lostFS reports a dead transport for every operation.
@@ -185,6 +198,10 @@ type lostFS struct{ *local.FS }
 
 func (lostFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
 	return nil, fmt.Errorf("ssh devbox: stat %s: %w", name, ops.ErrConnectionLost)
+}
+
+func (lostFS) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	return nil, fmt.Errorf("ssh devbox: open %s: %w", name, ops.ErrConnectionLost)
 }
 
 func TestConnectionLostIsAnErrorResult(t *testing.T) {
