@@ -277,15 +277,7 @@ func resultOf(t *testing.T, msgs []loop.Message, id string) *loop.ToolResultMess
 	return nil
 }
 
-func textOf(m *loop.ToolResultMessage) string {
-	var s string
-	for _, c := range m.Content {
-		if t, ok := c.(*loop.Text); ok {
-			s += t.Text
-		}
-	}
-	return s
-}
+func textOf(m *loop.ToolResultMessage) string { return m.Content.Text() }
 
 func TestFailuresAreData(t *testing.T) {
 	panicky := loop.Tool{Name: "boom", Parameters: json.RawMessage(`{"type":"object"}`),

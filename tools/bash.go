@@ -243,9 +243,8 @@ func (s *bashSink) result() truncation {
 	if !s.lastNL && s.total > 0 {
 		t.TotalLines++
 	}
-	if s.total > len(s.tail) || s.lines > MaxLines {
-		t.Truncated = t.Truncated || t.OutputBytes < s.total
-	}
+	// What is kept is a suffix of the whole output.
+	t.Truncated = t.OutputBytes < s.total
 	t.Content = string(bytes.ToValidUTF8([]byte(t.Content), []byte("\uFFFD")))
 	return t
 }

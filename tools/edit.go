@@ -94,9 +94,9 @@ func editTool(e *env.ExecutionEnv) Definition {
 		RenderCall:       func(args json.RawMessage) string { return renderPathCall("edit", args) },
 		RenderResult: func(res loop.Result) string {
 			if d, ok := res.Details.(EditDetails); ok && d.Diff != "" {
-				return textOf(res) + "\n" + d.Diff
+				return res.Content.Text() + "\n" + d.Diff
 			}
-			return textOf(res)
+			return res.Content.Text()
 		},
 	}, func(ctx context.Context, in editInput, _ func(loop.Result)) (loop.Result, error) {
 		return runEdit(ctx, e, in)

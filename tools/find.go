@@ -159,7 +159,6 @@ func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Resul
 	}
 	t := truncateHead(strings.Join(found, "\n")+"\n", len(found)+1, MaxBytes)
 	details.Results, details.Truncated = t.OutputLines, t.Truncated
-	t.Content = strings.TrimSuffix(t.Content, "\n")
 	var notices []string
 	if details.LimitReached {
 		notices = append(notices, fmt.Sprintf("%d of %d results shown (limit %d). Use limit=%d for more, or refine the pattern.", limit, total, limit, min(total, limit*2)))
@@ -167,5 +166,5 @@ func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Resul
 	if t.Truncated {
 		notices = append(notices, fmt.Sprintf("Output cut at the %s limit after %d results. Refine the pattern or search a narrower path.", formatSize(MaxBytes), t.OutputLines))
 	}
-	return loop.Result{Content: loop.ContentList{&loop.Text{Text: withNotice(t.Content, notices...)}}, Details: details}, nil
+	return loop.Result{Content: loop.ContentList{&loop.Text{Text: listText(t, notices...)}}, Details: details}, nil
 }

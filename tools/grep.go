@@ -252,7 +252,6 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 		return loop.Result{Content: loop.ContentList{&loop.Text{Text: "No matches found."}}, Details: details}, nil
 	}
 	t := truncateHead(g.out.String(), 1<<30, MaxBytes)
-	t.Content = strings.TrimSuffix(t.Content, "\n")
 	details.Truncated = t.Truncated
 	var notices []string
 	if g.limitReached {
@@ -267,7 +266,7 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 	if failed && len(g.messages) > 0 {
 		notices = append(notices, "Some files could not be searched: "+strings.Join(g.messages, "; "))
 	}
-	return loop.Result{Content: loop.ContentList{&loop.Text{Text: withNotice(t.Content, notices...)}}, Details: details}, nil
+	return loop.Result{Content: loop.ContentList{&loop.Text{Text: listText(t, notices...)}}, Details: details}, nil
 }
 
 func derefResult(r *loop.Result) loop.Result {

@@ -66,15 +66,7 @@ func (f *fixture) call(name string, args any) *loop.ToolResultMessage {
 	return loop.ExecuteTool(f.t.Context(), loop.Config{Tools: tools.WrapAll(f.defs)}, &loop.ToolCall{ID: "t", Name: name, Arguments: raw}, nil)
 }
 
-func text(m *loop.ToolResultMessage) string {
-	var s string
-	for _, c := range m.Content {
-		if t, ok := c.(*loop.Text); ok {
-			s += t.Text
-		}
-	}
-	return s
-}
+func text(m *loop.ToolResultMessage) string { return m.Content.Text() }
 
 func (f *fixture) ok(name string, args any) string {
 	f.t.Helper()

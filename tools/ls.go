@@ -82,7 +82,6 @@ func lsTool(e *env.ExecutionEnv) Definition {
 		t := truncateHead(b.String(), len(shown)+1, MaxBytes)
 		details.Entries = t.OutputLines
 		details.Truncated = t.Truncated
-		t.Content = strings.TrimSuffix(t.Content, "\n")
 		var notices []string
 		if details.LimitReached {
 			notices = append(notices, fmt.Sprintf("%d of %d entries shown (limit %d). Use limit=%d for more.", len(shown), len(entries), limit, min(len(entries), limit*2)))
@@ -90,7 +89,7 @@ func lsTool(e *env.ExecutionEnv) Definition {
 		if t.Truncated {
 			notices = append(notices, fmt.Sprintf("Output cut at the %s limit after %d entries; list a subdirectory or use find with a pattern.", formatSize(MaxBytes), t.OutputLines))
 		}
-		return loop.Result{Content: loop.ContentList{&loop.Text{Text: withNotice(t.Content, notices...)}}, Details: details}, nil
+		return loop.Result{Content: loop.ContentList{&loop.Text{Text: listText(t, notices...)}}, Details: details}, nil
 	})
 }
 

@@ -43,5 +43,5 @@ func RenderResult(d Definition, res loop.Result) string {
 	if d.RenderResult != nil {
 		return d.RenderResult(res)
 	}
-	return textOf(res)
+	return res.Content.Text()
 }

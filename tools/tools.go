@@ -201,8 +201,6 @@ func define[In any](d Definition, run func(ctx context.Context, in In, onUpdate 
 	return d
 }
 
-func textOf(res loop.Result) string { return res.Content.Text() }
-
 // errorResult is an error result with details, for failures the model can
 // act on.
 func errorResult(format string, a ...any) (loop.Result, error) {

@@ -121,6 +121,12 @@ func withNotice(text string, notices ...string) string {
 	return strings.TrimRight(text, "\n") + "\n\n[" + strings.Join(kept, " ") + "]"
 }
 
+// listText renders a head-truncated list (grep, find, ls output): the kept
+// lines without a trailing newline, then the notices.
+func listText(t truncation, notices ...string) string {
+	return withNotice(strings.TrimSuffix(t.Content, "\n"), notices...)
+}
+
 // formatSize renders a byte count for notices.
 func formatSize(n int64) string {
 	switch {

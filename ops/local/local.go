@@ -226,7 +226,7 @@ func (l *FS) Exec(ctx context.Context, c ops.Command) error {
 	}
 	// One writer value for both streams: os/exec then gives the child a
 	// single pipe for fd 1 and 2, which keeps their relative order.
-	w := &lockedWriter{w: out}
+	w := &mergedWriter{w: out}
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = ops.GraceAfterExit
@@ -271,12 +271,12 @@ func killGroup(pgid int) {
 	syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
-type lockedWriter struct{ w io.Writer }
+// mergedWriter is set as both Stdout and Stderr. os/exec sees the same
+// comparable value twice and gives the child one pipe for fd 1 and 2, so
+// Write is only called from one copying goroutine and needs no lock.
+type mergedWriter struct{ w io.Writer }
 
-// Write is only ever called from os/exec's single copying goroutine (both
-// streams share one pipe), so no lock is needed; the type exists so the two
-// fields compare equal.
-func (l *lockedWriter) Write(p []byte) (int, error) { return l.w.Write(p) }
+func (l *mergedWriter) Write(p []byte) (int, error) { return l.w.Write(p) }
 
 func signalName(s syscall.Signal) string {
 	names := map[syscall.Signal]string{
