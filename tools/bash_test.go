@@ -162,3 +162,26 @@ func TestWrapAndFromTool(t *testing.T) {
 	assert.Empty(t, back.PromptSnippet, "a bare tool has no prompt metadata")
 	assert.Contains(t, tools.SystemPrompt([]tools.Definition{back}), "- read: Read the contents of a file.")
 }
+
+func TestRenderers(t *testing.T) {
+	f := newFixture(t)
+	byName := map[string]tools.Definition{}
+	for _, d := range f.defs {
+		byName[d.Name] = d
+	}
+	assert.Equal(t, "$ go test ./...", tools.RenderCall(byName["bash"], []byte(`{"command":"go test ./..."}`)))
+	assert.Equal(t, "read src/a.go offset=10 limit=5", tools.RenderCall(byName["read"], []byte(`{"path":"src/a.go","offset":10,"limit":5}`)))
+	assert.Equal(t, "grep pattern=TODO", tools.RenderCall(byName["grep"], []byte(`{"pattern":"TODO"}`)))
+
+	f.write("r.txt", "one\ntwo\n")
+	m := f.call("edit", edits("r.txt", "two", "2"))
+	require.False(t, m.IsError)
+	res := loop.Result{Content: m.Content, Details: m.Details}
+	rendered := tools.RenderResult(byName["edit"], res)
+	assert.Contains(t, rendered, "Successfully replaced 1 block in r.txt.")
+	assert.Contains(t, rendered, "- 2 two\n+ 2 2", "the edit result shows its diff")
+
+	bare := tools.FromTool(tools.Wrap(byName["ls"]))
+	assert.Equal(t, `ls {"path":"x"}`, tools.RenderCall(bare, []byte(`{"path":"x"}`)), "generic call rendering")
+	assert.Equal(t, "plain", tools.RenderResult(bare, loop.TextResult("plain")))
+}
