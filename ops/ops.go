@@ -66,12 +66,19 @@ type WriteOptions struct {
 	// an existing file is always kept.
 	Perm fs.FileMode
 
-	// IfMatch, when set, makes the write conditional: just before the new
-	// content replaces the file, the backend reads the current content and
-	// calls IfMatch with it; if it returns false the write is abandoned, the
-	// file is left as it is, and WriteFile returns an error wrapping
+	// Guard, when set, makes the write conditional: just before the new
+	// content replaces the file, the backend checks that the file still
+	// holds exactly Guard.Content; if not, the write is abandoned, the file
+	// is left as it is, and WriteFile returns an error wrapping
 	// ErrModified. Used by edit to detect changes made by other processes.
-	IfMatch func(current []byte) bool
+	// Remote backends compare digests on the host, so the check costs no
+	// download.
+	Guard *Guard
+}
+
+// Guard is the content a guarded write expects to replace.
+type Guard struct {
+	Content []byte
 }
 
 // WriteOperations changes files on one host.
@@ -168,7 +175,7 @@ var (
 	// have happened on the host.
 	ErrConnectionLost = errors.New("connection to host lost")
 
-	// ErrModified is wrapped when a guarded write (WriteOptions.IfMatch)
+	// ErrModified is wrapped when a guarded write (WriteOptions.Guard)
 	// found the file changed since it was read.
 	ErrModified = errors.New("file changed on disk since it was read")
 

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,7 +126,7 @@ func runEdit(ctx context.Context, e *env.ExecutionEnv, in editInput) (loop.Resul
 				return err
 			}
 			err = e.WriteFile(ctx, abs, strings.NewReader(updated), ops.WriteOptions{
-				IfMatch: func(current []byte) bool { return bytes.Equal(current, original) },
+				Guard: &ops.Guard{Content: original},
 			})
 			if errors.Is(err, ops.ErrModified) && attempt < conflictRetries {
 				continue

@@ -105,7 +105,7 @@ type racingFS struct {
 }
 
 func (r *racingFS) WriteFile(ctx context.Context, name string, rd io.Reader, opts ops.WriteOptions) error {
-	if opts.IfMatch != nil && r.fired.CompareAndSwap(false, true) {
+	if opts.Guard != nil && r.fired.CompareAndSwap(false, true) {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -128,7 +129,7 @@ func (*FS) MkdirAll(ctx context.Context, name string) error {
 }
 
 // WriteFile implements ops.WriteOperations: temp file in the target's
-// directory, copy, chmod to the old mode, fsync, optional IfMatch check,
+// directory, copy, chmod to the old mode, fsync, optional Guard check,
 // rename.
 func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.WriteOptions) (err error) {
 	if err := ctx.Err(); err != nil {
@@ -193,12 +194,12 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	if err = ctx.Err(); err != nil {
 		return err
 	}
-	if opts.IfMatch != nil {
+	if opts.Guard != nil {
 		current, rerr := os.ReadFile(target)
 		if rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			return rerr
 		}
-		if !opts.IfMatch(current) {
+		if rerr != nil || !bytes.Equal(current, opts.Guard.Content) {
 			return &fs.PathError{Op: "write", Path: name, Err: ops.ErrModified}
 		}
 	}

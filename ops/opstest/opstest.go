@@ -306,23 +306,22 @@ func testWrite(t *testing.T, h Harness) {
 		assert.Equal(t, "original", read(t, o, name))
 		assert.Equal(t, []string{"keep.txt"}, listNames(t, o, dir), "no temporary file left behind")
 	})
-	t.Run("IfMatch refuses a changed file", func(t *testing.T) {
+	t.Run("Guard refuses a changed file", func(t *testing.T) {
 		dir := path.Join(root, "guard")
 		require.NoError(t, o.MkdirAll(ctx, dir))
 		name := path.Join(dir, "g.txt")
 		write(t, o, name, "theirs")
-		var seen string
-		err := o.WriteFile(ctx, name, strings.NewReader("mine"), ops.WriteOptions{IfMatch: func(cur []byte) bool {
-			seen = string(cur)
-			return false
-		}})
-		requirePathError(t, err, ops.ErrModified)
-		assert.Equal(t, "theirs", seen)
-		assert.Equal(t, "theirs", read(t, o, name))
-		assert.Equal(t, []string{"g.txt"}, listNames(t, o, dir))
-		err = o.WriteFile(ctx, name, strings.NewReader("mine"), ops.WriteOptions{IfMatch: func(cur []byte) bool { return string(cur) == "theirs" }})
-		require.NoError(t, err)
-		assert.Equal(t, "mine", read(t, o, name))
+		for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+			write(t, o, name, "theirs")
+			mine := strings.Repeat("m", size)
+			err := o.WriteFile(ctx, name, strings.NewReader(mine), ops.WriteOptions{Guard: &ops.Guard{Content: []byte("what I read")}})
+			requirePathError(t, err, ops.ErrModified)
+			assert.Equal(t, "theirs", read(t, o, name))
+			assert.Equal(t, []string{"g.txt"}, listNames(t, o, dir), "no temporary file left behind")
+			err = o.WriteFile(ctx, name, strings.NewReader(mine), ops.WriteOptions{Guard: &ops.Guard{Content: []byte("theirs")}})
+			require.NoError(t, err)
+			assert.Equal(t, mine, read(t, o, name))
+		}
 	})
 	t.Run("write through symlink keeps link", func(t *testing.T) {
 		dir := path.Join(root, "link")

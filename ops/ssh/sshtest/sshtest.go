@@ -1,0 +1,209 @@
+// Package sshtest runs an in-process SSH server for tests of ops/ssh and of
+// anything built on it. Commands run as `/bin/sh -c` in their own session
+// (like sshd's child), signals reach the whole process group, and the SFTP
+// subsystem is OpenSSH's own sftp-server when it is installed (real
+// RealPath and rename semantics), else pkg/sftp's server.
+package sshtest
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+
+	glssh "github.com/gliderlabs/ssh"
+	"github.com/pkg/sftp"
+	gossh "golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+)
+
+// SFTPServerPaths are where distributions install OpenSSH's sftp-server.
+var SFTPServerPaths = []string{"/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server", "/usr/libexec/sftp-server"}
+
+// Server is a running in-process SSH server on a loopback port.
+type Server struct {
+	Addr       string
+	HostKey    gossh.PublicKey
+	ClientKey  string // private key file accepted by the server
+	KnownHosts string // known_hosts file with the server's key
+	// RealSFTP says whether the subsystem is OpenSSH's sftp-server.
+	RealSFTP bool
+
+	mu       sync.Mutex
+	sessions int
+}
+
+// Options change the server's behaviour.
+type Options struct {
+	NoSFTP bool // no sftp subsystem, as on hosts that lack it
+}
+
+// Start runs a server until the test ends.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostSigner, err := gossh.NewSignerFromKey(hostPriv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientPub, clientPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := gossh.MarshalPrivateKey(clientPriv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{HostKey: hostSigner.PublicKey(), ClientKey: filepath.Join(dir, "id_ed25519"), KnownHosts: filepath.Join(dir, "known_hosts")}
+	if err := os.WriteFile(s.ClientKey, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	allowed, err := gossh.NewPublicKey(clientPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Addr = ln.Addr().String()
+	if err := os.WriteFile(s.KnownHosts, []byte(knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, s.HostKey)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	srv := &glssh.Server{
+		Handler: s.handle,
+		PublicKeyHandler: func(_ glssh.Context, key glssh.PublicKey) bool {
+			return glssh.KeysEqual(key, allowed)
+		},
+		SubsystemHandlers: map[string]glssh.SubsystemHandler{},
+	}
+	if !opts.NoSFTP {
+		srv.SubsystemHandlers["sftp"] = s.sftp
+		for _, p := range SFTPServerPaths {
+			if _, err := os.Stat(p); err == nil {
+				s.RealSFTP = true
+				break
+			}
+		}
+	}
+	srv.AddHostKey(hostSigner)
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return s
+}
+
+// Config is a client configuration for this server.
+func (s *Server) Config() rssh.Config {
+	host, port, _ := net.SplitHostPort(s.Addr)
+	p, _ := strconv.Atoi(port)
+	u, _ := user.Current()
+	return rssh.Config{
+		Alias: "sshtest", HostName: host, Port: p, User: u.Username,
+		IdentityFiles: []string{s.ClientKey}, IdentityAgent: "none",
+		KnownHostsFiles: []string{s.KnownHosts},
+	}
+}
+
+// Sessions is how many session channels the server has accepted.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions
+}
+
+func (s *Server) count() {
+	s.mu.Lock()
+	s.sessions++
+	s.mu.Unlock()
+}
+
+func (s *Server) handle(sess glssh.Session) {
+	s.count()
+	cmd := exec.Command("/bin/sh", "-c", sess.RawCommand())
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = sess, sess, sess.Stderr()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		io.WriteString(sess.Stderr(), err.Error()+"\n")
+		sess.Exit(127)
+		return
+	}
+	pgid := cmd.Process.Pid
+	signals := make(chan glssh.Signal, 4)
+	sess.Signals(signals)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case sig := <-signals:
+				syscall.Kill(-pgid, signalNumber(sig))
+			case <-sess.Context().Done():
+				// Like sshd without a pty: closing the channel does not
+				// kill the command.
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	}
+	sess.Exit(code)
+}
+
+func signalNumber(s glssh.Signal) syscall.Signal {
+	switch s {
+	case glssh.SIGKILL:
+		return syscall.SIGKILL
+	case glssh.SIGINT:
+		return syscall.SIGINT
+	case glssh.SIGHUP:
+		return syscall.SIGHUP
+	case glssh.SIGUSR1:
+		return syscall.SIGUSR1
+	}
+	return syscall.SIGTERM
+}
+
+func (s *Server) sftp(sess glssh.Session) {
+	s.count()
+	for _, p := range SFTPServerPaths {
+		if _, err := os.Stat(p); err == nil {
+			cmd := exec.Command(p, "-e")
+			cmd.Stdin, cmd.Stdout = sess, sess
+			cmd.Run()
+			return
+		}
+	}
+	server, err := sftp.NewServer(sess)
+	if err != nil {
+		return
+	}
+	server.Serve()
+	server.Close()
+}
