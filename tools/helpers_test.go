@@ -95,3 +95,12 @@ func golden(t *testing.T, name string, got string) {
 	require.NoError(t, err, "run go test ./tools -update to create %s", p)
 	assert.Equal(t, string(want), got)
 }
+
+// edits builds edit arguments from oldText/newText pairs.
+func edits(path string, pairs ...string) map[string]any {
+	var es []map[string]string
+	for i := 0; i < len(pairs); i += 2 {
+		es = append(es, map[string]string{"oldText": pairs[i], "newText": pairs[i+1]})
+	}
+	return map[string]any{"path": path, "edits": es}
+}

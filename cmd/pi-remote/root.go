@@ -7,12 +7,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pi-remote/pi-remote/env"
-	"github.com/pi-remote/pi-remote/ops/local"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -45,7 +43,8 @@ type iostreams struct {
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
-	cwd string
+	cwd  string
+	host hostFlags
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -88,37 +87,10 @@ canonical path, so parallel edits never lose each other.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.PersistentFlags().StringVar(&g.cwd, "cwd", "", "working directory on the host (default: the current directory)")
-	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io))
+	cmd.PersistentFlags().StringVar(&g.cwd, "cwd", "", "working directory on the host (default: the current directory locally, the home directory on a remote host)")
+	g.host.register(cmd.PersistentFlags())
+	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io), newCheckCmd(io, g))
 	return cmd
-}
-
-// newEnv builds the execution environment the global flags select.
-func newEnv(g *globalOptions) (*env.ExecutionEnv, error) {
-	cwd := g.cwd
-	if cwd == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, usageErrorf("current directory: %v", err)
-		}
-		cwd = wd
-	}
-	abs, err := filepath.Abs(cwd)
-	if err != nil {
-		return nil, usageErrorf("--cwd %s: %v", cwd, err)
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return nil, usageErrorf("--cwd %s: %v", cwd, err)
-	}
-	if !fi.IsDir() {
-		return nil, usageErrorf("--cwd %s: not a directory", cwd)
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = "/"
-	}
-	return env.New(local.New(), env.Options{Name: "local", Cwd: abs, Home: home}), nil
 }
 
 func definitions(e *env.ExecutionEnv) []tools.Definition {

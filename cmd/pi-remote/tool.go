@@ -52,10 +52,12 @@ Exit status: 0 success, 1 the tool returned an error result, 2 usage error,
 }
 
 func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOptions) error {
-	e, err := newEnv(g)
+	t, err := openTarget(ctx, g)
 	if err != nil {
 		return err
 	}
+	defer t.close()
+	e := t.env
 	defs := definitions(e)
 	if _, err := tools.Select(defs, []string{o.name}); err != nil {
 		return usageErrorf("%v", err)
@@ -88,6 +90,9 @@ func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOption
 		fmt.Fprintln(ios.out, strings.TrimRight(msg.Content.Text(), "\n"))
 	}
 	if msg.IsError {
+		if t.lost(ctx) {
+			return connectionError(fmt.Errorf("%s failed: the connection to %s was lost", o.name, e.Name()))
+		}
 		return &exitError{code: exitToolError, err: fmt.Errorf("%s failed", o.name)}
 	}
 	return nil

@@ -251,12 +251,24 @@ func (s *server) readUntilMarker(w io.Writer) (string, error) {
 			}
 			return strings.TrimSuffix(status, "\n"), werr
 		}
-		// Keep a tail that could be the start of the token.
-		keep := min(len(tok)-1, len(joined))
+		// Hold back only a tail that could be the start of the token, so
+		// output streams as it comes.
+		keep := partialPrefix(joined, tok)
 		emit(joined[:len(joined)-keep])
 		pending = append(pending[:0], joined[len(joined)-keep:]...)
 		s.stdout.Discard(n)
 	}
+}
+
+// partialPrefix is the length of the longest suffix of b that is a proper
+// prefix of tok.
+func partialPrefix(b, tok []byte) int {
+	for n := min(len(tok)-1, len(b)); n > 0; n-- {
+		if bytes.Equal(b[len(b)-n:], tok[:n]) {
+			return n
+		}
+	}
+	return 0
 }
 
 // tailBuffer keeps the last max bytes written to it.

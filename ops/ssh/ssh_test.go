@@ -1,12 +1,16 @@
 package ssh_test
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/opstest"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/ops/ssh/sshtest"
+	"github.com/pi-remote/pi-remote/tools/toolstest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func harness(opts sshtest.Options, hopts rssh.HostOptions) opstest.Harness {
@@ -24,4 +28,41 @@ func TestConformance(t *testing.T) {
 
 func TestConformanceWithoutSFTP(t *testing.T) {
 	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{NoGNUFind: true}))
+}
+
+// Every tool's table, over SSH to a server on this machine.
+func TestTools(t *testing.T) {
+	toolstest.Run(t, toolstest.Harness{New: func(t *testing.T) ops.Operations {
+		srv := sshtest.Start(t, sshtest.Options{})
+		h := rssh.New(srv.Config(), rssh.HostOptions{})
+		t.Cleanup(func() { h.Close() })
+		return h
+	}})
+}
+
+// Output that begins like the server's end marker, split across writes,
+// comes through unchanged.
+func TestOutputResemblingTheMarker(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	h := rssh.New(srv.Config(), rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	var out bytes.Buffer
+	script := `printf '\036@pi-'; sleep 0.1; printf 'remote:'; sleep 0.1; printf 'x\036\036@pi-remote:'`
+	require.NoError(t, h.Exec(t.Context(), ops.Command{Script: script, Output: &out}))
+	assert.Equal(t, "\x1e@pi-remote:x\x1e\x1e@pi-remote:", out.String())
+}
+
+// Steady-state commands reuse the command servers: no session per call.
+func TestCommandsReuseServers(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	h := rssh.New(srv.Config(), rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "true"}))
+	before := srv.Sessions()
+	for range 50 {
+		require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "true"}))
+		_, err := h.Stat(t.Context(), "/")
+		require.NoError(t, err)
+	}
+	assert.Equal(t, before, srv.Sessions(), "50 sequential commands and stats opened no new session")
 }

@@ -1,4 +1,4 @@
-package tools_test
+package toolstest
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/loop/looptest"
-	"github.com/pi-remote/pi-remote/ops/local"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -33,8 +32,8 @@ func editCall(id, path, oldText, newText string) looptest.Call {
 // Two edits of one file in one batch, the second depending on the first,
 // through a relative spelling and an absolute one via a symlinked directory,
 // always apply in call order.
-func TestSameFileEditsApplyInCallOrder(t *testing.T) {
-	f := newFixture(t)
+func testSameFileEditsApplyInCallOrder(t *testing.T, h Harness) {
+	f := newFixture(t, h)
 	f.write("real/dir/f.txt", "x\n")
 	require.NoError(t, os.Symlink(f.path("real/dir"), f.path("link")))
 	for i := range 200 {
@@ -54,8 +53,8 @@ func TestSameFileEditsApplyInCallOrder(t *testing.T) {
 
 // 200 edits in one parallel batch, each replacing its own marker in one
 // shared file through three spellings, all land.
-func TestNoLostUpdates(t *testing.T) {
-	f := newFixture(t)
+func testNoLostUpdates(t *testing.T, h Harness) {
+	f := newFixture(t, h)
 	var b strings.Builder
 	for i := range 200 {
 		fmt.Fprintf(&b, "marker-%03d\n", i)
@@ -82,10 +81,10 @@ func TestNoLostUpdates(t *testing.T) {
 
 // Two environments over the same paths never share a queue: a mutation held
 // in one does not delay the other.
-func TestEnvironmentsHaveSeparateQueues(t *testing.T) {
-	f := newFixture(t)
+func testEnvironmentsHaveSeparateQueues(t *testing.T, h Harness) {
+	f := newFixture(t, h)
 	f.write("same.txt", "a\n")
-	other := env.New(local.New(), env.Options{Name: "other", Cwd: f.root, Home: f.root})
+	other := env.New(h.New(t), env.Options{Name: "other", Cwd: f.root, Home: f.root})
 	held := make(chan struct{})
 	release := make(chan struct{})
 	done := make(chan error, 1)
@@ -122,8 +121,8 @@ func TestEnvironmentsHaveSeparateQueues(t *testing.T) {
 }
 
 // Bad input never panics and never touches a file.
-func TestBadInputLeavesFilesAlone(t *testing.T) {
-	f := newFixture(t)
+func testBadInputLeavesFilesAlone(t *testing.T, h Harness) {
+	f := newFixture(t, h)
 	f.write("keep.txt", "original\n")
 	cases := []struct {
 		name, tool, args, want string

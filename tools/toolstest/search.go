@@ -1,4 +1,4 @@
-package tools_test
+package toolstest
 
 import (
 	"os"
@@ -43,8 +43,8 @@ func searchTree(f *fixture) {
 	f.write("notes.txt", strings.Repeat("x", 600)+" hello\n")
 }
 
-func TestGrep(t *testing.T) {
-	f := newFixture(t)
+func testGrep(t *testing.T, h Harness) {
+	f := newFixture(t, h)
 	searchTree(f)
 	for name, caps := range engines(t, f) {
 		t.Run(name, func(t *testing.T) {
@@ -94,8 +94,8 @@ func slicesSort(s []string) {
 	}
 }
 
-func TestFind(t *testing.T) {
-	f := newFixture(t)
+func testFind(t *testing.T, h Harness) {
+	f := newFixture(t, h)
 	searchTree(f)
 	f.write("node_modules/pkg/index.go", "package pkg\n")
 	for name, caps := range engines(t, f) {
@@ -115,8 +115,8 @@ func TestFind(t *testing.T) {
 	}
 }
 
-func TestLs(t *testing.T) {
-	f := newFixture(t)
+func testLs(t *testing.T, h Harness) {
+	f := newFixture(t, h)
 	f.write("b.txt", "")
 	f.write("A.txt", "")
 	f.write(".env", "")

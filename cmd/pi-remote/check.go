@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pi-remote/pi-remote/ops/ssh"
+)
+
+func newCheckCmd(io iostreams, g *globalOptions) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Connect to the host and report what pi-remote will use there",
+		Long: `Connect to the chosen host and print the resolved configuration, the
+host key status, how the login succeeded, whether SFTP is available, which
+search tools (rg, fd) and helpers the host has, and the round-trip time.
+
+Exit status: 0 all good, 2 usage error, 3 connection, authentication or
+host-key failure (the message says what to do).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return checkRun(cmd.Context(), io, g, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// checkReport is what check prints.
+type checkReport struct {
+	Host     string   `json:"host"`
+	Via      []string `json:"via,omitempty"`
+	HostKey  string   `json:"hostKey,omitempty"`
+	Auth     string   `json:"auth,omitempty"`
+	SFTP     bool     `json:"sftp"`
+	Setsid   bool     `json:"setsid"`
+	Home     string   `json:"home,omitempty"`
+	Bash     bool     `json:"bash"`
+	Rg       bool     `json:"rg"`
+	Fd       string   `json:"fd,omitempty"`
+	Helpers  []string `json:"helpers,omitempty"`
+	RTTMilli float64  `json:"rttMs"`
+}
+
+func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool) error {
+	t, err := openTarget(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	var r checkReport
+	if t.host == nil {
+		r.Host = "local"
+	} else {
+		info, err := t.host.Connect(ctx)
+		if err != nil {
+			return connectionError(err)
+		}
+		r = reportFrom(info)
+		// The best of a few round trips: the first may pay for warm-up.
+		best := time.Duration(0)
+		for range 5 {
+			d, err := t.host.Ping(ctx)
+			if err != nil {
+				return connectionError(err)
+			}
+			if best == 0 || d < best {
+				best = d
+			}
+		}
+		r.RTTMilli = float64(best.Microseconds()) / 1000
+	}
+	caps, err := t.env.Capabilities(ctx)
+	if err != nil {
+		return hostError(err)
+	}
+	r.Home, r.Bash, r.Rg, r.Fd = caps.Home, caps.Bash != "", caps.Rg != "", caps.Fd
+	if asJSON {
+		enc := json.NewEncoder(ios.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	w := ios.out
+	fmt.Fprintf(w, "host:      %s\n", r.Host)
+	if len(r.Via) > 0 {
+		fmt.Fprintf(w, "via:       %s\n", strings.Join(r.Via, " -> "))
+	}
+	if t.host != nil {
+		fmt.Fprintf(w, "host key:  %s\n", r.HostKey)
+		fmt.Fprintf(w, "auth:      %s\n", r.Auth)
+		fmt.Fprintf(w, "sftp:      %s\n", yesNo(r.SFTP, "available", "missing (files go over the shell)"))
+		fmt.Fprintf(w, "setsid:    %s\n", yesNo(r.Setsid, "yes (commands get their own process group)", "missing (a cancelled command takes its server with it)"))
+	}
+	fmt.Fprintf(w, "home:      %s\n", r.Home)
+	fmt.Fprintf(w, "bash:      %s\n", yesNo(r.Bash, "yes", "no (bash tool uses sh)"))
+	fmt.Fprintf(w, "rg:        %s\n", yesNo(r.Rg, "yes", "no (grep falls back to grep -r)"))
+	fmt.Fprintf(w, "fd:        %s\n", yesNo(r.Fd != "", r.Fd, "no (find falls back to find(1))"))
+	if len(r.Helpers) > 0 {
+		fmt.Fprintf(w, "helpers:   %s\n", strings.Join(r.Helpers, " "))
+	}
+	if t.host != nil {
+		fmt.Fprintf(w, "rtt:       %.2f ms\n", r.RTTMilli)
+	}
+	return nil
+}
+
+func reportFrom(info ssh.Info) checkReport {
+	r := checkReport{
+		Host:    info.Config.Alias + " (" + info.Config.User + "@" + info.Config.Addr() + ")",
+		HostKey: info.HostKey, Auth: info.Auth, SFTP: info.SFTP, Setsid: info.Setsid, Helpers: info.Tools,
+	}
+	for _, j := range info.Config.Jump {
+		r.Via = append(r.Via, j.String())
+	}
+	return r
+}
+
+func yesNo(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
+}

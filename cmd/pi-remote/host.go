@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/local"
+	"github.com/pi-remote/pi-remote/ops/ssh"
+)
+
+// hostFlags select the host and say how to reach it; every command has them.
+type hostFlags struct {
+	hosts          []string
+	identities     []string
+	knownHosts     string
+	acceptNew      bool
+	sshConfig      string
+	jump           string
+	connectTimeout time.Duration
+}
+
+func (h *hostFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&h.hosts, "host", nil, "host to act on: [user@]host[:port] or an ssh_config alias (default: this machine)")
+	fs.StringArrayVar(&h.identities, "identity", nil, "private key file to log in with (repeatable; tried before ssh_config's)")
+	fs.StringVar(&h.knownHosts, "known-hosts", "", "known_hosts file (default: ssh_config's UserKnownHostsFile or ~/.ssh/known_hosts)")
+	fs.BoolVar(&h.acceptNew, "accept-new-host-key", false, "record the key of a host seen for the first time (a changed key is always refused)")
+	fs.StringVar(&h.sshConfig, "ssh-config", "", `ssh_config file (default ~/.ssh/config; "none" reads none)`)
+	fs.StringVar(&h.jump, "jump", "", "jump host(s), comma-separated, like ssh -J (overrides ProxyJump)")
+	fs.DurationVar(&h.connectTimeout, "connect-timeout", 0, "bound on connecting and logging in (default 15s)")
+}
+
+// sshConfig resolves the --host spec; a spec that cannot be parsed is a
+// usage error.
+func (h *hostFlags) sshConfigFor(spec string) (ssh.Config, error) {
+	cfg, err := ssh.Resolve(spec, ssh.Options{
+		SSHConfigFile:    h.sshConfig,
+		Identities:       h.identities,
+		KnownHostsFile:   h.knownHosts,
+		AcceptNewHostKey: h.acceptNew,
+		Jump:             h.jump,
+		ConnectTimeout:   h.connectTimeout,
+	})
+	if err != nil {
+		return ssh.Config{}, usageErrorf("--host %s: %v", spec, err)
+	}
+	return cfg, nil
+}
+
+// connectionError wraps a failure to reach a host with exit code 3.
+func connectionError(err error) error {
+	return &exitError{code: exitConnection, err: err}
+}
+
+// isConnectionFailure says whether err means the host could not be reached,
+// verified or logged in to.
+func isConnectionFailure(err error) bool {
+	var ce *ssh.ConnectError
+	return errors.As(err, &ce) || errors.Is(err, ops.ErrConnectionLost)
+}
+
+// target is the execution environment the flags select, with the SSH host
+// behind it when it is remote.
+type target struct {
+	env  *env.ExecutionEnv
+	host *ssh.Host // nil for this machine
+}
+
+func (t *target) close() {
+	if t.host != nil {
+		t.host.Close()
+	}
+}
+
+// lost says whether a remote host's connection is gone (checked with one
+// round trip), to tell a tool's own failure from a lost connection.
+func (t *target) lost(ctx context.Context) bool {
+	if t.host == nil {
+		return false
+	}
+	_, err := t.host.Ping(ctx)
+	return err != nil && isConnectionFailure(err)
+}
+
+// openTarget builds the environment the flags select. For a remote host it
+// connects first, so that connection problems surface as exit 3 before any
+// tool runs.
+func openTarget(ctx context.Context, g *globalOptions) (*target, error) {
+	switch len(g.host.hosts) {
+	case 0:
+		e, err := localEnv(g.cwd)
+		return &target{env: e}, err
+	case 1:
+	default:
+		return nil, usageErrorf("--host given %d times; one host per run is supported", len(g.host.hosts))
+	}
+	cfg, err := g.host.sshConfigFor(g.host.hosts[0])
+	if err != nil {
+		return nil, err
+	}
+	t := &target{host: ssh.New(cfg, ssh.HostOptions{})}
+	if err := t.open(ctx, cfg, g.cwd); err != nil {
+		t.close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *target) open(ctx context.Context, cfg ssh.Config, cwd string) error {
+	if _, err := t.host.Connect(ctx); err != nil {
+		return connectionError(err)
+	}
+	t.env = env.New(t.host, env.Options{Name: cfg.Alias})
+	if cwd == "" {
+		return nil
+	}
+	abs, err := t.env.Resolve(ctx, cwd)
+	if err != nil {
+		return hostError(err)
+	}
+	fi, err := t.host.Stat(ctx, abs)
+	switch {
+	case err != nil && isConnectionFailure(err):
+		return connectionError(err)
+	case err != nil:
+		return usageErrorf("--cwd %s on %s: %v", cwd, cfg.Alias, unwrapPath(err))
+	case !fi.IsDir():
+		return usageErrorf("--cwd %s on %s: not a directory", cwd, cfg.Alias)
+	}
+	home, err := t.env.Home(ctx)
+	if err != nil {
+		return hostError(err)
+	}
+	t.env = env.New(t.host, env.Options{Name: cfg.Alias, Cwd: path.Clean(abs), Home: home})
+	return nil
+}
+
+func hostError(err error) error {
+	if isConnectionFailure(err) {
+		return connectionError(err)
+	}
+	return err
+}
+
+// localEnv is this machine with cwd (default: the current directory).
+func localEnv(cwd string) (*env.ExecutionEnv, error) {
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, usageErrorf("current directory: %v", err)
+		}
+		cwd = wd
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return nil, usageErrorf("--cwd %s: %v", cwd, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, usageErrorf("--cwd %s: %v", cwd, unwrapPath(err))
+	}
+	if !fi.IsDir() {
+		return nil, usageErrorf("--cwd %s: not a directory", cwd)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "/"
+	}
+	return env.New(local.New(), env.Options{Name: "local", Cwd: abs, Home: home}), nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
