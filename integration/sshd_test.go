@@ -1,0 +1,40 @@
+package integration
+
+import (
+	"testing"
+
+	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/opstest"
+	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/tools/toolstest"
+)
+
+// host connects to srv and closes the connection when the test ends.
+func host(t *testing.T, srv *sshd.Server, opts rssh.HostOptions) *rssh.Host {
+	t.Helper()
+	h := rssh.New(srv.Config(), opts)
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+func TestOpsConformance(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
+		return host(t, srv, rssh.HostOptions{}), t.TempDir()
+	}})
+}
+
+func TestOpsConformanceWithoutSFTP(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{NoSFTP: true})
+	opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
+		return host(t, srv, rssh.HostOptions{NoGNUFind: true}), t.TempDir()
+	}})
+}
+
+func TestTools(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	toolstest.Run(t, toolstest.Harness{New: func(t *testing.T) ops.Operations {
+		return host(t, srv, rssh.HostOptions{})
+	}})
+}
