@@ -165,7 +165,8 @@ func resolve(spec string, opts Options, file *sshconfig.Config, depth int) (Conf
 	for _, id := range configured {
 		c.IdentityFiles = append(c.IdentityFiles, expand(id))
 	}
-	if len(configured) == 0 {
+	if len(c.IdentityFiles) == 0 {
+		// As OpenSSH: the default identities only when none is named.
 		for _, n := range []string{"id_rsa", "id_ecdsa", "id_ecdsa_sk", "id_ed25519", "id_ed25519_sk"} {
 			c.IdentityFiles = append(c.IdentityFiles, filepath.Join(homeDir(), ".ssh", n))
 		}

@@ -1,0 +1,139 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/integration/netfault"
+	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/ops"
+	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+)
+
+// Every tool works through 20 ms of round-trip latency.
+func TestFaultLatency(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	p.SetRTT(20 * time.Millisecond)
+	h := rssh.New(viaProxy(t, srv, p), rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	dir := t.TempDir()
+	te := newToolEnv(t, h, "slow", dir)
+
+	te.ok("write", map[string]any{"path": "a.txt", "content": "one\ntwo\n"})
+	assert.Equal(t, "one\ntwo\n", te.ok("read", map[string]any{"path": "a.txt"}))
+	te.ok("edit", map[string]any{"path": "a.txt", "edits": []map[string]string{{"oldText": "two", "newText": "2"}}})
+	assert.Equal(t, "one\n2\n", readFile(t, filepath.Join(dir, "a.txt")))
+	assert.Equal(t, "hi\n", te.ok("bash", map[string]any{"command": "echo hi"}))
+	assert.Contains(t, te.ok("grep", map[string]any{"pattern": "one"}), "a.txt:1: one")
+	assert.Contains(t, te.ok("find", map[string]any{"pattern": "*.txt"}), "a.txt")
+	assert.Contains(t, te.ok("ls", map[string]any{}), "a.txt")
+}
+
+// A reset in the middle of an upload leaves the old file as it was, and the
+// next call works on a new connection.
+func TestFaultResetDuringWrite(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	p.SetRTT(10 * time.Millisecond)
+	h := rssh.New(viaProxy(t, srv, p), rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	dir := t.TempDir()
+	name := filepath.Join(dir, "keep.txt")
+	require.NoError(t, os.WriteFile(name, []byte("original\n"), 0o644))
+	_, err := h.Stat(t.Context(), name) // connected, SFTP up
+	require.NoError(t, err)
+
+	big := bytes.Repeat([]byte("0123456789abcdef"), 4<<20) // 64 MiB
+	start := p.Bytes()
+	errc := make(chan error, 1)
+	go func() { errc <- h.WriteFile(t.Context(), name, bytes.NewReader(big), ops.WriteOptions{}) }()
+	require.Eventually(t, func() bool { return p.Bytes()-start > 2<<20 }, 30*time.Second, 5*time.Millisecond, "upload under way")
+	accepted := p.Accepted()
+	p.Reset()
+	select {
+	case err = <-errc:
+	case <-time.After(30 * time.Second):
+		t.Fatal("write did not return after the reset")
+	}
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ops.ErrConnectionLost)
+	assert.Equal(t, "original\n", readFile(t, name), "old file intact")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "the temporary file was removed over a new connection")
+
+	require.Eventually(t, func() bool {
+		return h.WriteFile(t.Context(), name, strings.NewReader("new\n"), ops.WriteOptions{}) == nil
+	}, 15*time.Second, 100*time.Millisecond, "a later write succeeds")
+	assert.Equal(t, "new\n", readFile(t, name))
+	assert.Greater(t, p.Accepted(), accepted, "on a new connection")
+}
+
+// A black hole is noticed by the keepalives and reported as a lost
+// connection (an error result for a tool); once the network is back the
+// next call succeeds on a new connection.
+func TestFaultBlackhole(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	cfg := viaProxy(t, srv, p)
+	cfg.KeepaliveInterval, cfg.KeepaliveCount = 300*time.Millisecond, 3
+	h := rssh.New(cfg, rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	te := newToolEnv(t, h, "flaky", t.TempDir())
+	assert.Equal(t, "up\n", te.ok("bash", map[string]any{"command": "echo up"}))
+	require.Equal(t, int64(1), p.Accepted())
+
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		p.Blackhole(true)
+	}()
+	start := time.Now()
+	m := te.call("bash", map[string]any{"command": "sleep 20; echo never"})
+	elapsed := time.Since(start)
+	require.True(t, m.IsError, "got %s", m.Content.Text())
+	assert.Contains(t, m.Content.Text(), "Connection to the host was lost")
+	assert.Less(t, elapsed, 10*time.Second, "noticed by keepalives, not by the command ending")
+
+	p.Blackhole(false)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		m := te.call("bash", map[string]any{"command": "echo back"})
+		assert.False(c, m.IsError, m.Content.Text())
+		assert.Equal(c, "back\n", m.Content.Text())
+	}, 15*time.Second, 200*time.Millisecond)
+	assert.GreaterOrEqual(t, p.Accepted(), int64(2), "the call after recovery used a new connection")
+}
+
+// A handshake that never completes is bounded by the connect timeout.
+func TestFaultHandshakeTimeout(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	p.Blackhole(true)
+	cfg := viaProxy(t, srv, p)
+	cfg.ConnectTimeout = time.Second
+	h := rssh.New(cfg, rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	start := time.Now()
+	_, err := h.Connect(context.Background())
+	require.Error(t, err)
+	var ce *rssh.ConnectError
+	assert.True(t, errors.As(err, &ce), "%T %v", err, err)
+	assert.Contains(t, err.Error(), "timed out")
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	return string(b)
+}

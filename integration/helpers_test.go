@@ -1,0 +1,69 @@
+package integration
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/integration/netfault"
+	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/ops"
+	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/tools"
+)
+
+// viaProxy is srv's client configuration, dialing the proxy instead, with
+// a known_hosts entry for the proxy's address.
+func viaProxy(t *testing.T, srv *sshd.Server, p *netfault.Proxy) rssh.Config {
+	t.Helper()
+	cfg := srv.Config()
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	line := knownhosts.Line([]string{knownhosts.Normalize(p.Addr)}, srv.HostKeys[0]) + "\n"
+	require.NoError(t, os.WriteFile(kh, []byte(line), 0o600))
+	cfg.KnownHostsFiles = []string{kh}
+	host, port := splitAddr(t, p.Addr)
+	cfg.HostName, cfg.Port = host, port
+	return cfg
+}
+
+// toolEnv is an environment on h rooted at dir, with its tools.
+type toolEnv struct {
+	t    *testing.T
+	env  *env.ExecutionEnv
+	defs []tools.Definition
+}
+
+func newToolEnv(t *testing.T, o ops.Operations, name, dir string) *toolEnv {
+	e := env.New(o, env.Options{Name: name, Cwd: dir, Home: dir})
+	return &toolEnv{t: t, env: e, defs: tools.Definitions(e, tools.Options{})}
+}
+
+func (te *toolEnv) call(name string, args any) *loop.ToolResultMessage {
+	te.t.Helper()
+	raw, err := json.Marshal(args)
+	require.NoError(te.t, err)
+	return loop.ExecuteTool(te.t.Context(), loop.Config{Tools: tools.WrapAll(te.defs)}, &loop.ToolCall{ID: "t", Name: name, Arguments: raw}, nil)
+}
+
+func (te *toolEnv) ok(name string, args any) string {
+	te.t.Helper()
+	m := te.call(name, args)
+	require.False(te.t, m.IsError, "%s failed: %s", name, m.Content.Text())
+	return m.Content.Text()
+}
+
+func splitAddr(t *testing.T, addr string) (string, int) {
+	t.Helper()
+	cfg, err := rssh.Resolve(addr, rssh.Options{SSHConfigFile: "none"})
+	require.NoError(t, err)
+	return cfg.HostName, cfg.Port
+}
+
+func pemEncode(b *pem.Block) []byte { return pem.EncodeToMemory(b) }

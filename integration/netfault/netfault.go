@@ -1,0 +1,173 @@
+// Package netfault is a TCP proxy for tests that puts faults between a
+// client and a server on loopback: added latency, a black hole (bytes stop
+// flowing, connections stay open), and resets. netem is not available on
+// every kernel; this works anywhere.
+package netfault
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Proxy forwards connections from Addr to a target.
+type Proxy struct {
+	Addr   string
+	target string
+	ln     net.Listener
+
+	mu        sync.Mutex
+	delay     time.Duration // one way
+	blackhole bool
+	unblock   chan struct{} // closed when the black hole ends
+	conns     map[*pair]bool
+
+	accepted atomic.Int64
+	bytes    atomic.Int64
+}
+
+type pair struct{ client, server *net.TCPConn }
+
+// Start listens on a loopback port until the test ends.
+func Start(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[*pair]bool{}, unblock: make(chan struct{})}
+	close(p.unblock)
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.Reset()
+	})
+	return p
+}
+
+// SetRTT adds rtt of round-trip latency (half each way).
+func (p *Proxy) SetRTT(rtt time.Duration) {
+	p.mu.Lock()
+	p.delay = rtt / 2
+	p.mu.Unlock()
+}
+
+// Blackhole stops (on) or resumes (off) all forwarding. Connections stay
+// open and unread bytes wait, as behind a dead route.
+func (p *Proxy) Blackhole(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on == p.blackhole {
+		return
+	}
+	p.blackhole = on
+	if on {
+		p.unblock = make(chan struct{})
+	} else {
+		close(p.unblock)
+	}
+}
+
+// Reset closes every current connection with a TCP reset.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = map[*pair]bool{}
+	p.mu.Unlock()
+	for c := range conns {
+		c.client.SetLinger(0)
+		c.server.SetLinger(0)
+		c.client.Close()
+		c.server.Close()
+	}
+}
+
+// Accepted is how many connections the proxy has accepted.
+func (p *Proxy) Accepted() int64 { return p.accepted.Load() }
+
+// Bytes is how many bytes were forwarded, both ways.
+func (p *Proxy) Bytes() int64 { return p.bytes.Load() }
+
+func (p *Proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.accepted.Add(1)
+		go p.handle(c.(*net.TCPConn))
+	}
+}
+
+func (p *Proxy) handle(client *net.TCPConn) {
+	s, err := net.Dial("tcp", p.target)
+	if err != nil {
+		client.Close()
+		return
+	}
+	pr := &pair{client: client, server: s.(*net.TCPConn)}
+	p.mu.Lock()
+	p.conns[pr] = true
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(func() { p.pipe(pr.server, pr.client) })
+	wg.Go(func() { p.pipe(pr.client, pr.server) })
+	wg.Wait()
+	pr.client.Close()
+	pr.server.Close()
+	p.mu.Lock()
+	delete(p.conns, pr)
+	p.mu.Unlock()
+}
+
+type chunk struct {
+	at   time.Time
+	data []byte
+}
+
+// pipe copies src to dst, releasing each chunk after the one-way delay and
+// holding everything while the black hole is on.
+func (p *Proxy) pipe(dst, src *net.TCPConn) {
+	queue := make(chan chunk, 256)
+	go func() {
+		defer close(queue)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				queue <- chunk{at: time.Now(), data: buf[:n]}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range queue {
+		for {
+			p.mu.Lock()
+			delay, unblock := p.delay, p.unblock
+			p.mu.Unlock()
+			<-unblock
+			if wait := time.Until(c.at.Add(delay)); wait > 0 {
+				time.Sleep(wait)
+			}
+			p.mu.Lock()
+			blocked := p.blackhole
+			p.mu.Unlock()
+			if !blocked {
+				break
+			}
+		}
+		if _, err := dst.Write(c.data); err != nil {
+			src.Close()
+			dst.Close()
+			for range queue {
+			}
+			return
+		}
+		p.bytes.Add(int64(len(c.data)))
+	}
+	dst.CloseWrite()
+}
