@@ -164,7 +164,7 @@ func (c *conn) acquire(ctx context.Context, wantServer bool) (*server, error) {
 // release gives back a slot (s == nil) or returns a server to the pool.
 func (c *conn) release(s *server) {
 	c.mu.Lock()
-	if s != nil && !s.broken && !c.isDead() {
+	if s != nil && !s.broken.Load() && !c.isDead() {
 		c.idle = append(c.idle, s)
 	} else {
 		if s != nil {

@@ -49,7 +49,7 @@ type server struct {
 
 	pid    atomic.Int64 // process group of the running user command
 	stderr *tailBuffer  // last lines of unexpected stderr, for errors
-	broken bool         // protocol state unknown: never reuse
+	broken atomic.Bool  // protocol state unknown: never reuse
 }
 
 // bootstrap is the session's command. It must survive being run by any
@@ -171,7 +171,7 @@ func startServer(ctx context.Context, client *ssh.Client) (*server, error) {
 const graceSeconds = 0.3
 
 func (s *server) close() {
-	s.broken = true
+	s.broken.Store(true)
 	s.stdin.Close()
 	s.sess.Close()
 }
@@ -203,12 +203,12 @@ func (s *server) readControl(r io.Reader) {
 // marker; it returns the status that follows the marker.
 func (s *server) request(line string, w io.Writer) (string, error) {
 	if _, err := io.WriteString(s.stdin, s.encodeRequest(line)); err != nil {
-		s.broken = true
+		s.broken.Store(true)
 		return "", err
 	}
 	status, err := s.readUntilMarker(w)
 	if err != nil {
-		s.broken = true
+		s.broken.Store(true)
 	}
 	return status, err
 }

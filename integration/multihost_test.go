@@ -1,0 +1,89 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/loop/looptest"
+	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/tools"
+)
+
+// workspace is a path that each isolated sshd sees as its own tmpfs.
+const workspace = "/srv/pi-remote-ws"
+
+// isolatedServer runs sshd in its own mount namespace with a private tmpfs
+// on workspace: the same path names a different file on each server, as on
+// two machines.
+func isolatedServer(t *testing.T) *sshd.Server {
+	t.Helper()
+	sshd.RequireRoot(t, "mount namespaces for hosts with identical paths")
+	require.NoError(t, os.MkdirAll(workspace, 0o755))
+	return sshd.Start(t, sshd.Options{Wrap: []string{
+		"unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+		"mount -t tmpfs tmpfs " + workspace + " && exec $SSHD",
+	}})
+}
+
+// Two hosts with identical paths: one parallel batch of 40 edits on each,
+// at the same time, through the same path. Each host ends with exactly its
+// own edits; the queues and files never mix.
+func TestTwoHostsWithIdenticalPathsStayIsolated(t *testing.T) {
+	a, b := isolatedServer(t), isolatedServer(t)
+	name := workspace + "/shared.txt"
+	var base strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&base, "line %d\n", i)
+	}
+	envs := map[string]*toolEnv{
+		"A": newToolEnv(t, host(t, a, rssh.HostOptions{}), "a", workspace),
+		"B": newToolEnv(t, host(t, b, rssh.HostOptions{}), "b", workspace),
+	}
+	for _, te := range envs {
+		te.ok("write", map[string]any{"path": name, "content": base.String()})
+	}
+	ka, err := envs["A"].env.Key(t.Context(), name)
+	require.NoError(t, err)
+	kb, err := envs["B"].env.Key(t.Context(), name)
+	require.NoError(t, err)
+	assert.Equal(t, ka.Path(), kb.Path(), "same canonical path")
+	assert.NotEqual(t, ka, kb, "different queue keys")
+
+	var wg sync.WaitGroup
+	for label, te := range envs {
+		wg.Go(func() {
+			var calls []looptest.Call
+			for i := range 40 {
+				calls = append(calls, looptest.Call{ID: fmt.Sprintf("%s%d", label, i), Name: "edit", Args: map[string]any{
+					"path": name, "edits": []map[string]string{{"oldText": fmt.Sprintf("line %d\n", i), "newText": fmt.Sprintf("%s %d\n", label, i)}},
+				}})
+			}
+			model := looptest.New(looptest.ToolCalls(calls...), looptest.Text("done"))
+			msgs, err := loop.Run(t.Context(), loop.Config{Model: model, Tools: tools.WrapAll(te.defs), MaxParallel: 16}, nil, []loop.Message{loop.NewUserText("go")}, nil)
+			assert.NoError(t, err)
+			for _, m := range msgs {
+				if tr, ok := m.(*loop.ToolResultMessage); ok {
+					assert.False(t, tr.IsError, "%s: %s", label, tr.Content.Text())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for label, te := range envs {
+		var want strings.Builder
+		for i := range 40 {
+			fmt.Fprintf(&want, "%s %d\n", label, i)
+		}
+		assert.Equal(t, want.String(), te.ok("read", map[string]any{"path": name}), "host %s has exactly its own edits", label)
+	}
+	_, err = os.Stat(name)
+	assert.ErrorIs(t, err, os.ErrNotExist, "neither host wrote to this machine's own "+workspace)
+}
