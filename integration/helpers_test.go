@@ -21,7 +21,7 @@ import (
 
 // viaProxy is srv's client configuration, dialing the proxy instead, with
 // a known_hosts entry for the proxy's address.
-func viaProxy(t *testing.T, srv *sshd.Server, p *netfault.Proxy) rssh.Config {
+func viaProxy(t testing.TB, srv *sshd.Server, p *netfault.Proxy) rssh.Config {
 	t.Helper()
 	cfg := srv.Config()
 	kh := filepath.Join(t.TempDir(), "known_hosts")
@@ -35,12 +35,12 @@ func viaProxy(t *testing.T, srv *sshd.Server, p *netfault.Proxy) rssh.Config {
 
 // toolEnv is an environment on h rooted at dir, with its tools.
 type toolEnv struct {
-	t    *testing.T
+	t    testing.TB
 	env  *env.ExecutionEnv
 	defs []tools.Definition
 }
 
-func newToolEnv(t *testing.T, o ops.Operations, name, dir string) *toolEnv {
+func newToolEnv(t testing.TB, o ops.Operations, name, dir string) *toolEnv {
 	e := env.New(o, env.Options{Name: name, Cwd: dir, Home: dir})
 	return &toolEnv{t: t, env: e, defs: tools.Definitions(e, tools.Options{})}
 }
@@ -59,7 +59,7 @@ func (te *toolEnv) ok(name string, args any) string {
 	return m.Content.Text()
 }
 
-func splitAddr(t *testing.T, addr string) (string, int) {
+func splitAddr(t testing.TB, addr string) (string, int) {
 	t.Helper()
 	cfg, err := rssh.Resolve(addr, rssh.Options{SSHConfigFile: "none"})
 	require.NoError(t, err)

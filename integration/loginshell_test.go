@@ -75,6 +75,9 @@ func TestNonPOSIXLoginShells(t *testing.T) {
 				assert.Contains(t, te.ok("grep", map[string]any{"pattern": "TODO"}), "src/main.c:2:")
 				assert.Contains(t, te.ok("find", map[string]any{"pattern": "*.c"}), "src/main.c")
 				assert.Contains(t, te.ok("ls", map[string]any{}), "src/")
+				// bash must not source the user's ~/.bashrc (it would when it
+				// believes sshd started it as a top-level shell).
+				te.ok("write", map[string]any{"path": path.Join(home, ".bashrc"), "content": "echo sourced-bashrc\n"})
 				out := te.ok("bash", map[string]any{"command": `x=1; if [ "$x" = 1 ]; then echo "posix as $(id -un)"; fi`})
 				assert.Equal(t, "posix as "+tc.user+"\n", out)
 			})

@@ -66,6 +66,10 @@ type WriteOptions struct {
 	// an existing file is always kept.
 	Perm fs.FileMode
 
+	// CreateParents creates missing parent directories first, as MkdirAll
+	// would, in the same request on remote hosts.
+	CreateParents bool
+
 	// Guard, when set, makes the write conditional: just before the new
 	// content replaces the file, the backend checks that the file still
 	// holds exactly Guard.Content; if not, the write is abandoned, the file
@@ -90,7 +94,7 @@ type WriteOperations interface {
 	// temporary file. The mode of an existing file is kept; a symlink is
 	// written through (the link stays, its target changes). The parent
 	// directory must exist (see MkdirAll); otherwise the error wraps
-	// fs.ErrNotExist.
+	// fs.ErrNotExist, unless opts.CreateParents.
 	WriteFile(ctx context.Context, name string, r io.Reader, opts WriteOptions) error
 
 	// MkdirAll creates a directory and any missing parents. An existing

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/pi-remote/pi-remote/env"
@@ -65,10 +64,7 @@ func writeTool(e *env.ExecutionEnv) Definition {
 			return errorResult("Invalid path %q: %v", in.Path, err)
 		}
 		err = mutate(ctx, e, in.Path, func() error {
-			if err := e.MkdirAll(ctx, path.Dir(abs)); err != nil {
-				return err
-			}
-			return e.WriteFile(ctx, abs, strings.NewReader(in.Content), ops.WriteOptions{})
+			return e.WriteFile(ctx, abs, strings.NewReader(in.Content), ops.WriteOptions{CreateParents: true})
 		})
 		if err != nil {
 			return fileError(in.Path, err)

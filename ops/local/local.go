@@ -135,6 +135,11 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if opts.CreateParents {
+		if err := (&FS{}).MkdirAll(ctx, filepath.Dir(name)); err != nil {
+			return err
+		}
+	}
 	target := name
 	// Write through a symlink so the link survives.
 	if resolved, rerr := filepath.EvalSymlinks(name); rerr == nil {

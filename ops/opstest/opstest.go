@@ -260,6 +260,18 @@ func testWrite(t *testing.T, h Harness) {
 		err := o.WriteFile(ctx, path.Join(root, "no", "such", "f"), strings.NewReader("x"), ops.WriteOptions{})
 		requirePathError(t, err, fs.ErrNotExist)
 	})
+	t.Run("create parents", func(t *testing.T) {
+		for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+			name := path.Join(root, fmt.Sprintf("made%d", size), "x", "f")
+			content := strings.Repeat("p", size)
+			require.NoError(t, o.WriteFile(ctx, name, strings.NewReader(content), ops.WriteOptions{CreateParents: true}))
+			assert.Equal(t, content, read(t, o, name))
+		}
+		write(t, o, path.Join(root, "afile"), "x")
+		err := o.WriteFile(ctx, path.Join(root, "afile", "sub", "f"), strings.NewReader("x"), ops.WriteOptions{CreateParents: true})
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ops.ErrNotDir)
+	})
 	t.Run("mkdirall", func(t *testing.T) {
 		dir := path.Join(root, "p", "q", "r")
 		require.NoError(t, o.MkdirAll(ctx, dir))

@@ -392,19 +392,23 @@ func (h *Host) WriteFile(ctx context.Context, name string, r io.Reader, opts ops
 		}
 		digest = contentDigest(opts.Guard.Content, p.sha256)
 	}
+	parents := "-"
+	if opts.CreateParents {
+		parents = "p"
+	}
 	head := make([]byte, inlineMax+1)
 	n, err := io.ReadFull(ops.CtxReader(ctx, r), head)
 	head = head[:n]
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		_, _, err := h.call(ctx, "write", name, fmt.Sprintf("pw %s %o %s %s %s",
-			quote(name), perm.Perm(), quote(digest), randomSuffix(), quote(printfFormat(head))))
+		_, _, err := h.call(ctx, "write", name, fmt.Sprintf("pw %s %o %s %s %s %s",
+			quote(name), perm.Perm(), quote(digest), randomSuffix(), quote(printfFormat(head)), parents))
 		return err
 	case err != nil:
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 
-	tmp, _, err := h.call(ctx, "write", name, fmt.Sprintf("pt %s %o %s", quote(name), perm.Perm(), randomSuffix()))
+	tmp, _, err := h.call(ctx, "write", name, fmt.Sprintf("ptt %s %o %s %s", quote(name), perm.Perm(), randomSuffix(), parents))
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,10 @@ fe() {
 	esac
 	printf 'E %s %s\n' "$1" "$2"
 }
+er() {
+	_e=; IFS= read -r _e <"$d/err"; _e=${_e:-$1}
+	fe "$_e"
+}
 miss() {
 	_p=${1%/*}
 	while [ -n "$_p" ] && [ ! -e "$_p" ]; do _p=${_p%/*}; done
@@ -28,18 +32,17 @@ fl() {
 		_l=$(readlink "$_f") || return 1
 		case $_l in /*) _f=$_l;; *) _f=${_f%/*}/$_l;; esac
 	done
-	printf '%s\n' "$_f"
-}
-rp() {
-	_f=$(fl "$1") || return 1
-	if [ -d "$_f" ]; then (cd -P "$_f" && pwd -P); return; fi
-	_d=${_f%/*}; _d=$(cd -P "${_d:-/}" && pwd -P) || return 1
-	case $_d in /) printf '/%s\n' "${_f##*/}";; *) printf '%s/%s\n' "$_d" "${_f##*/}";; esac
 }
 pr() {
 	if [ ! -e "$1" ]; then miss "$1"; return; fi
-	_r=$(rp "$1") || { echo "E EIO cannot resolve $1"; return; }
-	printf 'OK %s\n' "$_r"
+	fl "$1" || { echo "E EIO too many levels of symbolic links"; return; }
+	if [ -d "$_f" ]; then
+		cd -P "$_f" || { echo "E EIO cannot resolve $1"; return; }
+		printf 'OK %s\n' "$PWD"; return
+	fi
+	_d=${_f%/*}
+	cd -P "${_d:-/}" || { echo "E EIO cannot resolve $1"; return; }
+	case $PWD in /) printf 'OK /%s\n' "${_f##*/}";; *) printf 'OK %s/%s\n' "$PWD" "${_f##*/}";; esac
 }
 po() {
 	if [ -d "$1" ]; then echo "E EISDIR is a directory"; return; fi
@@ -68,10 +71,10 @@ pl() {
 }
 pm() {
 	[ -d "$1" ] && { echo OK; return; }
-	if _e=$(mkdir -p "$1" 2>&1); then echo OK; return; fi
+	if mkdir -p "$1" 2>"$d/err"; then echo OK; return; fi
 	_p=$1
 	while [ -n "$_p" ] && [ ! -e "$_p" ]; do _p=${_p%/*}; done
-	if [ -n "$_p" ] && [ ! -d "$_p" ]; then echo "E ENOTDIR $_e"; else fe "$_e"; fi
+	if [ -n "$_p" ] && [ ! -d "$_p" ]; then echo "E ENOTDIR not a directory"; else er "mkdir failed"; fi
 }
 mo() {
 	set -f
@@ -87,7 +90,10 @@ mo() {
 		_p=$_p$_s,
 		case $_w$_c in u??[sS]) _p=${_p}u+s,;; g??[sS]) _p=${_p}g+s,;; o??[tT]) _p=${_p}+t,;; esac
 	done
-	chmod "${_p%,}" "$2" && { chown "$5:$6" "$2" 2>/dev/null; :; }
+	set +f
+	chmod "${_p%,}" "$2" || return
+	if [ "$5:$6" != "$U:$G" ]; then chown "$5:$6" "$2" 2>/dev/null; fi
+	:
 }
 dg() {
 	case $2 in
@@ -96,31 +102,36 @@ dg() {
 	esac
 }
 pt() {
-	_f=$(fl "$1") || { echo "E EIO too many levels of symbolic links"; return; }
-	if [ -d "$_f" ]; then echo "E EISDIR is a directory"; return; fi
+	fl "$1" || { echo "E EIO too many levels of symbolic links"; return 1; }
+	if [ -d "$_f" ]; then echo "E EISDIR is a directory"; return 1; fi
 	_d=${_f%/*}
-	if [ ! -d "${_d:-/}" ]; then miss "$_f"; return; fi
+	if [ ! -d "${_d:-/}" ] && [ "$4" = p ]; then
+		_r=$(pm "$_d")
+		case $_r in OK*) ;; *) printf '%s\n' "$_r"; return 1;; esac
+	fi
+	if [ ! -d "${_d:-/}" ]; then miss "$_f"; return 1; fi
 	_t=$_d/.${_f##*/}.pi-remote-$3
+	umask 077; set -C
+	if ! { : >"$_t"; } 2>|"$d/err"; then set +C; er "cannot create $_t"; return 1; fi
+	set +C
 	if [ -e "$_f" ]; then
-		_e=$( (umask 077; set -C; : >"$_t") 2>&1) || { fe "$_e"; return; }
-		mo "$_f" "$_t" || { rm -f "$_t"; echo "E EIO cannot copy mode"; return; }
+		mo "$_f" "$_t" || { rm -f "$_t"; echo "E EIO cannot copy the mode of $_f"; return 1; }
 	else
-		_e=$( (umask 077; set -C; : >"$_t") 2>&1) || { fe "$_e"; return; }
 		chmod "$2" "$_t"
 	fi
-	printf 'OK %s\n' "$_t"
 }
 pf() {
-	_f=$(fl "$1") || { rm -f "$2"; echo "E EIO too many levels of symbolic links"; return; }
+	fl "$1" || { rm -f "$2"; echo "E EIO too many levels of symbolic links"; return; }
 	if [ -n "$3" ] && [ "$(dg "$_f" "$3")" != "$3" ]; then rm -f "$2"; echo "E EMODIFIED file changed on disk"; return; fi
-	_e=$(mv -f "$2" "$_f" 2>&1) || { rm -f "$2"; fe "$_e"; return; }
+	if ! mv -f "$2" "$_f" 2>"$d/err"; then rm -f "$2"; er "rename failed"; return; fi
 	echo OK
 }
+ptt() {
+	if pt "$@"; then printf 'OK %s\n' "$_t"; fi
+}
 pw() {
-	_r=$(pt "$1" "$2" "$4")
-	case $_r in OK*) ;; *) printf '%s\n' "$_r"; return;; esac
-	_t=${_r#OK }
-	printf "$5" >"$_t" || { rm -f "$_t"; echo "E EIO cannot write $_t"; return; }
+	pt "$1" "$2" "$4" "$6" || return 0
+	if ! printf "$5" >"$_t"; then rm -f "$_t"; echo "E EIO cannot write $_t"; return; fi
 	pf "$1" "$_t" "$3"
 }
 pp() {

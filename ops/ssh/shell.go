@@ -71,6 +71,11 @@ trap 'exit 129' HUP
 trap 'exit 143' TERM
 S=
 command -v setsid >/dev/null 2>&1 && S=setsid
+U=$(id -u); G=$(id -g)
+# bash sources ~/.bashrc when it thinks sshd started it as a top-level
+# shell (SSH_CLIENT set, SHLVL below 2 after its own increment). Commands
+# here are not top-level: give them the level a login shell would.
+[ "${SHLVL:-0}" -ge 1 ] 2>/dev/null || { SHLVL=1; export SHLVL; }
 x() {
 	if [ -n "$2" ] && [ ! -d "$2" ]; then
 		if [ -e "$2" ]; then printf '%%s!ENOTDIR\n' "$T"; else printf '%%s!ENOENT\n' "$T"; fi

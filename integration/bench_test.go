@@ -1,0 +1,312 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pi-remote/pi-remote/integration/netfault"
+	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/ops"
+	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+)
+
+// BenchmarkRemoteTools compares, against one sshd in one run, a tool call on
+// pi-remote's persistent connection with the equivalent OpenSSH command, run
+// as a new `ssh` per call and through a ControlMaster; then bulk transfer
+// against scp, and round trips per call through a proxy that adds 20 ms of
+// RTT. It writes a markdown report to $PI_REMOTE_BENCH_OUT (default:
+// stdout). Run it with scripts/bench.sh.
+func BenchmarkRemoteTools(b *testing.B) {
+	for b.Loop() {
+		runToolBenchmark(b)
+	}
+}
+
+// benchCase is one tool call and its OpenSSH equivalent.
+type benchCase struct {
+	name  string
+	tool  string
+	args  func(i int) map[string]any
+	shell func(i int) string // the command given to ssh
+	stdin []byte             // fed to the ssh command
+	// parallel runs this many calls at once per sample.
+	parallel int
+}
+
+func runToolBenchmark(b *testing.B) {
+	srv := sshd.Start(b, sshd.Options{Config: []string{"MaxSessions 32", "MaxStartups 100"}})
+	if _, err := exec.LookPath("ssh"); err != nil {
+		b.Fatal("the benchmark compares with OpenSSH's client: install openssh-client")
+	}
+	dir := b.TempDir()
+	fixtures(b, dir)
+	sshCfg := writeSSHConfig(b, srv, dir)
+
+	h := rssh.New(srv.Config(), rssh.HostOptions{MaxSessions: 24})
+	b.Cleanup(func() { h.Close() })
+	te := newToolEnv(b, h, "bench", dir)
+
+	cases := []benchCase{
+		{name: "read 4 KiB", tool: "read", args: func(int) map[string]any { return map[string]any{"path": "file4k.txt"} },
+			shell: func(int) string { return "cat " + dir + "/file4k.txt" }},
+		{name: "write 4 KiB", tool: "write", args: func(i int) map[string]any {
+			return map[string]any{"path": "out.txt", "content": strings.Repeat(fmt.Sprintf("%07d\n", i), 512)}
+		}, shell: func(int) string { return "cat > " + dir + "/out.tmp && mv " + dir + "/out.tmp " + dir + "/out.txt" }, stdin: bytes.Repeat([]byte("0000000\n"), 512)},
+		{name: "edit", tool: "edit", args: func(i int) map[string]any {
+			return map[string]any{"path": "edit.txt", "edits": []map[string]string{{"oldText": fmt.Sprintf("value %d\n", i), "newText": fmt.Sprintf("value %d\n", i+1)}}}
+		}, shell: func(i int) string {
+			return fmt.Sprintf("sed -i 's/^sshvalue %d$/sshvalue %d/' %s/edit-ssh.txt", i, i+1, dir)
+		}},
+		{name: "ls 1000 entries", tool: "ls", args: func(int) map[string]any { return map[string]any{"path": "many", "limit": 1000} },
+			shell: func(int) string { return "ls -a " + dir + "/many" }},
+		{name: "grep 5000 files", tool: "grep", args: func(int) map[string]any { return map[string]any{"pattern": "needle", "path": "tree"} },
+			shell: func(int) string { return "rg --no-config -n needle " + dir + "/tree" }},
+		{name: "find 5000 files", tool: "find", args: func(int) map[string]any { return map[string]any{"pattern": "*7.go", "path": "tree", "limit": 1000} },
+			shell: func(int) string { return "fdfind --glob '*7.go' " + dir + "/tree" }},
+		{name: "bash true", tool: "bash", args: func(int) map[string]any { return map[string]any{"command": "true"} },
+			shell: func(int) string { return "true" }},
+		{name: "16 reads in parallel", tool: "read", parallel: 16, args: func(int) map[string]any { return map[string]any{"path": "file4k.txt"} },
+			shell: func(int) string { return "cat " + dir + "/file4k.txt" }},
+	}
+
+	// The edit file starts at "value -2"; each pi-remote edit bumps it.
+	editN := -2
+	master := startMaster(b, sshCfg)
+	loopback := map[string]float64{}
+	var report strings.Builder
+	fmt.Fprintf(&report, "## Tool calls on loopback (ms per call; p50 / p95)\n\n")
+	fmt.Fprintf(&report, "| call | pi-remote | ssh per call | ControlMaster | vs ssh | vs ControlMaster |\n|---|---|---|---|---|---|\n")
+	for _, c := range cases {
+		pi := sample(b, 60, c.parallel, func(i int) {
+			args := c.args(i)
+			if c.tool == "edit" {
+				args = c.args(editN)
+				editN++
+			}
+			te.ok(c.tool, args)
+		})
+		sshIter := 0
+		plain := sample(b, 15, c.parallel, func(i int) { runSSH(b, sshCfg, nil, c.shell(sshIter), c.stdin); sshIter++ })
+		sshIter = 0
+		resetEditSSH(b, dir)
+		mux := sample(b, 40, c.parallel, func(i int) { runSSH(b, sshCfg, master, c.shell(sshIter), c.stdin); sshIter++ })
+		resetEditSSH(b, dir)
+		loopback[c.name] = pi.p50
+		fmt.Fprintf(&report, "| %s | %s | %s | %s | %.1f× | %.1f× |\n", c.name, pi, plain, mux, plain.p50/pi.p50, mux.p50/pi.p50)
+	}
+
+	fmt.Fprintf(&report, "\n## 64 MiB transfer on loopback (MiB/s, median of 3)\n\n| direction | pi-remote | scp |\n|---|---|---|\n")
+	big := filepath.Join(dir, "big.bin")
+	data := bytes.Repeat([]byte("0123456789abcdef"), 4<<20)
+	if err := os.WriteFile(big, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	down := throughput(3, len(data), func() {
+		rc, err := h.Open(context.Background(), big)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, rc)
+		rc.Close()
+		if err != nil || n != int64(len(data)) {
+			b.Fatalf("read %d bytes: %v", n, err)
+		}
+	})
+	scpDown := throughput(3, len(data), func() { runSCP(b, sshCfg, "bench:"+big, filepath.Join(dir, "scp-down.bin")) })
+	up := throughput(3, len(data), func() {
+		if err := h.WriteFile(context.Background(), filepath.Join(dir, "up.bin"), bytes.NewReader(data), ops.WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	})
+	scpUp := throughput(3, len(data), func() { runSCP(b, sshCfg, big, "bench:"+filepath.Join(dir, "scp-up.bin")) })
+	fmt.Fprintf(&report, "| read (download) | %.0f | %.0f |\n| write (upload) | %.0f | %.0f |\n", down, scpDown, up, scpUp)
+
+	// Round trips: the same tool calls through 20 ms of added RTT.
+	const rtt = 20 * time.Millisecond
+	p := netfault.Start(b, srv.Addr)
+	p.SetRTT(rtt)
+	slow := rssh.New(viaProxy(b, srv, p), rssh.HostOptions{MaxSessions: 24})
+	b.Cleanup(func() { slow.Close() })
+	ste := newToolEnv(b, slow, "bench-slow", dir)
+	ste.ok("bash", map[string]any{"command": "true"}) // connect, probe
+	fmt.Fprintf(&report, "\n## Round trips per tool call at 20 ms RTT\n\n"+
+		"Round trips = (p50 at 20 ms − p50 on loopback) / 20 ms: the latency the network adds, in RTTs, without the host's own work.\n\n"+
+		"| call | p50 ms at 20 ms RTT | p50 ms on loopback | round trips |\n|---|---|---|---|\n")
+	for _, c := range cases {
+		if c.parallel > 0 {
+			continue
+		}
+		s := sample(b, 20, 0, func(i int) {
+			args := c.args(i)
+			if c.tool == "edit" {
+				args = c.args(editN)
+				editN++
+			}
+			ste.ok(c.tool, args)
+		})
+		fmt.Fprintf(&report, "| %s | %.1f | %.1f | %.1f |\n", c.name, s.p50, loopback[c.name], (s.p50-loopback[c.name])/float64(rtt.Milliseconds()))
+	}
+
+	out := os.Getenv("PI_REMOTE_BENCH_OUT")
+	if out == "" {
+		fmt.Print(report.String())
+		return
+	}
+	if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+type stats struct{ p50, p95 float64 }
+
+func (s stats) String() string { return fmt.Sprintf("%.2f / %.2f", s.p50, s.p95) }
+
+// sample runs f n times (after two warm-up calls) and returns p50/p95 in
+// ms. With parallel > 0 each sample is that many concurrent calls, and the
+// time is the whole group's.
+func sample(b *testing.B, n, parallel int, f func(i int)) stats {
+	b.Helper()
+	run := func(i int) {
+		if parallel == 0 {
+			f(i)
+			return
+		}
+		var wg sync.WaitGroup
+		for k := range parallel {
+			wg.Go(func() { f(i*parallel + k) })
+		}
+		wg.Wait()
+	}
+	run(-2)
+	run(-1)
+	var ms []float64
+	for i := range n {
+		start := time.Now()
+		run(i)
+		ms = append(ms, float64(time.Since(start).Microseconds())/1000)
+	}
+	slices.Sort(ms)
+	return stats{p50: ms[len(ms)/2], p95: ms[min(len(ms)-1, len(ms)*95/100)]}
+}
+
+func throughput(runs, size int, f func()) float64 {
+	var rates []float64
+	for range runs {
+		start := time.Now()
+		f()
+		rates = append(rates, float64(size)/(1<<20)/time.Since(start).Seconds())
+	}
+	slices.Sort(rates)
+	return rates[len(rates)/2]
+}
+
+// fixtures: a 4 KiB file, a file to edit, 1000 directory entries and a
+// 5000-file tree with a few matches.
+func fixtures(b *testing.B, dir string) {
+	write := func(rel, content string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	write("file4k.txt", strings.Repeat("0123456789abcde\n", 256))
+	resetEdit(b, dir)
+	for i := range 1000 {
+		write(fmt.Sprintf("many/entry-%04d.txt", i), "x\n")
+	}
+	for d := range 50 {
+		for f := range 100 {
+			content := fmt.Sprintf("package p%d\n\nfunc F%d() int { return %d }\n", d, f, d*f)
+			if f == 42 {
+				content += "// needle here\n"
+			}
+			write(fmt.Sprintf("tree/d%02d/f%03d.go", d, f), content)
+		}
+	}
+}
+
+func resetEdit(b *testing.B, dir string) {
+	var s strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&s, "line %d\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "edit.txt"), []byte(s.String()+"value -2\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	resetEditSSH(b, dir)
+}
+
+func resetEditSSH(b *testing.B, dir string) {
+	var s strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&s, "line %d\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "edit-ssh.txt"), []byte(s.String()+"sshvalue 0\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// writeSSHConfig is an ssh_config for OpenSSH's client: host "bench".
+func writeSSHConfig(b *testing.B, srv *sshd.Server, dir string) string {
+	cfg := filepath.Join(dir, "ssh_config")
+	content := fmt.Sprintf(`Host bench
+  HostName 127.0.0.1
+  Port %d
+  User %s
+  IdentityFile %s
+  IdentitiesOnly yes
+  UserKnownHostsFile %s
+  StrictHostKeyChecking yes
+  BatchMode yes
+  HostKeyAlgorithms ssh-ed25519
+`, srv.Port, srv.User, srv.ClientKey, srv.KnownHosts)
+	if err := os.WriteFile(cfg, []byte(content), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return cfg
+}
+
+// startMaster starts an OpenSSH ControlMaster and returns the options that
+// use it.
+func startMaster(b *testing.B, cfg string) []string {
+	sock := filepath.Join(os.TempDir(), fmt.Sprintf("pi-bench-%d.sock", os.Getpid()))
+	opts := []string{"-o", "ControlPath=" + sock}
+	cmd := exec.Command("ssh", append([]string{"-F", cfg, "-M", "-N", "-f", "-o", "ControlPersist=yes"}, append(opts, "bench")...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("ControlMaster: %v\n%s", err, out)
+	}
+	b.Cleanup(func() { exec.Command("ssh", append([]string{"-F", cfg, "-O", "exit"}, append(opts, "bench")...)...).Run() })
+	return opts
+}
+
+func runSSH(b *testing.B, cfg string, extra []string, command string, stdin []byte) {
+	args := append([]string{"-F", cfg}, extra...)
+	args = append(args, "bench", command)
+	cmd := exec.Command("ssh", args...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	// Called from several goroutines: Errorf, not Fatalf.
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Errorf("ssh %s: %v\n%s", command, err, out)
+	}
+}
+
+func runSCP(b *testing.B, cfg, from, to string) {
+	if out, err := exec.Command("scp", "-q", "-F", cfg, from, to).CombinedOutput(); err != nil {
+		b.Fatalf("scp: %v\n%s", err, out)
+	}
+}
