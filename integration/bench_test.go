@@ -288,7 +288,9 @@ func startMaster(b *testing.B, cfg string) []string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("ControlMaster: %v\n%s", err, out)
 	}
-	b.Cleanup(func() { exec.Command("ssh", append([]string{"-F", cfg, "-O", "exit"}, append(opts, "bench")...)...).Run() })
+	b.Cleanup(func() {
+		exec.Command("ssh", append([]string{"-F", cfg, "-O", "exit"}, append(opts, "bench")...)...).Run()
+	})
 	return opts
 }
 
