@@ -74,11 +74,16 @@ func (c *conn) isDead() bool {
 }
 
 // lost turns an error seen on a dead connection into ErrConnectionLost.
+// A channel often breaks a moment before the connection's reader notices
+// that the transport is gone, so an error on a connection that still looks
+// alive waits briefly for that verdict.
 func (c *conn) lost(err error) error {
-	if err == nil || !c.isDead() {
+	if err == nil || errors.Is(err, ops.ErrConnectionLost) {
 		return err
 	}
-	if errors.Is(err, ops.ErrConnectionLost) {
+	select {
+	case <-c.dead:
+	case <-time.After(500 * time.Millisecond):
 		return err
 	}
 	return fmt.Errorf("%w: %s: %v", ops.ErrConnectionLost, c.host.cfg.String(), c.deadErr)

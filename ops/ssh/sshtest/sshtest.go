@@ -41,8 +41,9 @@ type Server struct {
 	// RealSFTP says whether the subsystem is OpenSSH's sftp-server.
 	RealSFTP bool
 
-	mu       sync.Mutex
-	sessions int
+	mu          sync.Mutex
+	sessions    int
+	connections int
 }
 
 // Options change the server's behaviour.
@@ -94,6 +95,12 @@ func Start(t testing.TB, opts Options) *Server {
 			return glssh.KeysEqual(key, allowed)
 		},
 		SubsystemHandlers: map[string]glssh.SubsystemHandler{},
+		ConnCallback: func(_ glssh.Context, c net.Conn) net.Conn {
+			s.mu.Lock()
+			s.connections++
+			s.mu.Unlock()
+			return c
+		},
 	}
 	if !opts.NoSFTP {
 		srv.SubsystemHandlers["sftp"] = s.sftp
@@ -127,6 +134,13 @@ func (s *Server) Sessions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sessions
+}
+
+// Connections is how many TCP connections the server has accepted.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connections
 }
 
 func (s *Server) count() {

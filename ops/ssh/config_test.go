@@ -1,0 +1,172 @@
+package ssh
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+func TestResolveSpec(t *testing.T) {
+	for _, tc := range []struct {
+		spec       string
+		user, host string
+		port       int
+	}{
+		{"devbox", "", "devbox", 22},
+		{"alice@devbox", "alice", "devbox", 22},
+		{"alice@devbox:2222", "alice", "devbox", 2222},
+		{"10.0.0.5:2200", "", "10.0.0.5", 2200},
+		{"[::1]:2222", "", "::1", 2222},
+		{"bob@[fe80::1]", "bob", "fe80::1", 22},
+		{"::1", "", "::1", 22},
+	} {
+		c, err := Resolve(tc.spec, Options{SSHConfigFile: "none"})
+		require.NoError(t, err, tc.spec)
+		assert.Equal(t, tc.host, c.HostName, tc.spec)
+		assert.Equal(t, tc.port, c.Port, tc.spec)
+		if tc.user != "" {
+			assert.Equal(t, tc.user, c.User, tc.spec)
+		} else {
+			assert.Equal(t, localUser(), c.User, tc.spec)
+		}
+	}
+	for _, bad := range []string{"", "user@", "host:0", "host:99999", "host:x", "[::1"} {
+		_, err := Resolve(bad, Options{SSHConfigFile: "none"})
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+func TestResolveSSHConfig(t *testing.T) {
+	inc := writeConfig(t, `
+Host *.corp
+  User corpuser
+  IdentityFile ~/.ssh/corp_%h_%r
+  ServerAliveInterval 7
+  ServerAliveCountMax 2
+`)
+	cfg := writeConfig(t, `Include `+inc+`
+
+Host devbox
+  HostName 10.1.2.3
+  Port 2201
+  User dev
+  IdentityFile /keys/dev
+  IdentityFile /keys/dev2
+  IdentitiesOnly yes
+  UserKnownHostsFile /kh/one /kh/two
+  StrictHostKeyChecking accept-new
+  ConnectTimeout 4
+  ProxyJump hop2
+
+Host hop1
+  HostName 192.0.2.1
+
+Host hop2
+  HostName 192.0.2.2
+  Port 2022
+  ProxyJump alice@hop1
+
+Host chained
+  HostName 192.0.2.9
+  ProxyJump hop1,bob@hop2:2023
+`)
+	c, err := Resolve("devbox", Options{SSHConfigFile: cfg})
+	require.NoError(t, err)
+	assert.Equal(t, "devbox", c.Alias)
+	assert.Equal(t, "10.1.2.3", c.HostName)
+	assert.Equal(t, 2201, c.Port)
+	assert.Equal(t, "dev", c.User)
+	assert.Equal(t, []string{"/keys/dev", "/keys/dev2"}, c.IdentityFiles, "no default identities once one is named")
+	assert.True(t, c.IdentitiesOnly)
+	assert.Equal(t, []string{"/kh/one", "/kh/two"}, c.KnownHostsFiles)
+	assert.True(t, c.AcceptNewHostKey)
+	assert.Equal(t, 4*time.Second, c.ConnectTimeout)
+	// hop2's own ProxyJump comes first: devbox -> hop1 -> hop2.
+	require.Len(t, c.Jump, 2)
+	assert.Equal(t, "192.0.2.1", c.Jump[0].HostName)
+	assert.Equal(t, "alice", c.Jump[0].User)
+	assert.Equal(t, "192.0.2.2", c.Jump[1].HostName)
+	assert.Equal(t, 2022, c.Jump[1].Port)
+
+	c, err = Resolve("chained", Options{SSHConfigFile: cfg})
+	require.NoError(t, err)
+	require.Len(t, c.Jump, 3, "hop1, then hop2 which itself goes through hop1")
+	assert.Equal(t, "bob", c.Jump[2].User)
+	assert.Equal(t, 2023, c.Jump[2].Port, "port in the jump spec overrides ssh_config")
+
+	// Flags override the file.
+	c, err = Resolve("carol@devbox:2300", Options{SSHConfigFile: cfg, Identities: []string{"/flag/key"}, KnownHostsFile: "/flag/kh", Jump: "none"})
+	require.NoError(t, err)
+	assert.Equal(t, "carol", c.User)
+	assert.Equal(t, 2300, c.Port)
+	assert.Equal(t, []string{"/flag/key", "/keys/dev", "/keys/dev2"}, c.IdentityFiles)
+	assert.Equal(t, []string{"/flag/kh"}, c.KnownHostsFiles)
+	assert.Empty(t, c.Jump)
+
+	// Included patterns and tokens.
+	c, err = Resolve("build.corp", Options{SSHConfigFile: cfg})
+	require.NoError(t, err)
+	assert.Equal(t, "corpuser", c.User)
+	assert.Equal(t, []string{filepath.Join(homeDir(), ".ssh", "corp_build.corp_corpuser")}, c.IdentityFiles)
+	assert.Equal(t, 7*time.Second, c.KeepaliveInterval)
+	assert.Equal(t, 2, c.KeepaliveCount)
+
+	// Unknown host: defaults.
+	c, err = Resolve("elsewhere", Options{SSHConfigFile: cfg})
+	require.NoError(t, err)
+	assert.Equal(t, 22, c.Port)
+	assert.Equal(t, defaultKeepaliveInterval, c.KeepaliveInterval)
+	assert.Contains(t, c.IdentityFiles, filepath.Join(homeDir(), ".ssh", "id_ed25519"))
+}
+
+func TestResolveConfigErrors(t *testing.T) {
+	_, err := Resolve("x", Options{SSHConfigFile: filepath.Join(t.TempDir(), "missing")})
+	assert.ErrorContains(t, err, "ssh config")
+
+	loop := writeConfig(t, "Host a\n  ProxyJump b\nHost b\n  ProxyJump a\n")
+	_, err = Resolve("a", Options{SSHConfigFile: loop})
+	assert.ErrorContains(t, err, "deeper than")
+
+	unsupported := writeConfig(t, "Match exec \"true\"\n  User x\n")
+	_, err = Resolve("a", Options{SSHConfigFile: unsupported})
+	assert.ErrorContains(t, err, "--ssh-config none")
+
+	badPort := writeConfig(t, "Host a\n  Port many\n")
+	_, err = Resolve("a", Options{SSHConfigFile: badPort})
+	assert.ErrorContains(t, err, "bad Port")
+}
+
+func TestPosixCksumMatchesCksum(t *testing.T) {
+	// Values printed by GNU cksum(1).
+	for content, want := range map[string]uint32{
+		"":             4294967295,
+		"hello\n":      3015617425,
+		"0123456789\n": 3656427724,
+	} {
+		assert.Equal(t, want, posixCksum([]byte(content)), "%q", content)
+	}
+}
+
+func TestPrintfFormat(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text\n": "plain text\n",
+		"100% \\ done": `100%% \\ done`,
+		"-n":           `\055n`,
+		"\x00\x01\xff": `\000\001\377`,
+		"héllo":        "héllo",
+		"it's":         "it's",
+	} {
+		assert.Equal(t, want, printfFormat([]byte(in)), "%q", in)
+	}
+}
