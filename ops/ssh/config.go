@@ -1,10 +1,12 @@
 package ssh
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -96,18 +98,31 @@ const (
 // IdentityAgent, UserKnownHostsFile, StrictHostKeyChecking, ProxyJump,
 // ConnectTimeout, ServerAliveInterval, ServerAliveCountMax (Host patterns and
 // Include included). Options override the file.
+//
+// The file is parsed in-process; a file that parser cannot read (Match
+// criteria other than host and all, for instance) is resolved by OpenSSH
+// itself with `ssh -G` when an ssh client is installed.
 func Resolve(spec string, opts Options) (Config, error) {
-	file, err := loadSSHConfig(opts.SSHConfigFile)
+	look, err := loadSSHConfig(opts.SSHConfigFile)
 	if err != nil {
 		return Config{}, err
 	}
-	return resolve(spec, opts, file, 0)
+	return resolve(spec, opts, look, 0)
 }
 
-func loadSSHConfig(name string) (*sshconfig.Config, error) {
+// lookup answers ssh_config questions for one host alias.
+type lookup func(host string) (settings, error)
+
+type settings interface {
+	get(key string) string
+	getAll(key string) []string
+}
+
+func loadSSHConfig(name string) (lookup, error) {
 	explicit := name != ""
+	empty := func(string) (settings, error) { return parsed{&sshconfig.Config{}, ""}, nil }
 	if name == "none" {
-		return &sshconfig.Config{}, nil
+		return empty, nil
 	}
 	if !explicit {
 		name = filepath.Join(homeDir(), ".ssh", "config")
@@ -115,19 +130,73 @@ func loadSSHConfig(name string) (*sshconfig.Config, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		if !explicit && errors.Is(err, os.ErrNotExist) {
-			return &sshconfig.Config{}, nil
+			return empty, nil
 		}
 		return nil, fmt.Errorf("ssh config: %w", err)
 	}
 	defer f.Close()
 	c, err := sshconfig.Decode(f)
-	if err != nil {
-		return nil, fmt.Errorf("ssh config %s: %w (pass --ssh-config none to ignore it)", name, err)
+	if err == nil {
+		return func(host string) (settings, error) { return parsed{c, host}, nil }, nil
 	}
-	return c, nil
+	ssh, lerr := exec.LookPath("ssh")
+	if lerr != nil {
+		return nil, fmt.Errorf("ssh config %s: %w (no ssh client to read it instead; pass --ssh-config none to ignore the file)", name, err)
+	}
+	return func(host string) (settings, error) { return sshG(ssh, name, host) }, nil
 }
 
-func resolve(spec string, opts Options, file *sshconfig.Config, depth int) (Config, error) {
+// parsed is a host's view of a file read by kevinburke/ssh_config.
+type parsed struct {
+	c    *sshconfig.Config
+	host string
+}
+
+func (p parsed) get(key string) string {
+	v, _ := p.c.Get(p.host, key)
+	return v
+}
+
+func (p parsed) getAll(key string) []string {
+	v, _ := p.c.GetAll(p.host, key)
+	return v
+}
+
+// sshG asks OpenSSH for the configuration of host: `ssh -G` evaluates
+// every Match and Include the way ssh itself would.
+func sshG(ssh, file, host string) (settings, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ssh, "-G", "-F", file, "--", host)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("ssh -G %s: %v: %s", host, err, strings.TrimSpace(stderr.String()))
+	}
+	g := sshGOutput{}
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if ok {
+			g[strings.ToLower(k)] = append(g[strings.ToLower(k)], v)
+		}
+	}
+	return g, nil
+}
+
+type sshGOutput map[string][]string
+
+func (g sshGOutput) get(key string) string {
+	v := g[strings.ToLower(key)]
+	if len(v) == 0 || v[0] == "none" {
+		return ""
+	}
+	return v[0]
+}
+
+func (g sshGOutput) getAll(key string) []string { return g[strings.ToLower(key)] }
+
+func resolve(spec string, opts Options, look lookup, depth int) (Config, error) {
 	if depth > maxJumpDepth {
 		return Config{}, fmt.Errorf("ProxyJump chain deeper than %d hops (a loop?)", maxJumpDepth)
 	}
@@ -135,14 +204,11 @@ func resolve(spec string, opts Options, file *sshconfig.Config, depth int) (Conf
 	if err != nil {
 		return Config{}, err
 	}
-	get := func(key string) string {
-		v, _ := file.Get(host, key)
-		return v
+	set, err := look(host)
+	if err != nil {
+		return Config{}, err
 	}
-	getAll := func(key string) []string {
-		v, _ := file.GetAll(host, key)
-		return v
-	}
+	get, getAll := set.get, set.getAll
 	c := Config{Alias: host, HostName: host, Port: 22}
 	if v := get("HostName"); v != "" {
 		c.HostName = strings.ReplaceAll(v, "%h", host)
@@ -210,7 +276,7 @@ func resolve(spec string, opts Options, file *sshconfig.Config, depth int) (Conf
 		hopOpts.Identities = opts.Identities
 		for _, hop := range strings.Split(jump, ",") {
 			hop = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(hop), "ssh://"))
-			j, err := resolve(hop, hopOpts, file, depth+1)
+			j, err := resolve(hop, hopOpts, look, depth+1)
 			if err != nil {
 				return Config{}, fmt.Errorf("jump host %s: %w", hop, err)
 			}

@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -138,9 +139,6 @@ func TestResolveConfigErrors(t *testing.T) {
 	_, err = Resolve("a", Options{SSHConfigFile: loop})
 	assert.ErrorContains(t, err, "deeper than")
 
-	unsupported := writeConfig(t, "Match exec \"true\"\n  User x\n")
-	_, err = Resolve("a", Options{SSHConfigFile: unsupported})
-	assert.ErrorContains(t, err, "--ssh-config none")
 
 	badPort := writeConfig(t, "Host a\n  Port many\n")
 	_, err = Resolve("a", Options{SSHConfigFile: badPort})
@@ -169,4 +167,33 @@ func TestPrintfFormat(t *testing.T) {
 	} {
 		assert.Equal(t, want, printfFormat([]byte(in)), "%q", in)
 	}
+}
+
+// A file the in-process parser rejects (Match exec) is resolved by OpenSSH.
+func TestResolveWithSSHG(t *testing.T) {
+	if _, err := exec.LookPath("ssh"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ssh client missing in CI")
+		}
+		t.Skip("no ssh client")
+	}
+	cfg := writeConfig(t, `Match exec "true"
+  User matched
+Host ex
+  HostName 192.0.2.7
+  Port 2022
+  IdentityFile /keys/ex
+  ProxyJump jumper
+Host jumper
+  HostName 192.0.2.8
+`)
+	c, err := Resolve("ex", Options{SSHConfigFile: cfg})
+	require.NoError(t, err)
+	assert.Equal(t, "192.0.2.7", c.HostName)
+	assert.Equal(t, 2022, c.Port)
+	assert.Equal(t, "matched", c.User)
+	assert.Contains(t, c.IdentityFiles, "/keys/ex")
+	require.Len(t, c.Jump, 1)
+	assert.Equal(t, "192.0.2.8", c.Jump[0].HostName)
+	assert.Equal(t, "matched", c.Jump[0].User)
 }
