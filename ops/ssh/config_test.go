@@ -139,7 +139,6 @@ func TestResolveConfigErrors(t *testing.T) {
 	_, err = Resolve("a", Options{SSHConfigFile: loop})
 	assert.ErrorContains(t, err, "deeper than")
 
-
 	badPort := writeConfig(t, "Host a\n  Port many\n")
 	_, err = Resolve("a", Options{SSHConfigFile: badPort})
 	assert.ErrorContains(t, err, "bad Port")
