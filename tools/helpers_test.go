@@ -45,13 +45,6 @@ func (f *fixture) write(rel, content string) {
 	require.NoError(f.t, os.WriteFile(p, []byte(content), 0o644))
 }
 
-func (f *fixture) read(rel string) string {
-	f.t.Helper()
-	b, err := os.ReadFile(f.path(rel))
-	require.NoError(f.t, err)
-	return string(b)
-}
-
 // call runs one tool through the loop's prepare → execute → finalize.
 func (f *fixture) call(name string, args any) *loop.ToolResultMessage {
 	f.t.Helper()
@@ -67,23 +60,6 @@ func (f *fixture) call(name string, args any) *loop.ToolResultMessage {
 }
 
 func text(m *loop.ToolResultMessage) string { return m.Content.Text() }
-
-func (f *fixture) ok(name string, args any) string {
-	f.t.Helper()
-	m := f.call(name, args)
-	require.False(f.t, m.IsError, "%s failed: %s", name, text(m))
-	return text(m)
-}
-
-func (f *fixture) fails(name string, args any, contains ...string) string {
-	f.t.Helper()
-	m := f.call(name, args)
-	require.True(f.t, m.IsError, "%s should fail, got: %s", name, text(m))
-	for _, c := range contains {
-		assert.Contains(f.t, text(m), c)
-	}
-	return text(m)
-}
 
 func golden(t *testing.T, name string, got string) {
 	t.Helper()

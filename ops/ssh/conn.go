@@ -78,7 +78,7 @@ func (c *conn) isDead() bool {
 // that the transport is gone, so an error on a connection that still looks
 // alive waits briefly for that verdict.
 func (c *conn) lost(err error) error {
-	if err == nil || errors.Is(err, ops.ErrConnectionLost) {
+	if err == nil || errors.Is(err, ops.ErrConnectionLost) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	select {
@@ -105,27 +105,43 @@ func (c *conn) keepalive(interval time.Duration, count int) {
 			return
 		case <-t.C:
 		}
-		reply := make(chan error, 1)
-		go func() {
-			_, _, err := c.d.client.SendRequest("keepalive@openssh.com", true, nil)
-			reply <- err
-		}()
-		select {
-		case err := <-reply:
-			if err != nil {
-				c.kill(fmt.Errorf("keepalive failed: %v", err))
-				return
-			}
-			misses = 0
-		case <-time.After(interval):
+		_, err := c.ping(context.Background(), interval)
+		switch {
+		case errors.Is(err, errNoAnswer):
 			misses++
 			if misses >= count {
 				c.kill(fmt.Errorf("no answer to %d keepalives sent %s apart", count, interval))
 				return
 			}
-		case <-c.dead:
+		case err != nil:
+			c.kill(fmt.Errorf("keepalive failed: %v", err))
 			return
+		default:
+			misses = 0
 		}
+	}
+}
+
+var errNoAnswer = errors.New("no answer")
+
+// ping sends one keepalive and waits, at most timeout, for any answer
+// (OpenSSH answers with a failure, which proves it alive as well).
+func (c *conn) ping(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	reply := make(chan error, 1)
+	go func() {
+		_, _, err := c.d.client.SendRequest("keepalive@openssh.com", true, nil)
+		reply <- err
+	}()
+	select {
+	case err := <-reply:
+		return time.Since(start), err
+	case <-time.After(timeout):
+		return 0, errNoAnswer
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-c.dead:
+		return 0, c.lost(io.EOF)
 	}
 }
 
@@ -204,49 +220,44 @@ func isOpenRefused(err error) bool {
 // newSession opens a session channel within the slot limit. The caller
 // calls release(nil) when done with it.
 func (c *conn) newSession(ctx context.Context) (*ssh.Session, error) {
-	for {
-		if _, err := c.acquire(ctx, false); err != nil {
-			return nil, err
-		}
-		sess, err := c.d.client.NewSession()
-		if err == nil {
-			return sess, nil
-		}
-		if isOpenRefused(err) && c.refused() {
-			continue
-		}
-		if !isOpenRefused(err) {
-			c.release(nil)
-		}
-		return nil, c.lost(err)
+	if _, err := c.acquire(ctx, false); err != nil {
+		return nil, err
 	}
+	return openChannel(ctx, c, c.d.client.NewSession)
 }
 
 // server returns a command server for one request: idle, or newly started.
 // Give it back with release.
 func (c *conn) server(ctx context.Context) (*server, error) {
+	s, err := c.acquire(ctx, true)
+	if err != nil || s != nil {
+		return s, err
+	}
+	return openChannel(ctx, c, func() (*server, error) { return startServer(ctx, c.d.client) })
+}
+
+// openChannel opens a channel with start in the slot the caller holds.
+// When the server refuses it (it allows fewer sessions than we assumed),
+// the limit drops to what is open and the call waits for a slot.
+func openChannel[T any](ctx context.Context, c *conn, start func() (T, error)) (T, error) {
+	var zero T
 	for {
-		s, err := c.acquire(ctx, true)
-		if err != nil {
-			return nil, err
-		}
-		if s != nil {
-			return s, nil
-		}
-		s, err = startServer(ctx, c.d.client)
-		if err == nil {
-			return s, nil
-		}
-		if isOpenRefused(err) && c.refused() {
-			continue
-		}
-		if !isOpenRefused(err) {
+		v, err := start()
+		switch {
+		case err == nil:
+			return v, nil
+		case !isOpenRefused(err):
 			c.release(nil)
+			if ctx.Err() != nil {
+				return zero, ctx.Err()
+			}
+			return zero, c.lost(err)
+		case !c.refused():
+			return zero, c.lost(err)
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if _, err := c.acquire(ctx, false); err != nil {
+			return zero, err
 		}
-		return nil, c.lost(err)
 	}
 }
 

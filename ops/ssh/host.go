@@ -200,11 +200,9 @@ func (h *Host) Connect(ctx context.Context) (Info, error) {
 		return info, err
 	}
 	info.Tools = p.names
-	start := time.Now()
-	if _, _, err := c.d.client.SendRequest("keepalive@openssh.com", true, nil); err != nil {
+	if info.RTT, err = c.ping(ctx, c.host.cfg.ConnectTimeout); err != nil {
 		return info, c.lost(err)
 	}
-	info.RTT = time.Since(start)
 	return info, nil
 }
 
@@ -214,18 +212,11 @@ func (h *Host) Ping(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	start := time.Now()
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := c.d.client.SendRequest("keepalive@openssh.com", true, nil)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return time.Since(start), c.lost(err)
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	d, err := c.ping(ctx, h.cfg.ConnectTimeout)
+	if err != nil {
+		return 0, c.lost(err)
 	}
+	return d, nil
 }
 
 // probe is what the host offers beyond POSIX, found once per connection.
