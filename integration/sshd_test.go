@@ -28,7 +28,7 @@ func TestOpsConformance(t *testing.T) {
 func TestOpsConformanceWithoutSFTP(t *testing.T) {
 	srv := sshd.Start(t, sshd.Options{NoSFTP: true})
 	opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
-		return host(t, srv, rssh.HostOptions{NoGNUFind: true}), t.TempDir()
+		return host(t, srv, rssh.HostOptions{NoGNUFind: true, NoSetsid: true}), t.TempDir()
 	}})
 }
 

@@ -233,7 +233,7 @@ func (c *conn) server(ctx context.Context) (*server, error) {
 	if err != nil || s != nil {
 		return s, err
 	}
-	return openChannel(ctx, c, func() (*server, error) { return startServer(ctx, c.d.client) })
+	return openChannel(ctx, c, func() (*server, error) { return startServer(ctx, c.d.client, !c.host.opts.NoSetsid) })
 }
 
 // openChannel opens a channel with start in the slot the caller holds.

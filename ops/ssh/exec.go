@@ -90,46 +90,51 @@ func validName(s string) bool {
 	return true
 }
 
-// killCommand kills the process group of the command running on s. With
-// setsid the command has its own group, killed from a side channel while s
+// killCommand kills the process group of the command running on s, from
+// a side channel (sshd refuses "signal" requests on root logins, so they
+// cannot be relied on). With setsid the command has its own group and s
 // lives on; without it the command shares the server's group, and the
-// server is killed with it (sshd signals the session's group).
+// server goes with it.
 func (c *conn) killCommand(s *server) {
 	// The pid arrives on stderr just after the command starts.
 	deadline := time.Now().Add(2 * time.Second)
 	for s.pid.Load() == 0 && time.Now().Before(deadline) && !c.isDead() {
 		time.Sleep(5 * time.Millisecond)
 	}
-	pid := s.pid.Load()
-	if !s.setsid || pid == 0 {
+	group := s.pid.Load()
+	if !s.setsid || group == 0 {
+		group = s.pgid
+		defer s.close()
+	}
+	if group <= 1 {
 		s.sess.Signal("KILL")
-		s.close()
 		return
 	}
+	if err := c.sideRun(fmt.Sprintf("kill -s KILL -- -%d 2>/dev/null; :", group)); err != nil {
+		s.sess.Signal("KILL")
+	}
+}
+
+// sideRun runs a short script outside the request flow: on an idle server
+// when there is one, else on a plain session beyond the slot limit (the
+// spare slots below MaxSessions are for this).
+func (c *conn) sideRun(script string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	script := fmt.Sprintf("kill -s KILL -- -%d 2>/dev/null; :", pid)
 	if side := c.takeIdle(); side != nil {
 		var buf limitedBuffer
 		if _, err := c.serve(ctx, side, "q "+quote(script), &buf, nil); err == nil {
-			return
+			return nil
 		}
 	}
-	// No idle server: a plain session, outside the slot limit (the spare
-	// slots below MaxSessions are for this).
 	sess, err := c.d.client.NewSession()
 	if err != nil {
-		s.sess.Signal("KILL")
-		s.close()
-		return
+		return err
 	}
 	defer sess.Close()
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stop()
-	if err := sess.Run(`/bin/sh -c ` + quote(script)); err != nil {
-		s.sess.Signal("KILL")
-		s.close()
-	}
+	return sess.Run(`/bin/sh -c ` + quote(script))
 }
 
 // takeIdle returns an idle server without waiting, or nil.

@@ -34,6 +34,10 @@ type HostOptions struct {
 	// NoGNUFind pretends the host lacks GNU find, to exercise the POSIX
 	// directory listing.
 	NoGNUFind bool
+	// NoSetsid pretends the host lacks setsid (macOS, for one): commands
+	// then share their server's process group, and cancelling one kills
+	// that server with it.
+	NoSetsid bool
 }
 
 // Host is the ops backend for one remote host. It is safe for concurrent
@@ -271,14 +275,16 @@ func (c *conn) internal(ctx context.Context, call string) ([]byte, error) {
 
 // serve sends one request on s and waits for its status, handling
 // cancellation with onCancel (nil: discard the server). s is released.
+// w is never written to after serve returns.
 func (c *conn) serve(ctx context.Context, s *server, line string, w io.Writer, onCancel func(*server)) (string, error) {
 	type result struct {
 		status string
 		err    error
 	}
+	gate := &gatedWriter{w: w}
 	done := make(chan result, 1)
 	go func() {
-		st, err := s.request(line, w)
+		st, err := s.request(line, gate)
 		done <- result{st, err}
 	}()
 	select {
@@ -295,16 +301,25 @@ func (c *conn) serve(ctx context.Context, s *server, line string, w io.Writer, o
 		onCancel(s)
 		select {
 		case <-done:
+			gate.shut()
 			c.release(s)
 			return "", ctx.Err()
 		case <-time.After(ops.GraceAfterExit + 2*time.Second):
 		}
 	}
-	// The request's writer must not be used after we return: close the
-	// server and wait for the reader to notice.
+	// Give up on this server. Its reader stops when the channel closes,
+	// which sshd may delay while processes of the session live on; the
+	// gate keeps it from writing after we return either way.
+	gate.shut()
 	s.close()
-	r := <-done
-	c.release(s)
+	var r result
+	select {
+	case r = <-done:
+		c.release(s)
+	case <-time.After(2 * time.Second):
+		go func() { <-done; c.release(s) }()
+		r.err = errServerExited
+	}
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -312,6 +327,28 @@ func (c *conn) serve(ctx context.Context, s *server, line string, w io.Writer, o
 		return r.status, nil
 	}
 	return "", c.lost(r.err)
+}
+
+// gatedWriter passes writes through until shut, then drops them.
+type gatedWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+func (g *gatedWriter) shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }
 
 // limitedBuffer is a bytes.Buffer for internal outputs.

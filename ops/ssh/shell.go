@@ -46,6 +46,7 @@ type server struct {
 	stdout *bufio.Reader
 	token  []byte
 	setsid bool
+	pgid   int64 // the server's own process group
 
 	pid    atomic.Int64 // process group of the running user command
 	stderr *tailBuffer  // last lines of unexpected stderr, for errors
@@ -62,7 +63,7 @@ const programEnd = "#pi-remote-end"
 
 // serverProgram is the body of the server, run by /bin/sh. %[1]s is the
 // marker token, %[2]s a random suffix for the private directory, %[3]s the
-// grace period in seconds.
+// grace period in seconds, %[4]s whether to use setsid when the host has it.
 const serverProgram = `T=%[1]s
 d="${TMPDIR:-/tmp}/.pi-remote.$$.%[2]s"
 (umask 077 && mkdir "$d" && mkfifo "$d/o") || { printf '%%sFAIL cannot create %%s\n' "$T" "$d"; exit 1; }
@@ -70,7 +71,7 @@ trap 'rm -rf "$d"' EXIT
 trap 'exit 129' HUP
 trap 'exit 143' TERM
 S=
-command -v setsid >/dev/null 2>&1 && S=setsid
+[ %[4]s = yes ] && command -v setsid >/dev/null 2>&1 && S=setsid
 U=$(id -u); G=$(id -g)
 # bash sources ~/.bashrc when it thinks sshd started it as a top-level
 # shell (SSH_CLIENT set, SHLVL below 2 after its own increment). Commands
@@ -99,7 +100,8 @@ q() {
 // serverLoop follows the function definitions: announce, then serve.
 // A request is its lines followed by a line holding only the token.
 const serverLoop = `
-printf '%sREADY %s\n' "$T" "$S"
+P=$$; kill -s 0 -- -$$ 2>/dev/null || P=0
+printf '%sREADY %s %s\n' "$T" "$P" "$S"
 while :; do
 	r=; e=1
 	while IFS= read -r l; do
@@ -120,7 +122,7 @@ func (s *server) encodeRequest(req string) string {
 var errServerExited = errors.New("command server on the host exited")
 
 // startServer opens a session and starts the server in it.
-func startServer(ctx context.Context, client *ssh.Client) (*server, error) {
+func startServer(ctx context.Context, client *ssh.Client, useSetsid bool) (*server, error) {
 	sess, err := client.NewSession()
 	if err != nil {
 		return nil, err
@@ -152,7 +154,7 @@ func startServer(ctx context.Context, client *ssh.Client) (*server, error) {
 	var suffix [6]byte
 	rand.Read(suffix[:])
 	program := fmt.Sprintf(serverProgram, shellquote.Quote(string(s.token)), hex.EncodeToString(suffix[:]),
-		strconv.FormatFloat(graceSeconds, 'f', -1, 64)) + fileFunctions + serverLoop
+		strconv.FormatFloat(graceSeconds, 'f', -1, 64), yesNo(useSetsid)) + fileFunctions + serverLoop
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stop()
 	if _, err := io.WriteString(s.stdin, program+"\n"+programEnd+"\n"); err != nil {
@@ -168,8 +170,20 @@ func startServer(ctx context.Context, client *ssh.Client) (*server, error) {
 	if !strings.HasPrefix(status, "READY") {
 		return fail(fmt.Errorf("starting command server: %s%s", status, s.stderr.suffix()))
 	}
-	s.setsid = strings.TrimSpace(strings.TrimPrefix(status, "READY")) == "setsid"
+	// READY <server's process group, 0 if it leads none> [setsid]
+	fields := strings.Fields(strings.TrimPrefix(status, "READY"))
+	if len(fields) > 0 {
+		s.pgid, _ = strconv.ParseInt(fields[0], 10, 64)
+	}
+	s.setsid = len(fields) > 1 && fields[1] == "setsid"
 	return s, nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // graceSeconds is ops.GraceAfterExit as the server's sleep argument.

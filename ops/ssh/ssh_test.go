@@ -26,8 +26,9 @@ func TestConformance(t *testing.T) {
 	opstest.Run(t, harness(sshtest.Options{}, rssh.HostOptions{}))
 }
 
+// A bare POSIX host: no SFTP subsystem, no GNU find, no setsid.
 func TestConformanceWithoutSFTP(t *testing.T) {
-	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{NoGNUFind: true}))
+	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{NoGNUFind: true, NoSetsid: true}))
 }
 
 // Every tool's table, over SSH to a server on this machine.
