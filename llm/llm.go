@@ -1,0 +1,78 @@
+// Package llm holds the model providers behind loop.Model: OpenAI-compatible
+// Chat Completions (OpenAI, vLLM, llama.cpp server, Ollama, OpenRouter...)
+// through the official openai-go SDK, and a scripted model that replays
+// assistant turns from a JSON file for tests and reproducible demos.
+//
+// What every provider shares lives here: the conversation is cleaned before
+// each request (tool calls left without a result get a synthetic error
+// result, failed assistant turns are dropped) and tool-call ids are made
+// acceptable to the target API.
+package llm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+
+	"github.com/pi-remote/pi-remote/loop"
+)
+
+// interruptedResult is the text of the synthetic result for a tool call
+// whose result never came (the run was aborted or crashed in between).
+const interruptedResult = "No result: the tool call was interrupted before it finished."
+
+// prepare returns the messages to send: assistant turns that failed without
+// content are dropped, and every tool call gets a result before the next
+// user or assistant message.
+func prepare(msgs []loop.Message) []loop.Message {
+	var out []loop.Message
+	var pending []*loop.ToolCall // calls of the last assistant message without results yet
+	flush := func() {
+		for _, c := range pending {
+			out = append(out, &loop.ToolResultMessage{ToolCallID: c.ID, ToolName: c.Name, IsError: true,
+				Content: loop.ContentList{&loop.Text{Text: interruptedResult}}})
+		}
+		pending = nil
+	}
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case *loop.AssistantMessage:
+			flush()
+			if (m.StopReason == loop.StopError || m.StopReason == loop.StopAborted) && len(m.Content) == 0 {
+				continue
+			}
+			out = append(out, m)
+			for _, c := range m.Content {
+				if tc, ok := c.(*loop.ToolCall); ok {
+					pending = append(pending, tc)
+				}
+			}
+		case *loop.ToolResultMessage:
+			for i, c := range pending {
+				if c.ID == m.ToolCallID {
+					pending = append(pending[:i], pending[i+1:]...)
+					break
+				}
+			}
+			out = append(out, m)
+		default:
+			flush()
+			out = append(out, m)
+		}
+	}
+	flush()
+	return out
+}
+
+var safeID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
+
+// normalizeID maps a tool-call id from any provider to one that OpenAI and
+// Anthropic both accept (letters, digits, _ and -, at most 40 long). The
+// mapping is a pure function, so a call and its result stay paired.
+func normalizeID(id string) string {
+	if safeID.MatchString(id) {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "call_" + hex.EncodeToString(sum[:12])
+}
