@@ -1,0 +1,63 @@
+package tools_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/ops/local"
+	"github.com/pi-remote/pi-remote/tools"
+)
+
+// Context files are read on the host from the working directory upwards,
+// AGENTS.md preferred to CLAUDE.md in one directory, listed root first.
+func TestDescribeReadsContextFilesUpwards(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	cwd := filepath.Join(root, "repo", "svc")
+	require.NoError(t, os.MkdirAll(cwd, 0o755))
+	write := func(rel, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(root, rel), []byte(content), 0o644))
+	}
+	write("AGENTS.md", "outer rules\n")
+	write("repo/CLAUDE.md", "repo rules\n")
+	write("repo/svc/AGENTS.md", "service rules\n")
+	write("repo/svc/CLAUDE.md", "ignored: AGENTS.md wins here\n")
+
+	e := env.New(local.New(), env.Options{Name: "box", Cwd: cwd, Home: root})
+	info, files, err := tools.Describe(t.Context(), e)
+	require.NoError(t, err)
+	assert.Equal(t, "box", info.Name)
+	assert.Equal(t, cwd, info.Cwd)
+	assert.NotEmpty(t, info.User)
+	assert.NotEmpty(t, info.OS)
+	var got []tools.ContextFile
+	for _, f := range files {
+		if len(f.Path) > len(root) && f.Path[:len(root)] == root {
+			got = append(got, f)
+		}
+	}
+	assert.Equal(t, []tools.ContextFile{
+		{Path: filepath.Join(root, "AGENTS.md"), Content: "outer rules\n"},
+		{Path: filepath.Join(root, "repo/CLAUDE.md"), Content: "repo rules\n"},
+		{Path: filepath.Join(cwd, "AGENTS.md"), Content: "service rules\n"},
+	}, got)
+}
+
+func TestBuildSystemPromptGolden(t *testing.T) {
+	f := newFixture(t)
+	active, err := tools.Select(f.defs, tools.DefaultActive)
+	require.NoError(t, err)
+	prompt := tools.BuildSystemPrompt(tools.PromptParts{
+		Active:       active,
+		Hosts:        []tools.HostInfo{{Name: "devbox", User: "alice", Host: "devbox", OS: "Linux x86_64", Cwd: "/home/alice/src"}},
+		ContextFiles: []tools.ContextFile{{Path: "/home/alice/src/AGENTS.md", Content: "Run make test before you finish.\n"}},
+		Date:         time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
+	})
+	golden(t, "system_prompt_run.txt", prompt)
+}
