@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pi-remote/pi-remote/llm"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/tools"
+)
+
+type runOptions struct {
+	model         string
+	baseURL       string
+	tools         string
+	toolExecution string
+	maxTurns      int
+	systemPrompt  string
+	mode          string
+}
+
+func newRunCmd(ios iostreams, g *globalOptions) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run [PROMPT...]",
+		Short: "Run the agent on the host",
+		Long: `Run the agent with PROMPT (or the prompt read from stdin when it is not a
+terminal) against the chosen host, and print the assistant's answer.
+
+--model is PROVIDER/ID: openai/ID for OpenAI or any OpenAI-compatible server
+(--base-url for vLLM, llama.cpp, Ollama, OpenRouter...; key in OPENAI_API_KEY),
+or scripted/FILE to replay assistant turns from a JSON file.
+
+--mode print streams the assistant's text to stdout and tool activity to
+stderr; --mode json prints every loop event as one JSON line.
+
+Exit status: 0 the run finished, 1 it ended in an error (or was aborted),
+2 usage error (including a missing key or model), 3 connection failure.`,
+		Example: `  pi-remote run --host devbox --model openai/gpt-4o-mini "make the failing test pass"
+  pi-remote run --model openai/qwen3-coder --base-url http://127.0.0.1:8000/v1 "explain main.go"
+  pi-remote run --model scripted/demo.json --mode json "go"`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd.Context(), ios, g, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.model, "model", os.Getenv("PI_REMOTE_MODEL"), "PROVIDER/ID: openai/ID or scripted/FILE (default $PI_REMOTE_MODEL)")
+	f.StringVar(&o.baseURL, "base-url", "", "URL of an OpenAI-compatible API (e.g. http://127.0.0.1:8000/v1)")
+	f.StringVar(&o.tools, "tools", strings.Join(tools.DefaultActive, ","), "active tools, comma-separated: "+strings.Join(tools.AllNames, ","))
+	f.StringVar(&o.toolExecution, "tool-execution", "parallel", "parallel|sequential")
+	f.IntVar(&o.maxTurns, "max-turns", 50, "most model turns in one run")
+	f.StringVar(&o.systemPrompt, "system-prompt", "", "replace the opening of the system prompt (tools, hosts and project context are still added)")
+	f.StringVar(&o.mode, "mode", "print", "print|json")
+	return cmd
+}
+
+// newModel builds the model the flags name; problems are usage errors that
+// say what to do.
+func newModel(o *runOptions) (loop.Model, error) {
+	if o.model == "" {
+		return nil, usageErrorf("no model: pass --model PROVIDER/ID (openai/ID, or scripted/FILE), or set PI_REMOTE_MODEL")
+	}
+	provider, id, ok := strings.Cut(o.model, "/")
+	if !ok || id == "" {
+		return nil, usageErrorf("--model %q: want PROVIDER/ID, e.g. openai/gpt-4o-mini", o.model)
+	}
+	switch provider {
+	case "openai":
+		key := os.Getenv("OPENAI_API_KEY")
+		if key == "" && o.baseURL == "" {
+			return nil, usageErrorf("OPENAI_API_KEY is not set: export it, or point --base-url at an OpenAI-compatible server that needs no key")
+		}
+		if key == "" {
+			key = "none"
+		}
+		return llm.NewOpenAI(llm.OpenAIOptions{Model: id, APIKey: key, BaseURL: o.baseURL}), nil
+	case "scripted":
+		m, err := llm.LoadScript(id)
+		if err != nil {
+			return nil, usageErrorf("%v", err)
+		}
+		return m, nil
+	}
+	return nil, usageErrorf("--model %q: unknown provider %q (openai, scripted)", o.model, provider)
+}
+
+func readPrompt(ios iostreams, args []string) (string, error) {
+	if len(args) > 0 {
+		return strings.Join(args, " "), nil
+	}
+	if f, ok := ios.in.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return "", usageErrorf("no prompt: pass it as arguments or on stdin")
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(ios.in, maxArgsInput))
+	if err != nil {
+		return "", usageErrorf("read prompt from stdin: %v", err)
+	}
+	p := strings.TrimSpace(string(b))
+	if p == "" {
+		return "", usageErrorf("no prompt: pass it as arguments or on stdin")
+	}
+	return p, nil
+}
+
+func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions, args []string) error {
+	if o.mode != "print" && o.mode != "json" {
+		return usageErrorf("--mode %q: want print or json", o.mode)
+	}
+	var execMode loop.ExecutionMode
+	switch o.toolExecution {
+	case "parallel":
+	case "sequential":
+		execMode = loop.Sequential
+	default:
+		return usageErrorf("--tool-execution %q: want parallel or sequential", o.toolExecution)
+	}
+	if o.maxTurns <= 0 {
+		return usageErrorf("--max-turns must be positive")
+	}
+	model, err := newModel(o)
+	if err != nil {
+		return err
+	}
+	prompt, err := readPrompt(ios, args)
+	if err != nil {
+		return err
+	}
+	t, err := openTarget(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	defs := definitions(t.env)
+	activeNames := splitList(o.tools)
+	if _, err := tools.Select(defs, activeNames); err != nil {
+		return usageErrorf("--tools: %v", err)
+	}
+	info, files, err := tools.Describe(ctx, t.env)
+	if err != nil {
+		return hostError(err)
+	}
+	byName := map[string]tools.Definition{}
+	for _, d := range defs {
+		byName[d.Name] = d
+	}
+	now := time.Now()
+	cfg := loop.Config{
+		Model:  model,
+		Tools:  tools.WrapAll(defs),
+		Active: activeNames,
+		SystemPrompt: func(active []loop.Tool) string {
+			var ds []tools.Definition
+			for _, a := range active {
+				ds = append(ds, byName[a.Name])
+			}
+			return tools.BuildSystemPrompt(tools.PromptParts{Intro: o.systemPrompt, Active: ds, Hosts: []tools.HostInfo{info}, ContextFiles: files, Date: now})
+		},
+		ToolExecution: execMode,
+		MaxTurns:      o.maxTurns,
+	}
+	var out eventWriter
+	if o.mode == "json" {
+		out = newJSONWriter(ios.out)
+	} else {
+		out = newPrintWriter(ios.out, ios.err, byName)
+	}
+	msgs, runErr := loop.Run(ctx, cfg, nil, []loop.Message{loop.NewUserText(prompt)}, out.emit)
+	out.finish()
+	switch {
+	case ctx.Err() != nil:
+		return &exitError{code: exitToolError, err: errors.New("aborted")}
+	case runErr != nil:
+		return &exitError{code: exitToolError, err: runErr}
+	}
+	if last := lastAssistant(msgs); last != nil && (last.StopReason == loop.StopError || last.StopReason == loop.StopAborted) {
+		return &exitError{code: exitToolError, err: fmt.Errorf("the run ended in an error: %s", last.ErrorMessage)}
+	}
+	return nil
+}
+
+func lastAssistant(msgs []loop.Message) *loop.AssistantMessage {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if a, ok := msgs[i].(*loop.AssistantMessage); ok {
+			return a
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// eventWriter shows a run's events.
+type eventWriter interface {
+	emit(loop.Event)
+	finish()
+}
+
+// jsonWriter prints one event per line.
+type jsonWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func newJSONWriter(w io.Writer) *jsonWriter { return &jsonWriter{w: bufio.NewWriter(w)} }
+
+func (j *jsonWriter) emit(e loop.Event) {
+	b, err := loop.MarshalEvent(e)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"type": "error", "error": err.Error()})
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.w.Write(b)
+	j.w.WriteByte('\n')
+	j.w.Flush()
+}
+
+func (j *jsonWriter) finish() {}
+
+// printWriter streams the assistant's text to stdout and tool activity to
+// stderr.
+type printWriter struct {
+	mu          sync.Mutex
+	out, err    io.Writer
+	defs        map[string]tools.Definition
+	atLineStart bool
+	lastText    string
+}
+
+func newPrintWriter(out, errw io.Writer, defs map[string]tools.Definition) *printWriter {
+	return &printWriter{out: out, err: errw, defs: defs, atLineStart: true}
+}
+
+func (p *printWriter) emit(e loop.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch e := e.(type) {
+	case loop.MessageUpdate:
+		if d, ok := e.Delta.(*loop.TextDelta); ok && d.Delta != "" {
+			io.WriteString(p.out, d.Delta)
+			p.atLineStart = strings.HasSuffix(d.Delta, "\n")
+		}
+	case loop.MessageEnd:
+		if a, ok := e.Message.(*loop.AssistantMessage); ok {
+			if !p.atLineStart {
+				io.WriteString(p.out, "\n")
+				p.atLineStart = true
+			}
+			if a.ErrorMessage != "" {
+				fmt.Fprintf(p.err, "error: %s\n", a.ErrorMessage)
+			}
+		}
+	case loop.ToolExecutionStart:
+		fmt.Fprintf(p.err, "→ %s\n", tools.RenderCall(p.defs[e.ToolName], e.Args))
+	case loop.ToolExecutionEnd:
+		mark := "✓"
+		if e.IsError {
+			mark = "✗"
+		}
+		first, _, _ := strings.Cut(strings.TrimSpace(e.Result.Content.Text()), "\n")
+		if len(first) > 120 {
+			first = first[:120] + "…"
+		}
+		fmt.Fprintf(p.err, "  %s %s %s\n", mark, e.ToolName, first)
+	}
+}
+
+func (p *printWriter) finish() {}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writeScript(t *testing.T, script string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "script.json")
+	require.NoError(t, os.WriteFile(p, []byte(script), 0o644))
+	return p
+}
+
+const writeThenAnswer = `{"turns":[
+	{"text":"Writing it.","toolCalls":[{"id":"c1","name":"write","arguments":{"path":"notes/hello.txt","content":"hi\n"}},{"id":"c2","name":"bash","arguments":{"command":"cat notes/hello.txt"}}]},
+	{"text":"Done: notes/hello.txt says hi."}
+]}`
+
+func TestRunPrintMode(t *testing.T) {
+	dir := t.TempDir()
+	script := writeScript(t, writeThenAnswer)
+	code, out, stderr := runCLI(t, "", "run", "--cwd", dir, "--model", "scripted/"+script, "write a greeting")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "Writing it.\nDone: notes/hello.txt says hi.\n", out, "the assistant's text on stdout")
+	assert.Contains(t, stderr, "→ write notes/hello.txt")
+	assert.Contains(t, stderr, "→ $ cat notes/hello.txt")
+	assert.Contains(t, stderr, "✓ bash hi")
+	b, err := os.ReadFile(filepath.Join(dir, "notes/hello.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "hi\n", string(b))
+}
+
+func TestRunJSONMode(t *testing.T) {
+	dir := t.TempDir()
+	script := writeScript(t, writeThenAnswer)
+	code, out, stderr := runCLI(t, "prompt from stdin", "run", "--cwd", dir, "--model", "scripted/"+script, "--mode", "json")
+	require.Equal(t, 0, code, stderr)
+	var types []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &ev), "line %q", line)
+		types = append(types, ev["type"].(string))
+	}
+	assert.Equal(t, "agent_start", types[0])
+	assert.Equal(t, "agent_end", types[len(types)-1])
+	for _, want := range []string{"turn_start", "message_start", "message_update", "message_end", "tool_execution_start", "tool_execution_end", "turn_end"} {
+		assert.Contains(t, types, want)
+	}
+	assert.Contains(t, out, `"text":"prompt from stdin"`, "the prompt came from stdin")
+}
+
+func TestRunErrors(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("PI_REMOTE_MODEL", "")
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"no model", []string{"run", "hi"}, 2, []string{"--model PROVIDER/ID"}},
+		{"no key", []string{"run", "--model", "openai/gpt-4o-mini", "hi"}, 2, []string{"OPENAI_API_KEY", "--base-url"}},
+		{"bad provider", []string{"run", "--model", "nope/x", "hi"}, 2, []string{"unknown provider"}},
+		{"bad script", []string{"run", "--model", "scripted/" + filepath.Join(dir, "missing.json"), "hi"}, 2, []string{"scripted model"}},
+		{"bad tools", []string{"run", "--model", "scripted/" + writeScript(t, writeThenAnswer), "--tools", "read,teleport", "hi"}, 2, []string{"teleport"}},
+		{"bad mode", []string{"run", "--model", "scripted/x", "--mode", "xml", "hi"}, 2, []string{"--mode"}},
+		{"model error", []string{"run", "--cwd", dir, "--model", "scripted/" + writeScript(t, `{"turns":[{"error":"overloaded"}]}`), "hi"}, 1, []string{"overloaded"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, "", tc.args...)
+			assert.Equal(t, tc.code, code, stderr)
+			for _, w := range tc.want {
+				assert.Contains(t, stderr, w)
+			}
+		})
+	}
+}
