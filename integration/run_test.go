@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/session"
 )
 
 // scriptedOpenAI is an OpenAI-compatible server that answers each request
@@ -80,6 +81,7 @@ func (s *scriptedOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // order with their ids, and --mode json prints one event per line.
 func TestRunAgainstOpenAICompatibleServerAndSSHD(t *testing.T) {
 	srv := sshd.Start(t, sshd.Options{})
+	t.Setenv("HOME", t.TempDir()) // the session file goes under $HOME
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "real"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "real", "app.conf"), []byte("mode = x\n"), 0o644))
@@ -130,4 +132,20 @@ func TestRunAgainstOpenAICompatibleServerAndSSHD(t *testing.T) {
 	system := sent[0].(map[string]any)
 	assert.Equal(t, "system", system["role"])
 	assert.Contains(t, system["content"], "working directory "+dir)
+
+	// The session file replays the whole run: the prompt, both assistant
+	// turns and the three results, in order.
+	sessions, err := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".pi-remote", "sessions", "*", "*.jsonl"))
+	require.NoError(t, err)
+	require.Len(t, sessions, 1)
+	_, replay, err := session.Open(sessions[0])
+	require.NoError(t, err)
+	var roles []string
+	for _, m := range replay {
+		b, _ := json.Marshal(m)
+		var v struct{ Role string }
+		json.Unmarshal(b, &v)
+		roles = append(roles, v.Role)
+	}
+	assert.Equal(t, []string{"user", "assistant", "toolResult", "toolResult", "toolResult", "assistant"}, roles)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/session"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -27,6 +28,8 @@ type runOptions struct {
 	maxTurns      int
 	systemPrompt  string
 	mode          string
+	session       string
+	cont          bool
 }
 
 func newRunCmd(ios iostreams, g *globalOptions) *cobra.Command {
@@ -43,6 +46,10 @@ or scripted/FILE to replay assistant turns from a JSON file.
 
 --mode print streams the assistant's text to stdout and tool activity to
 stderr; --mode json prints every loop event as one JSON line.
+
+Every message is appended to a session file as it happens (JSONL, a tree of
+entries): --continue resumes the last session for this host and directory,
+--session FILE continues or creates that file.
 
 Exit status: 0 the run finished, 1 it ended in an error (or was aborted),
 2 usage error (including a missing key or model), 3 connection failure.`,
@@ -61,6 +68,8 @@ Exit status: 0 the run finished, 1 it ended in an error (or was aborted),
 	f.IntVar(&o.maxTurns, "max-turns", 50, "most model turns in one run")
 	f.StringVar(&o.systemPrompt, "system-prompt", "", "replace the opening of the system prompt (tools, hosts and project context are still added)")
 	f.StringVar(&o.mode, "mode", "print", "print|json")
+	f.StringVar(&o.session, "session", "", "session file to continue (or create); default a new file under ~/.pi-remote/sessions")
+	f.BoolVar(&o.cont, "continue", false, "continue the last session for this host and working directory")
 	return cmd
 }
 
@@ -151,6 +160,11 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	if err != nil {
 		return hostError(err)
 	}
+	sess, history, err := openSession(o, t, info.Cwd)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
 	byName := map[string]tools.Definition{}
 	for _, d := range defs {
 		byName[d.Name] = d
@@ -176,8 +190,20 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	} else {
 		out = newPrintWriter(ios.out, ios.err, byName)
 	}
-	msgs, runErr := loop.Run(ctx, cfg, nil, []loop.Message{loop.NewUserText(prompt)}, out.emit)
+	var saveErr error
+	emit := func(e loop.Event) {
+		if end, ok := e.(loop.MessageEnd); ok && saveErr == nil {
+			if saveErr = sess.Append(end.Message); saveErr != nil {
+				fmt.Fprintf(ios.err, "pi-remote: session %s: %v (the run goes on unsaved)\n", sess.Path(), saveErr)
+			}
+		}
+		out.emit(e)
+	}
+	msgs, runErr := loop.Run(ctx, cfg, history, []loop.Message{loop.NewUserText(prompt)}, emit)
 	out.finish()
+	if o.mode == "print" {
+		fmt.Fprintf(ios.err, "session: %s\n", sess.Path())
+	}
 	switch {
 	case ctx.Err() != nil:
 		return &exitError{code: exitToolError, err: errors.New("aborted")}
@@ -188,6 +214,42 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		return &exitError{code: exitToolError, err: fmt.Errorf("the run ended in an error: %s", last.ErrorMessage)}
 	}
 	return nil
+}
+
+// openSession continues --session FILE or, with --continue, the latest
+// session for this host and directory; otherwise it starts a new one.
+func openSession(o *runOptions, t *target, cwd string) (*session.Session, []loop.Message, error) {
+	host := "local"
+	if t.host != nil {
+		cfg := t.host.Config()
+		host = cfg.String()
+	}
+	path := o.session
+	if path == "" {
+		dir, err := session.Dir(host, cwd)
+		if err != nil {
+			return nil, nil, err
+		}
+		if o.cont {
+			if path, err = session.Latest(dir); err != nil {
+				return nil, nil, usageErrorf("--continue: %v", err)
+			}
+		} else {
+			path = session.NewPath(dir)
+		}
+	}
+	if _, err := os.Stat(path); err == nil {
+		s, history, err := session.Open(path)
+		if err != nil {
+			return nil, nil, usageErrorf("--session: %v", err)
+		}
+		return s, history, nil
+	}
+	s, err := session.Create(path, session.Header{Host: host, Cwd: cwd})
+	if err != nil {
+		return nil, nil, usageErrorf("session: %v", err)
+	}
+	return s, nil, nil
 }
 
 func lastAssistant(msgs []loop.Message) *loop.AssistantMessage {

@@ -24,6 +24,7 @@ const writeThenAnswer = `{"turns":[
 ]}`
 
 func TestRunPrintMode(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // sessions go under $HOME
 	dir := t.TempDir()
 	script := writeScript(t, writeThenAnswer)
 	code, out, stderr := runCLI(t, "", "run", "--cwd", dir, "--model", "scripted/"+script, "write a greeting")
@@ -38,6 +39,7 @@ func TestRunPrintMode(t *testing.T) {
 }
 
 func TestRunJSONMode(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // sessions go under $HOME
 	dir := t.TempDir()
 	script := writeScript(t, writeThenAnswer)
 	code, out, stderr := runCLI(t, "prompt from stdin", "run", "--cwd", dir, "--model", "scripted/"+script, "--mode", "json")
@@ -57,6 +59,7 @@ func TestRunJSONMode(t *testing.T) {
 }
 
 func TestRunErrors(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // sessions go under $HOME
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("PI_REMOTE_MODEL", "")
 	dir := t.TempDir()
@@ -82,4 +85,37 @@ func TestRunErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Sessions: every message lands in the file; --continue gives the next run
+// the whole conversation and appends to the same file.
+func TestRunSessions(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	dir := t.TempDir()
+	script := writeScript(t, writeThenAnswer)
+	code, _, stderr := runCLI(t, "", "run", "--cwd", dir, "--model", "scripted/"+script, "first")
+	require.Equal(t, 0, code, stderr)
+	path := strings.TrimSpace(stderr[strings.LastIndex(stderr, "session: ")+len("session: "):])
+	lines := strings.Split(strings.TrimSpace(readFileT(t, path)), "\n")
+	// header, user, assistant (2 calls), 2 results, assistant
+	assert.Len(t, lines, 6)
+
+	second := writeScript(t, `{"turns":[{"text":"Continuing."}]}`)
+	code, out, stderr := runCLI(t, "", "run", "--cwd", dir, "--model", "scripted/"+second, "--continue", "second")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "Continuing.\n", out)
+	assert.Contains(t, stderr, "session: "+path, "same file")
+	lines = strings.Split(strings.TrimSpace(readFileT(t, path)), "\n")
+	assert.Len(t, lines, 8, "the second run's prompt and answer appended")
+
+	code, _, stderr = runCLI(t, "", "run", "--cwd", t.TempDir(), "--model", "scripted/"+second, "--continue", "x")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "no earlier session")
+}
+
+func readFileT(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return string(b)
 }

@@ -1,0 +1,124 @@
+package session
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/loop"
+)
+
+func TestCreateAppendOpen(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s", "one.jsonl")
+	s, err := Create(p, Header{Host: "alice@devbox:22", Cwd: "/src"})
+	require.NoError(t, err)
+	msgs := []loop.Message{
+		loop.NewUserText("fix it"),
+		&loop.AssistantMessage{StopReason: loop.StopToolUse, Content: loop.ContentList{&loop.ToolCall{ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a"}`)}}},
+		&loop.ToolResultMessage{ToolCallID: "c1", ToolName: "read", Content: loop.ContentList{&loop.Text{Text: "x"}}},
+		&loop.AssistantMessage{StopReason: loop.StopEnd, Content: loop.ContentList{&loop.Text{Text: "done"}}},
+	}
+	for _, m := range msgs {
+		require.NoError(t, s.Append(m))
+	}
+	require.NoError(t, s.Close())
+
+	lines := strings.Split(strings.TrimSpace(readFile(t, p)), "\n")
+	require.Len(t, lines, 5, "header and one line per message, written as they happened")
+	var h Header
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &h))
+	assert.Equal(t, "session", h.Type)
+	assert.Equal(t, "alice@devbox:22", h.Host)
+	var prev *string
+	for _, l := range lines[1:] {
+		var e entry
+		require.NoError(t, json.Unmarshal([]byte(l), &e))
+		assert.Equal(t, prev, e.ParentID, "each entry's parent is the one before")
+		id := e.ID
+		prev = &id
+	}
+
+	s2, got, err := Open(p)
+	require.NoError(t, err)
+	require.Len(t, got, 4)
+	assert.Equal(t, "fix it", got[0].(*loop.UserMessage).Content.Text())
+	assert.Equal(t, "done", got[3].(*loop.AssistantMessage).Content.Text())
+	require.NoError(t, s2.Append(loop.NewUserText("and again")))
+	require.NoError(t, s2.Close())
+	_, got, err = Open(p)
+	require.NoError(t, err)
+	assert.Len(t, got, 5, "continued on the same branch")
+}
+
+// A crash mid-write leaves a torn last line: it is skipped and the next
+// entry starts on a fresh line.
+func TestTornLastLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "torn.jsonl")
+	s, err := Create(p, Header{Host: "local", Cwd: "/"})
+	require.NoError(t, err)
+	require.NoError(t, s.Append(loop.NewUserText("hello")))
+	s.Close()
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	f.WriteString(`{"type":"message","id":"dead","parentId":`)
+	f.Close()
+
+	s, got, err := Open(p)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.NoError(t, s.Append(loop.NewUserText("after the crash")))
+	s.Close()
+	_, got, err = Open(p)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, "after the crash", got[1].(*loop.UserMessage).Content.Text())
+}
+
+func TestBranchFromTheTree(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tree.jsonl")
+	header := `{"type":"session","version":1,"id":"x","created":"2026-11-29T00:00:00Z","host":"local","cwd":"/"}`
+	u := func(id, parent, text string) string {
+		m, _ := json.Marshal(loop.NewUserText(text))
+		pj := "null"
+		if parent != "" {
+			pj = `"` + parent + `"`
+		}
+		return `{"type":"message","id":"` + id + `","parentId":` + pj + `,"timestamp":"2026-11-29T00:00:00Z","message":` + string(m) + `}`
+	}
+	content := strings.Join([]string{header, u("a", "", "root"), u("b", "a", "first branch"), u("c", "a", "second branch")}, "\n") + "\n"
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	_, got, err := Open(p)
+	require.NoError(t, err)
+	require.Len(t, got, 2, "the branch ending at the last entry: root, second branch")
+	assert.Equal(t, "second branch", got[1].(*loop.UserMessage).Content.Text())
+}
+
+func TestLatest(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Latest(dir)
+	assert.ErrorIs(t, err, ErrNone)
+	first := NewPath(dir)
+	require.NoError(t, os.WriteFile(first, nil, 0o600))
+	time.Sleep(5 * time.Millisecond)
+	second := NewPath(dir)
+	require.NoError(t, os.WriteFile(second, nil, 0o600))
+	got, err := Latest(dir)
+	require.NoError(t, err)
+	assert.Equal(t, second, got)
+
+	a, _ := Dir("local", "/src")
+	b, _ := Dir("alice@devbox:22", "/src")
+	assert.NotEqual(t, a, b, "one directory per host and cwd")
+}
+
+func readFile(t *testing.T, p string) string {
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return string(b)
+}
