@@ -67,3 +67,10 @@ func splitAddr(t testing.TB, addr string) (string, int) {
 }
 
 func pemEncode(b *pem.Block) []byte { return pem.EncodeToMemory(b) }
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
