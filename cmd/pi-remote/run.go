@@ -42,7 +42,8 @@ terminal) against the chosen host, and print the assistant's answer.
 
 --model is PROVIDER/ID: openai/ID for OpenAI or any OpenAI-compatible server
 (--base-url for vLLM, llama.cpp, Ollama, OpenRouter...; key in OPENAI_API_KEY),
-or scripted/FILE to replay assistant turns from a JSON file.
+anthropic/ID for the Anthropic Messages API (key in ANTHROPIC_API_KEY), or
+scripted/FILE to replay assistant turns from a JSON file.
 
 --mode print streams the assistant's text to stdout and tool activity to
 stderr; --mode json prints every loop event as one JSON line.
@@ -61,7 +62,7 @@ Exit status: 0 the run finished, 1 it ended in an error (or was aborted),
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.model, "model", os.Getenv("PI_REMOTE_MODEL"), "PROVIDER/ID: openai/ID or scripted/FILE (default $PI_REMOTE_MODEL)")
+	f.StringVar(&o.model, "model", os.Getenv("PI_REMOTE_MODEL"), "PROVIDER/ID: openai/ID, anthropic/ID or scripted/FILE (default $PI_REMOTE_MODEL)")
 	f.StringVar(&o.baseURL, "base-url", "", "URL of an OpenAI-compatible API (e.g. http://127.0.0.1:8000/v1)")
 	f.StringVar(&o.tools, "tools", strings.Join(tools.DefaultActive, ","), "active tools, comma-separated: "+strings.Join(tools.AllNames, ","))
 	f.StringVar(&o.toolExecution, "tool-execution", "parallel", "parallel|sequential")
@@ -77,7 +78,7 @@ Exit status: 0 the run finished, 1 it ended in an error (or was aborted),
 // say what to do.
 func newModel(o *runOptions) (loop.Model, error) {
 	if o.model == "" {
-		return nil, usageErrorf("no model: pass --model PROVIDER/ID (openai/ID, or scripted/FILE), or set PI_REMOTE_MODEL")
+		return nil, usageErrorf("no model: pass --model PROVIDER/ID (openai/ID, anthropic/ID or scripted/FILE), or set PI_REMOTE_MODEL")
 	}
 	provider, id, ok := strings.Cut(o.model, "/")
 	if !ok || id == "" {
@@ -93,6 +94,12 @@ func newModel(o *runOptions) (loop.Model, error) {
 			key = "none"
 		}
 		return llm.NewOpenAI(llm.OpenAIOptions{Model: id, APIKey: key, BaseURL: o.baseURL}), nil
+	case "anthropic":
+		key := os.Getenv("ANTHROPIC_API_KEY")
+		if key == "" && o.baseURL == "" {
+			return nil, usageErrorf("ANTHROPIC_API_KEY is not set: export it, or point --base-url at an Anthropic-compatible server that needs no key")
+		}
+		return llm.NewAnthropic(llm.AnthropicOptions{Model: id, APIKey: key, BaseURL: o.baseURL}), nil
 	case "scripted":
 		m, err := llm.LoadScript(id)
 		if err != nil {
@@ -100,7 +107,7 @@ func newModel(o *runOptions) (loop.Model, error) {
 		}
 		return m, nil
 	}
-	return nil, usageErrorf("--model %q: unknown provider %q (openai, scripted)", o.model, provider)
+	return nil, usageErrorf("--model %q: unknown provider %q (openai, anthropic, scripted)", o.model, provider)
 }
 
 func readPrompt(ios iostreams, args []string) (string, error) {

@@ -61,6 +61,7 @@ func TestRunJSONMode(t *testing.T) {
 func TestRunErrors(t *testing.T) {
 	t.Setenv("HOME", t.TempDir()) // sessions go under $HOME
 	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("ANTHROPIC_API_KEY", "")
 	t.Setenv("PI_REMOTE_MODEL", "")
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -71,6 +72,7 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{"no model", []string{"run", "hi"}, 2, []string{"--model PROVIDER/ID"}},
 		{"no key", []string{"run", "--model", "openai/gpt-4o-mini", "hi"}, 2, []string{"OPENAI_API_KEY", "--base-url"}},
+		{"no anthropic key", []string{"run", "--model", "anthropic/claude-sonnet-4-5", "hi"}, 2, []string{"ANTHROPIC_API_KEY", "--base-url"}},
 		{"bad provider", []string{"run", "--model", "nope/x", "hi"}, 2, []string{"unknown provider"}},
 		{"bad script", []string{"run", "--model", "scripted/" + filepath.Join(dir, "missing.json"), "hi"}, 2, []string{"scripted model"}},
 		{"bad tools", []string{"run", "--model", "scripted/" + writeScript(t, writeThenAnswer), "--tools", "read,teleport", "hi"}, 2, []string{"teleport"}},
