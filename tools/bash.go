@@ -57,6 +57,9 @@ func bashTool(e *env.ExecutionEnv, opts Options) Definition {
 			}
 			return "$ " + in.Command
 		},
+		RenderResult: func(res loop.Result, th Theme) string {
+			return FoldTail(res.Content.Text(), FoldLines, th)
+		},
 	}, func(ctx context.Context, in bashInput, onUpdate func(loop.Result)) (loop.Result, error) {
 		return runBash(ctx, e, opts, in, onUpdate)
 	})

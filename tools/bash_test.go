@@ -64,11 +64,11 @@ func TestRenderers(t *testing.T) {
 	m := f.call("edit", edits("r.txt", "two", "2"))
 	require.False(t, m.IsError)
 	res := loop.Result{Content: m.Content, Details: m.Details}
-	rendered := tools.RenderResult(byName["edit"], res)
+	rendered := tools.RenderResult(byName["edit"], res, tools.Theme{})
 	assert.Contains(t, rendered, "Successfully replaced 1 block in r.txt.")
 	assert.Contains(t, rendered, "- 2 two\n+ 2 2", "the edit result shows its diff")
 
 	bare := tools.FromTool(tools.Wrap(byName["ls"]))
 	assert.Equal(t, `ls {"path":"x"}`, tools.RenderCall(bare, []byte(`{"path":"x"}`)), "generic call rendering")
-	assert.Equal(t, "plain", tools.RenderResult(bare, loop.TextResult("plain")))
+	assert.Equal(t, "plain", tools.RenderResult(bare, loop.TextResult("plain"), tools.Theme{}))
 }

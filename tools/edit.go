@@ -91,9 +91,9 @@ func editTool(e *env.ExecutionEnv) Definition {
 		PrepareArguments: prepareEditArgs,
 		Admit:            admitPath(e),
 		RenderCall:       func(args json.RawMessage) string { return renderPathCall("edit", args) },
-		RenderResult: func(res loop.Result) string {
+		RenderResult: func(res loop.Result, th Theme) string {
 			if d, ok := res.Details.(EditDetails); ok && d.Diff != "" {
-				return res.Content.Text() + "\n" + d.Diff
+				return res.Content.Text() + "\n" + colorDiff(d.Diff, th)
 			}
 			return res.Content.Text()
 		},

@@ -38,10 +38,70 @@ func RenderCall(d Definition, args json.RawMessage) string {
 }
 
 // RenderResult renders a result for a terminal with the definition's
-// renderer, or as its text.
-func RenderResult(d Definition, res loop.Result) string {
+// renderer, or as its text folded to FoldLines lines.
+func RenderResult(d Definition, res loop.Result, th Theme) string {
 	if d.RenderResult != nil {
-		return d.RenderResult(res)
+		return d.RenderResult(res, th)
 	}
-	return res.Content.Text()
+	return Fold(res.Content.Text(), FoldLines, th)
+}
+
+// Theme styles terminal output; the zero value is plain text (pipes,
+// NO_COLOR).
+type Theme struct {
+	Color bool
+}
+
+func (t Theme) paint(code, s string) string {
+	if !t.Color || s == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// Red, Green, Dim, Bold and Cyan style s when the theme has colour.
+func (t Theme) Red(s string) string   { return t.paint("31", s) }
+func (t Theme) Green(s string) string { return t.paint("32", s) }
+func (t Theme) Dim(s string) string   { return t.paint("2", s) }
+func (t Theme) Bold(s string) string  { return t.paint("1", s) }
+func (t Theme) Cyan(s string) string  { return t.paint("36", s) }
+
+// FoldLines is how many lines of a result a terminal shows.
+const FoldLines = 12
+
+// Fold keeps the first max lines of text and says how many were left out.
+func Fold(text string, max int, th Theme) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) <= max {
+		return strings.Join(lines, "\n")
+	}
+	return strings.Join(lines[:max], "\n") + "\n" + th.Dim(fmt.Sprintf("… %d more lines", len(lines)-max))
+}
+
+// FoldTail keeps the last max lines of text and says how many came before.
+func FoldTail(text string, max int, th Theme) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) <= max {
+		return strings.Join(lines, "\n")
+	}
+	return th.Dim(fmt.Sprintf("… %d earlier lines", len(lines)-max)) + "\n" + strings.Join(lines[len(lines)-max:], "\n")
+}
+
+// colorDiff colours a diff's added and removed lines.
+func colorDiff(diff string, th Theme) string {
+	if !th.Color {
+		return diff
+	}
+	lines := strings.Split(diff, "\n")
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "+"):
+			lines[i] = th.Green(l)
+		case strings.HasPrefix(l, "-"):
+			lines[i] = th.Red(l)
+		default:
+			lines[i] = th.Dim(l)
+		}
+	}
+	return strings.Join(lines, "\n")
 }

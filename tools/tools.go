@@ -44,7 +44,7 @@ type Definition struct {
 	// RenderCall and RenderResult show the call and its result in a
 	// terminal. Nil means a generic rendering.
 	RenderCall   func(args json.RawMessage) string
-	RenderResult func(res loop.Result) string
+	RenderResult func(res loop.Result, th Theme) string
 }
 
 // Wrap projects a definition onto the lean tool the loop runs, dropping the

@@ -195,7 +195,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	if o.mode == "json" {
 		out = newJSONWriter(ios.out)
 	} else {
-		out = newPrintWriter(ios.out, ios.err, byName)
+		out = newPrintWriter(ios.out, ios.err, byName, isTerminal(ios.err), useColor(ios.err))
 	}
 	var saveErr error
 	emit := func(e loop.Event) {
@@ -305,53 +305,3 @@ func (j *jsonWriter) emit(e loop.Event) {
 }
 
 func (j *jsonWriter) finish() {}
-
-// printWriter streams the assistant's text to stdout and tool activity to
-// stderr.
-type printWriter struct {
-	mu          sync.Mutex
-	out, err    io.Writer
-	defs        map[string]tools.Definition
-	atLineStart bool
-	lastText    string
-}
-
-func newPrintWriter(out, errw io.Writer, defs map[string]tools.Definition) *printWriter {
-	return &printWriter{out: out, err: errw, defs: defs, atLineStart: true}
-}
-
-func (p *printWriter) emit(e loop.Event) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch e := e.(type) {
-	case loop.MessageUpdate:
-		if d, ok := e.Delta.(*loop.TextDelta); ok && d.Delta != "" {
-			io.WriteString(p.out, d.Delta)
-			p.atLineStart = strings.HasSuffix(d.Delta, "\n")
-		}
-	case loop.MessageEnd:
-		if a, ok := e.Message.(*loop.AssistantMessage); ok {
-			if !p.atLineStart {
-				io.WriteString(p.out, "\n")
-				p.atLineStart = true
-			}
-			if a.ErrorMessage != "" {
-				fmt.Fprintf(p.err, "error: %s\n", a.ErrorMessage)
-			}
-		}
-	case loop.ToolExecutionStart:
-		fmt.Fprintf(p.err, "→ %s\n", tools.RenderCall(p.defs[e.ToolName], e.Args))
-	case loop.ToolExecutionEnd:
-		mark := "✓"
-		if e.IsError {
-			mark = "✗"
-		}
-		first, _, _ := strings.Cut(strings.TrimSpace(e.Result.Content.Text()), "\n")
-		if len(first) > 120 {
-			first = first[:120] + "…"
-		}
-		fmt.Fprintf(p.err, "  %s %s %s\n", mark, e.ToolName, first)
-	}
-}
-
-func (p *printWriter) finish() {}
