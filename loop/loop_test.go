@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -186,12 +185,17 @@ func TestParallelBatchOrdering(t *testing.T) {
 		return g.running == 3
 	}, 5*time.Second, time.Millisecond, "all three run at once")
 	// Finish c, then a, then b: completion order differs from call order.
+	// Each is released once the previous one's end event is out (its
+	// Execute returning is not enough: the event follows on its goroutine).
 	for _, id := range []string{"c", "a", "b"} {
 		close(g.release[id])
 		require.Eventually(t, func() bool {
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			return slices.Contains(g.order, id)
+			for _, e := range rec.of("tool_execution_end") {
+				if e.(loop.ToolExecutionEnd).ToolCallID == id {
+					return true
+				}
+			}
+			return false
 		}, 5*time.Second, time.Millisecond)
 	}
 	<-done

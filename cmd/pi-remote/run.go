@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,9 @@ func newRunCmd(ios iostreams, g *globalOptions) *cobra.Command {
 		Use:   "run [PROMPT...]",
 		Short: "Run the agent on the host",
 		Long: `Run the agent with PROMPT (or the prompt read from stdin when it is not a
-terminal) against the chosen host, and print the assistant's answer.
+terminal) against the chosen host, and print the assistant's answer. With no
+prompt and a terminal on stdin, run interactively: a prompt loop in one
+session, where Ctrl-C aborts the current run and a second Ctrl-C exits.
 
 --model is PROVIDER/ID: openai/ID for OpenAI or any OpenAI-compatible server
 (--base-url for vLLM, llama.cpp, Ollama, OpenRouter...; key in OPENAI_API_KEY),
@@ -116,7 +119,7 @@ func readPrompt(ios iostreams, args []string) (string, error) {
 	}
 	if f, ok := ios.in.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			return "", usageErrorf("no prompt: pass it as arguments or on stdin")
+			return "", nil // a terminal and no prompt: interactive mode
 		}
 	}
 	b, err := io.ReadAll(io.LimitReader(ios.in, maxArgsInput))
@@ -152,6 +155,9 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	prompt, err := readPrompt(ios, args)
 	if err != nil {
 		return err
+	}
+	if prompt == "" && o.mode != "print" {
+		return usageErrorf("interactive mode needs --mode print; pass a prompt for --mode json")
 	}
 	t, err := openTarget(ctx, g)
 	if err != nil {
@@ -197,20 +203,45 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	} else {
 		out = newPrintWriter(ios.out, ios.err, byName, isTerminal(ios.err), useColor(ios.err))
 	}
-	var saveErr error
-	emit := func(e loop.Event) {
-		if end, ok := e.(loop.MessageEnd); ok && saveErr == nil {
-			if saveErr = sess.Append(end.Message); saveErr != nil {
-				fmt.Fprintf(ios.err, "pi-remote: session %s: %v (the run goes on unsaved)\n", sess.Path(), saveErr)
-			}
-		}
-		out.emit(e)
+	a := &agent{cfg: cfg, sess: sess, history: history, out: out, errw: ios.err}
+	if prompt == "" {
+		sigs := make(chan os.Signal, 2)
+		signal.Notify(sigs, os.Interrupt)
+		defer signal.Stop(sigs)
+		// Ctrl-C is ours now: the root context's own cancellation on the
+		// first interrupt must not end the whole session.
+		return a.interactive(context.WithoutCancel(ctx), ios, sigs)
 	}
-	msgs, runErr := loop.Run(ctx, cfg, history, []loop.Message{loop.NewUserText(prompt)}, emit)
-	out.finish()
+	err = a.turn(ctx, prompt)
 	if o.mode == "print" {
 		fmt.Fprintf(ios.err, "session: %s\n", sess.Path())
 	}
+	return err
+}
+
+// agent is one conversation: its configuration, session file and history.
+type agent struct {
+	cfg     loop.Config
+	sess    *session.Session
+	history []loop.Message
+	out     eventWriter
+	errw    io.Writer
+	saveErr error
+}
+
+// turn runs the agent on one prompt, saving every message as it ends.
+func (a *agent) turn(ctx context.Context, prompt string) error {
+	emit := func(e loop.Event) {
+		if end, ok := e.(loop.MessageEnd); ok && a.saveErr == nil {
+			if a.saveErr = a.sess.Append(end.Message); a.saveErr != nil {
+				fmt.Fprintf(a.errw, "pi-remote: session %s: %v (the run goes on unsaved)\n", a.sess.Path(), a.saveErr)
+			}
+		}
+		a.out.emit(e)
+	}
+	msgs, runErr := loop.Run(ctx, a.cfg, a.history, []loop.Message{loop.NewUserText(prompt)}, emit)
+	a.out.finish()
+	a.history = append(a.history, msgs...)
 	switch {
 	case ctx.Err() != nil:
 		return &exitError{code: exitToolError, err: errors.New("aborted")}
@@ -221,6 +252,62 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		return &exitError{code: exitToolError, err: fmt.Errorf("the run ended in an error: %s", last.ErrorMessage)}
 	}
 	return nil
+}
+
+// interactive is the prompt loop: each line is a run in the same session.
+// Ctrl-C aborts the current run; a second Ctrl-C (or one at the prompt)
+// exits, as does end of input.
+func (a *agent) interactive(ctx context.Context, ios iostreams, sigs <-chan os.Signal) error {
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(ios.in)
+		sc.Buffer(make([]byte, 64<<10), maxArgsInput)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	fmt.Fprintf(a.errw, "session: %s\nType a prompt; Ctrl-C aborts a run, Ctrl-C again or Ctrl-D exits.\n", a.sess.Path())
+	for {
+		fmt.Fprint(a.errw, "› ")
+		var line string
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				fmt.Fprintln(a.errw)
+				return nil
+			}
+			line = strings.TrimSpace(l)
+		case <-sigs:
+			fmt.Fprintln(a.errw)
+			return nil
+		}
+		if line == "" {
+			continue
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- a.turn(runCtx, line) }()
+		var err error
+		select {
+		case err = <-done:
+		case <-sigs:
+			cancel()
+			fmt.Fprintln(a.errw, "\naborting… (Ctrl-C again to exit)")
+			select {
+			case err = <-done:
+			case <-sigs:
+				cancel()
+				<-done
+				return &exitError{code: exitToolError, err: errors.New("aborted")}
+			}
+		}
+		cancel()
+		var ee *exitError
+		if errors.As(err, &ee) && ee.err != nil {
+			fmt.Fprintln(a.errw, "pi-remote:", ee.err)
+		}
+	}
 }
 
 // openSession continues --session FILE or, with --continue, the latest
