@@ -69,6 +69,7 @@ func (m *Anthropic) Stream(ctx context.Context, req loop.Request) iter.Seq[loop.
 			usage   = &loop.Usage{}
 			stop    = loop.StopEnd
 			started bool
+			stopped bool                 // message_stop seen: the answer is complete
 			kinds   = map[int64]string{} // block index -> text|thinking|tool_use
 		)
 		for stream.Next() {
@@ -106,6 +107,8 @@ func (m *Anthropic) Stream(ctx context.Context, req loop.Request) iter.Seq[loop.
 				if out != nil && !yield(out) {
 					return
 				}
+			case "message_stop":
+				stopped = true
 			case "message_delta":
 				if ev.Usage.OutputTokens > 0 {
 					usage.Output = int(ev.Usage.OutputTokens)
@@ -129,6 +132,10 @@ func (m *Anthropic) Stream(ctx context.Context, req loop.Request) iter.Seq[loop.
 			return
 		}
 		if !started && !yield(&loop.StreamStart{Model: m.model}) {
+			return
+		}
+		if !stopped {
+			yield(&loop.StreamError{StopReason: loop.StopError, Message: "the response stream ended before message_stop", Usage: usage})
 			return
 		}
 		if stop == loop.StopError {

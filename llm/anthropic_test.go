@@ -190,3 +190,38 @@ func TestAnthropicAbort(t *testing.T) {
 	}
 	assert.Equal(t, loop.StopAborted, last.(*loop.StreamError).StopReason)
 }
+
+func TestAnthropicRetriesA429(t *testing.T) {
+	limited := func(w http.ResponseWriter) {
+		w.Header().Set("retry-after-ms", "5")
+		w.WriteHeader(429)
+		io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`)
+	}
+	f, m := newFakeAnthropic(t, limited,
+		events(msgStart(), blockStart(0, `{"type":"text","text":""}`), blockDelta(0, `{"type":"text_delta","text":"ok"}`), msgDelta("end_turn", 1), msgStop))
+	evs := collect(m, t.Context(), loop.Request{Messages: []loop.Message{loop.NewUserText("hi")}})
+	assert.Equal(t, &loop.TextDelta{Index: 0, Delta: "ok"}, evs[1])
+	assert.IsType(t, &loop.StreamDone{}, evs[len(evs)-1])
+	assert.Len(t, f.requests, 2)
+}
+
+func TestAnthropicStreamCut(t *testing.T) {
+	_, m := newFakeAnthropic(t, func(w http.ResponseWriter) {
+		events(msgStart(), blockStart(0, `{"type":"text","text":""}`), blockDelta(0, `{"type":"text_delta","text":"half"}`))(w)
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	})
+	evs := collect(m, t.Context(), loop.Request{Messages: []loop.Message{loop.NewUserText("hi")}})
+	e, ok := evs[len(evs)-1].(*loop.StreamError)
+	require.True(t, ok, "a cut stream is an error, not a finished answer: %#v", evs[len(evs)-1])
+	assert.Equal(t, loop.StopError, e.StopReason)
+}
+
+func TestAnthropicStreamWithoutMessageStop(t *testing.T) {
+	_, m := newFakeAnthropic(t, events(msgStart(), blockStart(0, `{"type":"text","text":""}`), blockDelta(0, `{"type":"text_delta","text":"half"}`), msgDelta("end_turn", 1)))
+	evs := collect(m, t.Context(), loop.Request{Messages: []loop.Message{loop.NewUserText("hi")}})
+	e, ok := evs[len(evs)-1].(*loop.StreamError)
+	require.True(t, ok, "%#v", evs[len(evs)-1])
+	assert.Contains(t, e.Message, "before message_stop")
+}

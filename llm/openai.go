@@ -69,6 +69,7 @@ func (m *OpenAI) Stream(ctx context.Context, req loop.Request) iter.Seq[loop.Str
 			calls   = map[int]int{} // provider's tool-call index -> block index
 			usage   *loop.Usage
 			stop    = loop.StopEnd
+			ended   bool // a finish_reason arrived: the answer is complete
 		)
 		start := func(model string) bool {
 			if started {
@@ -124,6 +125,9 @@ func (m *OpenAI) Stream(ctx context.Context, req loop.Request) iter.Seq[loop.Str
 						return
 					}
 				}
+				if ch.FinishReason != "" {
+					ended = true
+				}
 				switch ch.FinishReason {
 				case "length":
 					stop = loop.StopLength
@@ -143,6 +147,10 @@ func (m *OpenAI) Stream(ctx context.Context, req loop.Request) iter.Seq[loop.Str
 			return
 		}
 		if !start(m.model) {
+			return
+		}
+		if !ended {
+			yield(&loop.StreamError{StopReason: loop.StopError, Message: "the response stream ended without a finish reason", Usage: usage})
 			return
 		}
 		if stop == loop.StopEnd && len(calls) > 0 {

@@ -256,3 +256,13 @@ func TestRequestRepair(t *testing.T) {
 	assert.Equal(t, map[string]any{"role": "tool", "tool_call_id": id, "content": interruptedResult}, sent[2])
 	assert.Equal(t, "user", sent[3].(map[string]any)["role"])
 }
+
+// A stream that closes cleanly but never says why it stopped is cut, not a
+// finished answer.
+func TestOpenAIStreamWithoutFinishReason(t *testing.T) {
+	_, m := newFake(t, sse(chunk(`{"content":"half an ans"}`, "")))
+	evs := collect(m, t.Context(), loop.Request{Messages: []loop.Message{loop.NewUserText("hi")}})
+	e, ok := evs[len(evs)-1].(*loop.StreamError)
+	require.True(t, ok, "%#v", evs[len(evs)-1])
+	assert.Contains(t, e.Message, "without a finish reason")
+}
