@@ -21,11 +21,15 @@ func lineDiff(oldContent, newContent string, regions []region) (string, int) {
 	oldLines := strings.Split(strings.ReplaceAll(oldContent, "\r\n", "\n"), "\n")
 	newLines := strings.Split(strings.ReplaceAll(newContent, "\r\n", "\n"), "\n")
 	width := len(fmt.Sprint(max(len(oldLines), len(newLines))))
-	var b strings.Builder
-	first := 0
+
+	// Each region as whole lines in old and new coordinates, with its ops.
+	type span struct {
+		oStart, oEnd, nStart int
+		ops                  []diffOp
+	}
+	var spans []span
 	shift := 0 // new offset minus old offset so far
 	for _, r := range regions {
-		// Whole lines covering the region, in old and new coordinates.
 		oStart := strings.Count(oldContent[:r.start], "\n")
 		oEnd := oStart + strings.Count(oldContent[r.start:r.end], "\n")
 		nStart := strings.Count(newContent[:r.start+shift], "\n")
@@ -36,52 +40,64 @@ func lineDiff(oldContent, newContent string, regions []region) (string, int) {
 			nEnd--
 		}
 		shift += len(r.newText) - (r.end - r.start)
+		spans = append(spans, span{oStart, oEnd, nStart, diffLines(oldLines[oStart:oEnd+1], newLines[nStart:nEnd+1])})
+	}
 
-		old := oldLines[oStart : oEnd+1]
-		nw := newLines[nStart : nEnd+1]
-		ops := diffLines(old, nw)
-		ctxBefore := max(0, oStart-diffContext)
-		ctxAfterEnd := min(len(oldLines), oEnd+1+diffContext)
+	var b strings.Builder
+	first := 0
+	for i := 0; i < len(spans); {
+		// One hunk for every run of regions whose context windows touch.
+		j := i + 1
+		for j < len(spans) && spans[j].oStart-diffContext <= spans[j-1].oEnd+1+diffContext {
+			j++
+		}
+		group := spans[i:j]
+		ctxBefore := max(0, group[0].oStart-diffContext)
+		ctxAfterEnd := min(len(oldLines), group[len(group)-1].oEnd+1+diffContext)
 		removed, added := 0, 0
-		for _, op := range ops {
-			switch op.kind {
-			case '-':
-				removed++
-			case '+':
-				added++
-			}
-		}
-		oldCount := oStart - ctxBefore + len(old) + ctxAfterEnd - (oEnd + 1)
-		newCount := oldCount - removed + added
-		fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", ctxBefore+1, oldCount, nStart-(oStart-ctxBefore)+1, newCount)
-		for i := ctxBefore; i < oStart; i++ {
-			fmt.Fprintf(&b, "  %*d %s\n", width, i+1+nStart-oStart, oldLines[i])
-		}
-		oi, ni := oStart, nStart
-		for _, op := range ops {
-			switch op.kind {
-			case ' ':
-				fmt.Fprintf(&b, "  %*d %s\n", width, ni+1, op.text)
-				oi++
-				ni++
-			case '-':
-				fmt.Fprintf(&b, "- %*d %s\n", width, oi+1, op.text)
-				oi++
-			case '+':
-				if first == 0 {
-					first = ni + 1
+		for _, sp := range group {
+			for _, op := range sp.ops {
+				switch op.kind {
+				case '-':
+					removed++
+				case '+':
+					added++
 				}
-				fmt.Fprintf(&b, "+ %*d %s\n", width, ni+1, op.text)
-				ni++
-			}
-			if op.kind == '-' && first == 0 {
-				first = ni + 1
 			}
 		}
-		for i := oEnd + 1; i < ctxAfterEnd; i++ {
-			fmt.Fprintf(&b, "  %*d %s\n", width, ni+1, oldLines[i])
-			ni++
+		oldCount := ctxAfterEnd - ctxBefore
+		newStart := group[0].nStart - (group[0].oStart - ctxBefore)
+		fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", ctxBefore+1, oldCount, newStart+1, oldCount-removed+added)
+		oi, ni := ctxBefore, newStart
+		for _, sp := range group {
+			for ; oi < sp.oStart; oi, ni = oi+1, ni+1 { // context up to the region
+				fmt.Fprintf(&b, "  %*d %s\n", width, ni+1, oldLines[oi])
+			}
+			for _, op := range sp.ops {
+				switch op.kind {
+				case ' ':
+					fmt.Fprintf(&b, "  %*d %s\n", width, ni+1, op.text)
+					oi++
+					ni++
+				case '-':
+					if first == 0 {
+						first = ni + 1
+					}
+					fmt.Fprintf(&b, "- %*d %s\n", width, oi+1, op.text)
+					oi++
+				case '+':
+					if first == 0 {
+						first = ni + 1
+					}
+					fmt.Fprintf(&b, "+ %*d %s\n", width, ni+1, op.text)
+					ni++
+				}
+			}
 		}
+		for ; oi < ctxAfterEnd; oi, ni = oi+1, ni+1 {
+			fmt.Fprintf(&b, "  %*d %s\n", width, ni+1, oldLines[oi])
+		}
+		i = j
 	}
 	return strings.TrimRight(b.String(), "\n"), first
 }

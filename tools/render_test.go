@@ -41,3 +41,27 @@ func TestRenderGoldens(t *testing.T) {
 		golden(t, name, b.String())
 	}
 }
+
+// Edits whose context windows touch share one hunk, and line numbers on the
+// new side follow the lines an earlier edit added.
+func TestNearbyEditsShareAHunk(t *testing.T) {
+	f := newFixture(t)
+	f.write("ten.txt", "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n")
+	m := f.call("edit", edits("ten.txt", "b\n", "b1\nb2\n", "e\n", "E\n"))
+	require.False(t, m.IsError, text(m))
+	d := m.Details.(tools.EditDetails)
+	require.Equal(t, strings.Join([]string{
+		"@@ -1,8 +1,9 @@",
+		"   1 a",
+		"-  2 b",
+		"+  2 b1",
+		"+  3 b2",
+		"   4 c",
+		"   5 d",
+		"-  5 e",
+		"+  6 E",
+		"   7 f",
+		"   8 g",
+		"   9 h",
+	}, "\n"), d.Diff)
+}
