@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"net/http"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -14,19 +13,6 @@ import (
 
 	"github.com/pi-remote/pi-remote/loop"
 )
-
-// AnthropicOptions configure the Anthropic Messages provider.
-type AnthropicOptions struct {
-	Model   string
-	APIKey  string
-	BaseURL string // "" is Anthropic's API
-	// MaxTokens bounds one response (required by the API). Default 16384.
-	MaxTokens int
-	// MaxRetries bounds retries before any output (429, 5xx, 529
-	// overloaded, connection errors), with backoff. Default 3.
-	MaxRetries int
-	HTTPClient *http.Client
-}
 
 // Anthropic streams the Messages API.
 type Anthropic struct {
@@ -36,12 +22,8 @@ type Anthropic struct {
 }
 
 // NewAnthropic returns a provider for o.Model.
-func NewAnthropic(o AnthropicOptions) *Anthropic {
-	retries := o.MaxRetries
-	if retries == 0 {
-		retries = 3
-	}
-	opts := []option.RequestOption{option.WithAPIKey(o.APIKey), option.WithMaxRetries(retries)}
+func NewAnthropic(o Options) *Anthropic {
+	opts := []option.RequestOption{option.WithAPIKey(o.APIKey), option.WithMaxRetries(o.retries())}
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}

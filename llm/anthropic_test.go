@@ -76,7 +76,7 @@ func newFakeAnthropic(t *testing.T, responses ...func(w http.ResponseWriter)) (*
 	f := &fakeAnthropic{responses: responses}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	return f, NewAnthropic(AnthropicOptions{Model: "claude-sonnet-4-5", APIKey: "sk-ant-test", BaseURL: srv.URL})
+	return f, NewAnthropic(Options{Model: "claude-sonnet-4-5", APIKey: "sk-ant-test", BaseURL: srv.URL})
 }
 
 func TestAnthropicTextAndThinking(t *testing.T) {

@@ -12,10 +12,33 @@ package llm
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"net/http"
 	"regexp"
 
 	"github.com/pi-remote/pi-remote/loop"
 )
+
+// Options configure a provider.
+type Options struct {
+	Model   string
+	APIKey  string
+	BaseURL string // "" is the provider's own API
+	// MaxRetries bounds retries of a request that failed before any output
+	// (429, 5xx, Anthropic's 529 overloaded, connection errors), with the
+	// SDK's backoff. Default 3.
+	MaxRetries int
+	// MaxTokens bounds one response where the API requires it (Anthropic;
+	// default 16384).
+	MaxTokens  int
+	HTTPClient *http.Client
+}
+
+func (o Options) retries() int {
+	if o.MaxRetries == 0 {
+		return 3
+	}
+	return o.MaxRetries
+}
 
 // interruptedResult is the text of the synthetic result for a tool call
 // whose result never came (the run was aborted or crashed in between).

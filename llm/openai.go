@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"net/http"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -17,17 +16,6 @@ import (
 	"github.com/pi-remote/pi-remote/loop"
 )
 
-// OpenAIOptions configure an OpenAI-compatible provider.
-type OpenAIOptions struct {
-	Model   string
-	APIKey  string
-	BaseURL string // "" is OpenAI's own API
-	// MaxRetries bounds retries of a request that failed before any output
-	// (429, 5xx, connection errors), with backoff. Default 3.
-	MaxRetries int
-	HTTPClient *http.Client
-}
-
 // OpenAI streams Chat Completions from any server that speaks the API.
 type OpenAI struct {
 	client openai.Client
@@ -35,12 +23,8 @@ type OpenAI struct {
 }
 
 // NewOpenAI returns a provider for o.Model.
-func NewOpenAI(o OpenAIOptions) *OpenAI {
-	retries := o.MaxRetries
-	if retries == 0 {
-		retries = 3
-	}
-	opts := []option.RequestOption{option.WithAPIKey(o.APIKey), option.WithMaxRetries(retries)}
+func NewOpenAI(o Options) *OpenAI {
+	opts := []option.RequestOption{option.WithAPIKey(o.APIKey), option.WithMaxRetries(o.retries())}
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}

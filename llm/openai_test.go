@@ -70,7 +70,7 @@ func newFake(t *testing.T, responses ...func(w http.ResponseWriter)) (*fakeOpenA
 	f := &fakeOpenAI{responses: responses}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	return f, NewOpenAI(OpenAIOptions{Model: "gpt-4o-mini", APIKey: "sk-test", BaseURL: srv.URL + "/v1"})
+	return f, NewOpenAI(Options{Model: "gpt-4o-mini", APIKey: "sk-test", BaseURL: srv.URL + "/v1"})
 }
 
 func collect(m loop.Model, ctx context.Context, req loop.Request) []loop.StreamEvent {

@@ -96,13 +96,13 @@ func newModel(o *runOptions) (loop.Model, error) {
 		if key == "" {
 			key = "none"
 		}
-		return llm.NewOpenAI(llm.OpenAIOptions{Model: id, APIKey: key, BaseURL: o.baseURL}), nil
+		return llm.NewOpenAI(llm.Options{Model: id, APIKey: key, BaseURL: o.baseURL}), nil
 	case "anthropic":
 		key := os.Getenv("ANTHROPIC_API_KEY")
 		if key == "" && o.baseURL == "" {
 			return nil, usageErrorf("ANTHROPIC_API_KEY is not set: export it, or point --base-url at an Anthropic-compatible server that needs no key")
 		}
-		return llm.NewAnthropic(llm.AnthropicOptions{Model: id, APIKey: key, BaseURL: o.baseURL}), nil
+		return llm.NewAnthropic(llm.Options{Model: id, APIKey: key, BaseURL: o.baseURL}), nil
 	case "scripted":
 		m, err := llm.LoadScript(id)
 		if err != nil {
