@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -86,4 +87,28 @@ func TestTwoHostsWithIdenticalPathsStayIsolated(t *testing.T) {
 	}
 	_, err = os.Stat(name)
 	assert.ErrorIs(t, err, os.ErrNotExist, "neither host wrote to this machine's own "+workspace)
+}
+
+// The CLI with two named hosts whose identical paths are different files:
+// the host argument picks one, the first is the default, check reports
+// both.
+func TestCLIWithTwoHosts(t *testing.T) {
+	dev, db := isolatedServer(t), isolatedServer(t)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	require.NoError(t, os.WriteFile(kh, []byte(readFile(t, dev.KnownHosts)+readFile(t, db.KnownHosts)), 0o600))
+	flags := []string{"--host", "dev=" + dev.User + "@" + dev.Addr, "--host", "db=" + db.User + "@" + db.Addr,
+		"--identity", dev.ClientKey, "--identity", db.ClientKey, "--known-hosts", kh, "--ssh-config", "none", "--cwd", workspace}
+
+	code, out, stderr := cli(t, "", append(flags, "tool", "write", `{"path":"role.txt","content":"database\n","host":"db"}`)...)
+	require.Equal(t, 0, code, stderr)
+	code, out, _ = cli(t, "", append(flags, "tool", "read", `{"path":"role.txt"}`)...)
+	assert.Equal(t, 1, code, "not on dev, the default host: %s", out)
+	code, out, stderr = cli(t, "", append(flags, "tool", "read", `{"path":"role.txt","host":"db"}`)...)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "database\n", out)
+
+	code, out, stderr = cli(t, "", append(flags, "check")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "name:      dev\n")
+	assert.Contains(t, out, "name:      db\n")
 }

@@ -110,6 +110,9 @@ func BuildSystemPrompt(p PromptParts) string {
 		}
 		fmt.Fprintf(&b, "- Host %q: %s; working directory %s. Every path and command acts on this host, not on the machine running the agent.\n", h.Name, where, h.Cwd)
 	}
+	if len(p.Hosts) > 1 {
+		fmt.Fprintf(&b, "- Every tool takes a \"host\" argument naming one of these hosts; without it the tool acts on %q. The same path on two hosts is two different files.\n", p.Hosts[0].Name)
+	}
 	fmt.Fprintf(&b, "- Current date: %s\n", p.Date.Format("2006-01-02"))
 	if len(p.ContextFiles) > 0 {
 		b.WriteString("\nProject context (instructions from the repository; follow them):\n")

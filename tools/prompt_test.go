@@ -61,3 +61,13 @@ func TestBuildSystemPromptGolden(t *testing.T) {
 	})
 	golden(t, "system_prompt_run.txt", prompt)
 }
+
+func TestSystemPromptListsEveryHost(t *testing.T) {
+	p := tools.BuildSystemPrompt(tools.PromptParts{
+		Hosts: []tools.HostInfo{{Name: "dev", User: "a", Host: "dev1", Cwd: "/src"}, {Name: "db", User: "b", Host: "db1", Cwd: "/var/lib"}},
+		Date:  time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC),
+	})
+	assert.Contains(t, p, `- Host "dev": a@dev1; working directory /src.`)
+	assert.Contains(t, p, `- Host "db": b@db1; working directory /var/lib.`)
+	assert.Contains(t, p, `without it the tool acts on "dev"`)
+}

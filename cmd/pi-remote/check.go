@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -34,6 +35,7 @@ host-key failure (the message says what to do).`,
 
 // checkReport is what check prints.
 type checkReport struct {
+	Name     string   `json:"name"`
 	Host     string   `json:"host"`
 	Via      []string `json:"via,omitempty"`
 	HostKey  string   `json:"hostKey,omitempty"`
@@ -49,26 +51,51 @@ type checkReport struct {
 }
 
 func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool) error {
-	t, err := openTarget(ctx, g)
+	ts, err := openTargets(ctx, g)
 	if err != nil {
 		return err
 	}
-	defer t.close()
-	var r checkReport
-	if t.host == nil {
-		r.Host = "local"
-	} else {
+	defer ts.close()
+	var reports []checkReport
+	for _, t := range ts {
+		r, err := checkTarget(ctx, t)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, r)
+	}
+	if asJSON {
+		enc := json.NewEncoder(ios.out)
+		enc.SetIndent("", "  ")
+		if len(reports) == 1 {
+			return enc.Encode(reports[0])
+		}
+		return enc.Encode(reports)
+	}
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(ios.out)
+		}
+		printReport(ios.out, r, ts[i].host != nil)
+	}
+	return nil
+}
+
+func checkTarget(ctx context.Context, t *target) (checkReport, error) {
+	r := checkReport{Name: t.name, Host: "local"}
+	if t.host != nil {
 		info, err := t.host.Connect(ctx)
 		if err != nil {
-			return connectionError(err)
+			return r, connectionError(err)
 		}
 		r = reportFrom(info)
+		r.Name = t.name
 		// The best of a few round trips: the first may pay for warm-up.
 		best := time.Duration(0)
 		for range 5 {
 			d, err := t.host.Ping(ctx)
 			if err != nil {
-				return connectionError(err)
+				return r, connectionError(err)
 			}
 			if best == 0 || d < best {
 				best = d
@@ -78,20 +105,19 @@ func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool)
 	}
 	caps, err := t.env.Capabilities(ctx)
 	if err != nil {
-		return hostError(err)
+		return r, hostError(err)
 	}
 	r.Home, r.Bash, r.Rg, r.Fd = caps.Home, caps.Bash != "", caps.Rg != "", caps.Fd
-	if asJSON {
-		enc := json.NewEncoder(ios.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	}
-	w := ios.out
+	return r, nil
+}
+
+func printReport(w io.Writer, r checkReport, remote bool) {
+	fmt.Fprintf(w, "name:      %s\n", r.Name)
 	fmt.Fprintf(w, "host:      %s\n", r.Host)
 	if len(r.Via) > 0 {
 		fmt.Fprintf(w, "via:       %s\n", strings.Join(r.Via, " -> "))
 	}
-	if t.host != nil {
+	if remote {
 		fmt.Fprintf(w, "host key:  %s\n", r.HostKey)
 		fmt.Fprintf(w, "auth:      %s\n", r.Auth)
 		fmt.Fprintf(w, "sftp:      %s\n", yesNo(r.SFTP, "available", "missing (files go over the shell)"))
@@ -104,10 +130,9 @@ func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool)
 	if len(r.Helpers) > 0 {
 		fmt.Fprintf(w, "helpers:   %s\n", strings.Join(r.Helpers, " "))
 	}
-	if t.host != nil {
+	if remote {
 		fmt.Fprintf(w, "rtt:       %.2f ms\n", r.RTTMilli)
 	}
-	return nil
 }
 
 func reportFrom(info ssh.Info) checkReport {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -15,6 +17,7 @@ import (
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/local"
 	"github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/tools"
 )
 
 // hostFlags select the host and say how to reach it; every command has them.
@@ -29,7 +32,7 @@ type hostFlags struct {
 }
 
 func (h *hostFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&h.hosts, "host", nil, "host to act on: [user@]host[:port] or an ssh_config alias (default: this machine)")
+	fs.StringArrayVar(&h.hosts, "host", nil, "host to act on: [user@]host[:port] or an ssh_config alias (default: this machine); repeat as NAME=SPEC for several, the first is the default")
 	fs.StringArrayVar(&h.identities, "identity", nil, "private key file to log in with (repeatable; tried before ssh_config's)")
 	fs.StringVar(&h.knownHosts, "known-hosts", "", "known_hosts file (default: ssh_config's UserKnownHostsFile or ~/.ssh/known_hosts)")
 	fs.BoolVar(&h.acceptNew, "accept-new-host-key", false, "record the key of a host seen for the first time (a changed key is always refused)")
@@ -67,9 +70,10 @@ func isConnectionFailure(err error) bool {
 	return errors.As(err, &ce) || errors.Is(err, ops.ErrConnectionLost)
 }
 
-// target is the execution environment the flags select, with the SSH host
-// behind it when it is remote.
+// target is one execution environment the flags select, with the SSH
+// host behind it when it is remote.
 type target struct {
+	name string
 	env  *env.ExecutionEnv
 	host *ssh.Host // nil for this machine
 }
@@ -90,35 +94,113 @@ func (t *target) lost(ctx context.Context) bool {
 	return err != nil && isConnectionFailure(err)
 }
 
-// openTarget builds the environment the flags select. For a remote host it
-// connects first, so that connection problems surface as exit 3 before any
-// tool runs.
-func openTarget(ctx context.Context, g *globalOptions) (*target, error) {
-	switch len(g.host.hosts) {
-	case 0:
-		e, err := localEnv(g.cwd)
-		return &target{env: e}, err
-	case 1:
-	default:
-		return nil, usageErrorf("--host given %d times; one host per run is supported", len(g.host.hosts))
+// where identifies the target for session files: "local" or
+// user@host:port.
+func (t *target) where() string {
+	if t.host == nil {
+		return "local"
 	}
-	cfg, err := g.host.sshConfigFor(g.host.hosts[0])
-	if err != nil {
-		return nil, err
-	}
-	t := &target{host: ssh.New(cfg, ssh.HostOptions{})}
-	if err := t.open(ctx, cfg, g.cwd); err != nil {
+	cfg := t.host.Config()
+	return cfg.String()
+}
+
+// targets are the environments of one command; the first is the default.
+type targets []*target
+
+func (ts targets) close() {
+	for _, t := range ts {
 		t.close()
+	}
+}
+
+func (ts targets) lost(ctx context.Context) bool {
+	for _, t := range ts {
+		if t.lost(ctx) {
+			return true
+		}
+	}
+	return false
+}
+
+// definitions are the tools of every target; with several, each tool takes
+// an optional host argument.
+func (ts targets) definitions() ([]tools.Definition, error) {
+	var hosts []tools.Host
+	for _, t := range ts {
+		hosts = append(hosts, tools.Host{Name: t.name, Defs: definitions(t.env)})
+	}
+	return tools.ForHosts(hosts)
+}
+
+var hostName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// splitHostFlag reads "NAME=SPEC" or "SPEC".
+func splitHostFlag(v string) (name, spec string) {
+	if n, s, ok := strings.Cut(v, "="); ok && hostName.MatchString(n) && !strings.Contains(n, "@") {
+		return n, s
+	}
+	return "", v
+}
+
+// openTargets builds the environments the flags select: this machine
+// without --host; otherwise one per --host (NAME=SPEC names it; SPEC
+// "local" is this machine). Remote hosts are connected first, so that
+// connection problems surface as exit 3 before any tool runs.
+func openTargets(ctx context.Context, g *globalOptions) (targets, error) {
+	if len(g.host.hosts) == 0 {
+		e, err := localEnv(g.cwd, "local")
+		if err != nil {
+			return nil, err
+		}
+		return targets{{name: "local", env: e}}, nil
+	}
+	var ts targets
+	fail := func(err error) (targets, error) {
+		ts.close()
 		return nil, err
 	}
-	return t, nil
+	seen := map[string]bool{}
+	for _, v := range g.host.hosts {
+		name, spec := splitHostFlag(v)
+		var t *target
+		if spec == "local" {
+			if name == "" {
+				name = "local"
+			}
+			e, err := localEnv(g.cwd, name)
+			if err != nil {
+				return fail(err)
+			}
+			t = &target{name: name, env: e}
+		} else {
+			cfg, err := g.host.sshConfigFor(spec)
+			if err != nil {
+				return fail(err)
+			}
+			if name == "" {
+				name = cfg.Alias
+			}
+			t = &target{name: name, host: ssh.New(cfg, ssh.HostOptions{})}
+			if err := t.open(ctx, cfg, g.cwd); err != nil {
+				t.close()
+				return fail(err)
+			}
+		}
+		if seen[name] {
+			t.close()
+			return fail(usageErrorf("--host: the name %q is used twice; name hosts with NAME=SPEC", name))
+		}
+		seen[name] = true
+		ts = append(ts, t)
+	}
+	return ts, nil
 }
 
 func (t *target) open(ctx context.Context, cfg ssh.Config, cwd string) error {
 	if _, err := t.host.Connect(ctx); err != nil {
 		return connectionError(err)
 	}
-	t.env = env.New(t.host, env.Options{Name: cfg.Alias})
+	t.env = env.New(t.host, env.Options{Name: t.name})
 	if cwd == "" {
 		return nil
 	}
@@ -139,7 +221,7 @@ func (t *target) open(ctx context.Context, cfg ssh.Config, cwd string) error {
 	if err != nil {
 		return hostError(err)
 	}
-	t.env = env.New(t.host, env.Options{Name: cfg.Alias, Cwd: path.Clean(abs), Home: home})
+	t.env = env.New(t.host, env.Options{Name: t.name, Cwd: path.Clean(abs), Home: home})
 	return nil
 }
 
@@ -151,7 +233,7 @@ func hostError(err error) error {
 }
 
 // localEnv is this machine with cwd (default: the current directory).
-func localEnv(cwd string) (*env.ExecutionEnv, error) {
+func localEnv(cwd, name string) (*env.ExecutionEnv, error) {
 	if cwd == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -174,7 +256,7 @@ func localEnv(cwd string) (*env.ExecutionEnv, error) {
 	if err != nil {
 		home = "/"
 	}
-	return env.New(local.New(), env.Options{Name: "local", Cwd: abs, Home: home}), nil
+	return env.New(local.New(), env.Options{Name: name, Cwd: abs, Home: home}), nil
 }
 
 func unwrapPath(err error) error {

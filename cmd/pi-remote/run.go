@@ -159,21 +159,34 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	if prompt == "" && o.mode != "print" {
 		return usageErrorf("interactive mode needs --mode print; pass a prompt for --mode json")
 	}
-	t, err := openTarget(ctx, g)
+	ts, err := openTargets(ctx, g)
 	if err != nil {
 		return err
 	}
-	defer t.close()
-	defs := definitions(t.env)
+	defer ts.close()
+	defs, err := ts.definitions()
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
 	activeNames := splitList(o.tools)
 	if _, err := tools.Select(defs, activeNames); err != nil {
 		return usageErrorf("--tools: %v", err)
 	}
-	info, files, err := tools.Describe(ctx, t.env)
-	if err != nil {
-		return hostError(err)
+	// Every host is described in the prompt; project context comes from
+	// the default (first) host's working directory.
+	var hostInfos []tools.HostInfo
+	var files []tools.ContextFile
+	for i, t := range ts {
+		info, f, err := tools.Describe(ctx, t.env)
+		if err != nil {
+			return hostError(err)
+		}
+		hostInfos = append(hostInfos, info)
+		if i == 0 {
+			files = f
+		}
 	}
-	sess, history, err := openSession(o, t, info.Cwd)
+	sess, history, err := openSession(o, ts, hostInfos[0].Cwd)
 	if err != nil {
 		return err
 	}
@@ -192,7 +205,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 			for _, a := range active {
 				ds = append(ds, byName[a.Name])
 			}
-			return tools.BuildSystemPrompt(tools.PromptParts{Intro: o.systemPrompt, Active: ds, Hosts: []tools.HostInfo{info}, ContextFiles: files, Date: now})
+			return tools.BuildSystemPrompt(tools.PromptParts{Intro: o.systemPrompt, Active: ds, Hosts: hostInfos, ContextFiles: files, Date: now})
 		},
 		ToolExecution: execMode,
 		MaxTurns:      o.maxTurns,
@@ -312,11 +325,14 @@ func (a *agent) interactive(ctx context.Context, ios iostreams, sigs <-chan os.S
 
 // openSession continues --session FILE or, with --continue, the latest
 // session for this host and directory; otherwise it starts a new one.
-func openSession(o *runOptions, t *target, cwd string) (*session.Session, []loop.Message, error) {
-	host := "local"
-	if t.host != nil {
-		cfg := t.host.Config()
-		host = cfg.String()
+func openSession(o *runOptions, ts targets, cwd string) (*session.Session, []loop.Message, error) {
+	var where []string
+	for _, t := range ts {
+		where = append(where, t.name+"="+t.where())
+	}
+	host := strings.Join(where, ",")
+	if len(ts) == 1 {
+		host = ts[0].where()
 	}
 	path := o.session
 	if path == "" {

@@ -122,3 +122,26 @@ func readFileT(t *testing.T, p string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+func TestSeveralHostsOnTheCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	code, out, stderr := runCLI(t, "", "--cwd", dir, "--host", "a=local", "--host", "b=local", "check", "--json")
+	require.Equal(t, 0, code, stderr)
+	var reports []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &reports))
+	require.Len(t, reports, 2, "check reports every host")
+	assert.Equal(t, "a", reports[0]["name"])
+	assert.Equal(t, "b", reports[1]["name"])
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "x.txt"), []byte("x\n"), 0o644))
+	code, out, _ = runCLI(t, "", "--cwd", dir, "--host", "a=local", "--host", "b=local", "tool", "read", `{"path":"x.txt","host":"b"}`)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "x\n", out)
+	code, out, _ = runCLI(t, "", "--cwd", dir, "--host", "a=local", "--host", "b=local", "tool", "read", `{"path":"x.txt","host":"c"}`)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, `unknown host "c"`)
+
+	code, _, stderr = runCLI(t, "", "--cwd", dir, "--host", "a=local", "--host", "a=local", "tool", "ls")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "used twice")
+}

@@ -52,13 +52,15 @@ Exit status: 0 success, 1 the tool returned an error result, 2 usage error,
 }
 
 func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOptions) error {
-	t, err := openTarget(ctx, g)
+	ts, err := openTargets(ctx, g)
 	if err != nil {
 		return err
 	}
-	defer t.close()
-	e := t.env
-	defs := definitions(e)
+	defer ts.close()
+	defs, err := ts.definitions()
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
 	if _, err := tools.Select(defs, []string{o.name}); err != nil {
 		return usageErrorf("%v", err)
 	}
@@ -90,8 +92,8 @@ func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOption
 		fmt.Fprintln(ios.out, strings.TrimRight(msg.Content.Text(), "\n"))
 	}
 	if msg.IsError {
-		if t.lost(ctx) {
-			return connectionError(fmt.Errorf("%s failed: the connection to %s was lost", o.name, e.Name()))
+		if ts.lost(ctx) {
+			return connectionError(fmt.Errorf("%s failed: the connection to the host was lost", o.name))
 		}
 		return &exitError{code: exitToolError, err: fmt.Errorf("%s failed", o.name)}
 	}
