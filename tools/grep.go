@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -134,6 +135,12 @@ func grepScript(caps env.Capabilities, in grepInput, dir, file string) (string, 
 type grepCollector struct {
 	limit  int
 	cancel context.CancelFunc
+	// sorted collects every line first and replays them in path order
+	// (grep walks directories in readdir order; rg with --sort path in
+	// name order), so both engines give the same result.
+	sorted   bool
+	held     []heldLine
+	overflow bool // held lines hit maxHeldLines; the rest was not read
 
 	mu           sync.Mutex
 	partial      []byte
@@ -159,6 +166,16 @@ func (g *grepCollector) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// heldLine is one output line kept for sorting.
+type heldLine struct {
+	path string
+	line string
+}
+
+// maxHeldLines bounds what a sorted search keeps before giving up on the
+// rest (it then reports the match limit as reached).
+const maxHeldLines = 200000
+
 func (g *grepCollector) flush() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -166,9 +183,57 @@ func (g *grepCollector) flush() {
 		g.line(string(g.partial))
 		g.partial = nil
 	}
+	if g.sorted {
+		held := g.held
+		g.sorted, g.held = false, nil
+		slices.SortStableFunc(held, func(a, b heldLine) int { return comparePaths(a.path, b.path) })
+		for _, h := range held {
+			g.line(h.line)
+		}
+		if g.overflow {
+			g.limitReached = true
+		}
+	}
+}
+
+// comparePaths orders paths component by component, as a sorted directory
+// walk visits them ("a/x" before "a-b/x").
+func comparePaths(a, b string) int {
+	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		if c := strings.Compare(as[i], bs[i]); c != 0 {
+			return c
+		}
+	}
+	return len(as) - len(bs)
 }
 
 func (g *grepCollector) line(l string) {
+	if g.limitReached {
+		return
+	}
+	if g.sorted {
+		if g.overflow {
+			return
+		}
+		name, _, ok := strings.Cut(l, "\x00")
+		if !ok {
+			g.line0(l)
+			return
+		}
+		if len(g.held) == maxHeldLines {
+			g.overflow = true
+			g.cancel()
+			return
+		}
+		g.held = append(g.held, heldLine{path: strings.TrimPrefix(name, "./"), line: l})
+		return
+	}
+	g.line0(l)
+}
+
+// line0 handles one line in output order.
+func (g *grepCollector) line0(l string) {
 	if g.limitReached {
 		return
 	}
@@ -228,7 +293,7 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 	script, engine := grepScript(caps, in, dir, file)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	g := &grepCollector{limit: limit, cancel: cancel}
+	g := &grepCollector{limit: limit, cancel: cancel, sorted: engine == "grep" && file == ""}
 	execErr := e.Exec(runCtx, ops.Command{Script: script, Dir: dir, Output: g})
 	g.flush()
 	if ctx.Err() != nil {
