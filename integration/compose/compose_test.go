@@ -202,7 +202,9 @@ func TestParallelEditsOnTwoBoxes(t *testing.T) {
 // working; once it is back, the next call reconnects.
 func TestStoppedBoxAndRecovery(t *testing.T) {
 	requireSandbox(t)
-	fast := func(c *rssh.Config) { c.KeepaliveInterval, c.KeepaliveCount, c.ConnectTimeout = 300*time.Millisecond, 2, 3*time.Second }
+	fast := func(c *rssh.Config) {
+		c.KeepaliveInterval, c.KeepaliveCount, c.ConnectTimeout = 300*time.Millisecond, 2, 3*time.Second
+	}
 	var hosts []tools.Host
 	for _, name := range []string{"devbox", "devbox2"} {
 		e := env.New(connect(t, name, fast), env.Options{Name: name, Cwd: "/home/dev"})
