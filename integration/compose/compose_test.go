@@ -246,3 +246,45 @@ func containerOf(t *testing.T, service string) string {
 	require.NotEmpty(t, id, "no container for %s", service)
 	return strings.Fields(id)[0]
 }
+
+// pi-remote run with a scripted model and two hosts: one parallel batch
+// writes and edits the same path on devbox and devbox2 through the host
+// argument; both files end right.
+func TestScriptedRunOnTwoBoxes(t *testing.T) {
+	requireSandbox(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pi-remote")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/pi-remote")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	path := fmt.Sprintf("/home/dev/work/run-%d.txt", time.Now().UnixNano())
+	var calls []map[string]any
+	for _, h := range []string{"devbox", "devbox2"} {
+		calls = append(calls, map[string]any{"id": "w-" + h, "name": "write", "arguments": map[string]any{"host": h, "path": path, "content": "x\n"}})
+	}
+	for _, h := range []string{"devbox", "devbox2"} {
+		calls = append(calls, map[string]any{"id": "e-" + h, "name": "edit", "arguments": map[string]any{"host": h, "path": path,
+			"edits": []map[string]string{{"oldText": "x\n", "newText": "edited on " + h + "\n"}}}})
+	}
+	script, _ := json.Marshal(map[string]any{"turns": []any{
+		map[string]any{"text": "Writing on both.", "toolCalls": calls},
+		map[string]any{"text": "Both done."},
+	}})
+	scriptFile := filepath.Join(dir, "script.json")
+	require.NoError(t, os.WriteFile(scriptFile, script, 0o644))
+
+	cmd := exec.Command(bin, "--ssh-config", sshConfigFile(), "--host", "devbox=devbox", "--host", "devbox2=devbox2",
+		"run", "--model", "scripted/"+scriptFile, "go")
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	assert.Equal(t, "Writing on both.\nBoth done.\n", stdout.String())
+	for _, h := range []string{"devbox", "devbox2"} {
+		host := connect(t, h, nil)
+		var got strings.Builder
+		require.NoError(t, host.Exec(t.Context(), ops.Command{Script: "cat '" + path + "'; rm -f '" + path + "'", Output: &got}))
+		assert.Equal(t, "edited on "+h+"\n", got.String())
+	}
+}
