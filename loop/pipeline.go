@@ -279,18 +279,29 @@ func (r *runner) executeBatch(ctx context.Context, assistant *AssistantMessage, 
 // prepare → execute → finalize pipeline, emitting tool_execution events.
 // pi-remote's `tool` command and the RPC and MCP servers use it.
 func ExecuteTool(ctx context.Context, cfg Config, call *ToolCall, emit func(Event)) *ToolResultMessage {
+	return StartTool(ctx, cfg, call, emit)()
+}
+
+// StartTool runs a call's prepare stage now — lookup, argument
+// preparation, validation, BeforeToolCall and Admit — and returns the
+// function that executes and finalizes it. Calls started one after another
+// are admitted in that order (a file's mutation queue keeps it) even when
+// they then execute concurrently.
+func StartTool(ctx context.Context, cfg Config, call *ToolCall, emit func(Event)) func() *ToolResultMessage {
 	r := newRunner(cfg, emit)
 	r.emit(ToolExecutionStart{ToolCallID: call.ID, ToolName: call.Name, Args: call.Arguments})
 	p, immediate := r.prepare(ctx, nil, call)
-	var f finalized
-	if immediate != nil {
-		f = finalized{call: call, result: *immediate}
-	} else {
-		res := r.execute(ctx, p)
-		f = finalized{call: call, result: r.finalize(ctx, nil, p, res)}
+	return func() *ToolResultMessage {
+		var f finalized
+		if immediate != nil {
+			f = finalized{call: call, result: *immediate}
+		} else {
+			res := r.execute(ctx, p)
+			f = finalized{call: call, result: r.finalize(ctx, nil, p, res)}
+		}
+		r.emitEnd(f)
+		return r.resultMessage(f)
 	}
-	r.emitEnd(f)
-	return r.resultMessage(f)
 }
 
 // MessageQueue is a concurrency-safe queue of messages, for steering and

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
@@ -65,16 +66,21 @@ Exit status: 0 the run finished, 1 it ended in an error (or was aborted),
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.model, "model", os.Getenv("PI_REMOTE_MODEL"), "PROVIDER/ID: openai/ID, anthropic/ID or scripted/FILE (default $PI_REMOTE_MODEL)")
-	f.StringVar(&o.baseURL, "base-url", "", "URL of an OpenAI-compatible API (e.g. http://127.0.0.1:8000/v1)")
-	f.StringVar(&o.tools, "tools", strings.Join(tools.DefaultActive, ","), "active tools, comma-separated: "+strings.Join(tools.AllNames, ","))
-	f.StringVar(&o.toolExecution, "tool-execution", "parallel", "parallel|sequential")
-	f.IntVar(&o.maxTurns, "max-turns", 50, "most model turns in one run")
-	f.StringVar(&o.systemPrompt, "system-prompt", "", "replace the opening of the system prompt (tools, hosts and project context are still added)")
+	registerAgentFlags(f, o)
 	f.StringVar(&o.mode, "mode", "print", "print|json")
 	f.StringVar(&o.session, "session", "", "session file to continue (or create); default a new file under ~/.pi-remote/sessions")
 	f.BoolVar(&o.cont, "continue", false, "continue the last session for this host and working directory")
 	return cmd
+}
+
+// registerAgentFlags are the flags run and rpc share.
+func registerAgentFlags(f *pflag.FlagSet, o *runOptions) {
+	f.StringVar(&o.model, "model", os.Getenv("PI_REMOTE_MODEL"), "PROVIDER/ID: openai/ID, anthropic/ID or scripted/FILE (default $PI_REMOTE_MODEL)")
+	f.StringVar(&o.baseURL, "base-url", "", "URL of an OpenAI- or Anthropic-compatible API (e.g. http://127.0.0.1:8000/v1)")
+	f.StringVar(&o.tools, "tools", strings.Join(tools.DefaultActive, ","), "active tools, comma-separated: "+strings.Join(tools.AllNames, ","))
+	f.StringVar(&o.toolExecution, "tool-execution", "parallel", "parallel|sequential")
+	f.IntVar(&o.maxTurns, "max-turns", 50, "most model turns in one run")
+	f.StringVar(&o.systemPrompt, "system-prompt", "", "replace the opening of the system prompt (tools, hosts and project context are still added)")
 }
 
 // newModel builds the model the flags name; problems are usage errors that
@@ -137,21 +143,6 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	if o.mode != "print" && o.mode != "json" {
 		return usageErrorf("--mode %q: want print or json", o.mode)
 	}
-	var execMode loop.ExecutionMode
-	switch o.toolExecution {
-	case "parallel":
-	case "sequential":
-		execMode = loop.Sequential
-	default:
-		return usageErrorf("--tool-execution %q: want parallel or sequential", o.toolExecution)
-	}
-	if o.maxTurns <= 0 {
-		return usageErrorf("--max-turns must be positive")
-	}
-	model, err := newModel(o)
-	if err != nil {
-		return err
-	}
 	prompt, err := readPrompt(ios, args)
 	if err != nil {
 		return err
@@ -159,62 +150,22 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	if prompt == "" && o.mode != "print" {
 		return usageErrorf("interactive mode needs --mode print; pass a prompt for --mode json")
 	}
-	ts, err := openTargets(ctx, g)
+	setup, err := newAgentSetup(ctx, g, o, true)
 	if err != nil {
 		return err
 	}
-	defer ts.close()
-	defs, err := ts.definitions()
-	if err != nil {
-		return usageErrorf("%v", err)
-	}
-	activeNames := splitList(o.tools)
-	if _, err := tools.Select(defs, activeNames); err != nil {
-		return usageErrorf("--tools: %v", err)
-	}
-	// Every host is described in the prompt; project context comes from
-	// the default (first) host's working directory.
-	var hostInfos []tools.HostInfo
-	var files []tools.ContextFile
-	for i, t := range ts {
-		info, f, err := tools.Describe(ctx, t.env)
-		if err != nil {
-			return hostError(err)
-		}
-		hostInfos = append(hostInfos, info)
-		if i == 0 {
-			files = f
-		}
-	}
-	sess, history, err := openSession(o, ts, hostInfos[0].Cwd)
+	defer setup.ts.close()
+	cfg := setup.cfg
+	sess, history, err := openSession(o, setup.ts, setup.hosts[0].Cwd)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	byName := map[string]tools.Definition{}
-	for _, d := range defs {
-		byName[d.Name] = d
-	}
-	now := time.Now()
-	cfg := loop.Config{
-		Model:  model,
-		Tools:  tools.WrapAll(defs),
-		Active: activeNames,
-		SystemPrompt: func(active []loop.Tool) string {
-			var ds []tools.Definition
-			for _, a := range active {
-				ds = append(ds, byName[a.Name])
-			}
-			return tools.BuildSystemPrompt(tools.PromptParts{Intro: o.systemPrompt, Active: ds, Hosts: hostInfos, ContextFiles: files, Date: now})
-		},
-		ToolExecution: execMode,
-		MaxTurns:      o.maxTurns,
-	}
 	var out eventWriter
 	if o.mode == "json" {
 		out = newJSONWriter(ios.out)
 	} else {
-		out = newPrintWriter(ios.out, ios.err, byName, isTerminal(ios.err), useColor(ios.err))
+		out = newPrintWriter(ios.out, ios.err, setup.byName, isTerminal(ios.err), useColor(ios.err))
 	}
 	a := &agent{cfg: cfg, sess: sess, history: history, out: out, errw: ios.err}
 	if prompt == "" {
@@ -230,6 +181,88 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		fmt.Fprintf(ios.err, "session: %s\n", sess.Path())
 	}
 	return err
+}
+
+// agentSetup is what run and rpc share: the hosts, their tools and the
+// loop configuration.
+type agentSetup struct {
+	ts     targets
+	defs   []tools.Definition
+	byName map[string]tools.Definition
+	hosts  []tools.HostInfo
+	cfg    loop.Config
+}
+
+// Without requireModel an empty --model leaves the model unset (rpc serves
+// tool commands without one).
+func newAgentSetup(ctx context.Context, g *globalOptions, o *runOptions, requireModel bool) (*agentSetup, error) {
+	var execMode loop.ExecutionMode
+	switch o.toolExecution {
+	case "parallel":
+	case "sequential":
+		execMode = loop.Sequential
+	default:
+		return nil, usageErrorf("--tool-execution %q: want parallel or sequential", o.toolExecution)
+	}
+	if o.maxTurns <= 0 {
+		return nil, usageErrorf("--max-turns must be positive")
+	}
+	var model loop.Model
+	if o.model != "" || requireModel {
+		m, err := newModel(o)
+		if err != nil {
+			return nil, err
+		}
+		model = m
+	}
+	ts, err := openTargets(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	s := &agentSetup{ts: ts, byName: map[string]tools.Definition{}}
+	fail := func(err error) (*agentSetup, error) {
+		ts.close()
+		return nil, err
+	}
+	if s.defs, err = ts.definitions(); err != nil {
+		return fail(usageErrorf("%v", err))
+	}
+	activeNames := splitList(o.tools)
+	if _, err := tools.Select(s.defs, activeNames); err != nil {
+		return fail(usageErrorf("--tools: %v", err))
+	}
+	// Every host is described in the prompt; project context comes from
+	// the default (first) host's working directory.
+	var files []tools.ContextFile
+	for i, t := range ts {
+		info, f, err := tools.Describe(ctx, t.env)
+		if err != nil {
+			return fail(hostError(err))
+		}
+		s.hosts = append(s.hosts, info)
+		if i == 0 {
+			files = f
+		}
+	}
+	for _, d := range s.defs {
+		s.byName[d.Name] = d
+	}
+	now := time.Now()
+	s.cfg = loop.Config{
+		Model:  model,
+		Tools:  tools.WrapAll(s.defs),
+		Active: activeNames,
+		SystemPrompt: func(active []loop.Tool) string {
+			var ds []tools.Definition
+			for _, a := range active {
+				ds = append(ds, s.byName[a.Name])
+			}
+			return tools.BuildSystemPrompt(tools.PromptParts{Intro: o.systemPrompt, Active: ds, Hosts: s.hosts, ContextFiles: files, Date: now})
+		},
+		ToolExecution: execMode,
+		MaxTurns:      o.maxTurns,
+	}
+	return s, nil
 }
 
 // agent is one conversation: its configuration, session file and history.

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pi-remote/pi-remote/loop"
+)
+
+func newRPCCmd(ios iostreams, g *globalOptions) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "rpc",
+		Short: "Serve JSONL commands on stdin; responses and events on stdout",
+		Long: `Serve the agent and its tools over JSON lines: one command object per line on
+stdin, one response or event object per line on stdout. See docs/rpc.md.
+
+Commands: prompt, steer, follow_up, abort, get_state, get_messages, set_model,
+and tool (run one tool directly, no model). Several tool commands may be in
+flight at once; mutations of one file still apply in arrival order.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return rpcRun(cmd.Context(), ios, g, o)
+		},
+	}
+	f := cmd.Flags()
+	registerAgentFlags(f, o)
+	return cmd
+}
+
+// rpcCommand is one line of input.
+type rpcCommand struct {
+	ID       json.RawMessage `json:"id,omitempty"`
+	Type     string          `json:"type"`
+	Message  string          `json:"message,omitempty"`
+	Provider string          `json:"provider,omitempty"`
+	Model    string          `json:"model,omitempty"`
+	Name     string          `json:"name,omitempty"`
+	Args     json.RawMessage `json:"args,omitempty"`
+	Host     string          `json:"host,omitempty"`
+}
+
+// rpcResponse answers one command.
+type rpcResponse struct {
+	Type    string          `json:"type"` // "response"
+	ID      json.RawMessage `json:"id,omitempty"`
+	Command string          `json:"command"`
+	Success bool            `json:"success"`
+	Data    any             `json:"data,omitempty"`
+	Error   string          `json:"error,omitempty"`
+}
+
+type rpcServer struct {
+	setup *agentSetup
+	opts  *runOptions
+
+	outMu sync.Mutex
+	out   *bufio.Writer
+
+	mu       sync.Mutex
+	history  []loop.Message
+	model    string
+	cancel   context.CancelFunc // the running prompt's, nil when idle
+	running  chan struct{}      // closed when the running prompt ends
+	steer    loop.MessageQueue
+	followUp loop.MessageQueue
+
+	tools    sync.WaitGroup
+	toolCtx  context.Context
+	toolStop context.CancelFunc
+	toolSeq  atomic.Int64
+}
+
+func rpcRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions) error {
+	setup, err := newAgentSetup(ctx, g, o, false)
+	if err != nil {
+		return err
+	}
+	defer setup.ts.close()
+	s := &rpcServer{setup: setup, opts: o, out: bufio.NewWriter(ios.out), model: o.model}
+	// Interrupts do not end the server; abort does, per command.
+	base := context.WithoutCancel(ctx)
+	s.toolCtx, s.toolStop = context.WithCancel(base)
+	r := bufio.NewReaderSize(ios.in, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		if len(bytes.TrimSpace(line)) > 0 {
+			s.handle(base, line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	// End of input: let in-flight work finish.
+	s.tools.Wait()
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	if running != nil {
+		<-running
+	}
+	return nil
+}
+
+func (s *rpcServer) write(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(rpcResponse{Type: "response", Command: "internal", Error: err.Error()})
+	}
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	s.out.Write(b)
+	s.out.WriteByte('\n')
+	s.out.Flush()
+}
+
+func (s *rpcServer) event(e loop.Event) {
+	b, err := loop.MarshalEvent(e)
+	if err != nil {
+		return
+	}
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	s.out.Write(b)
+	s.out.WriteByte('\n')
+	s.out.Flush()
+}
+
+func (s *rpcServer) reply(c rpcCommand, data any, err error) {
+	r := rpcResponse{Type: "response", ID: c.ID, Command: c.Type, Success: err == nil, Data: data}
+	if err != nil {
+		r.Error = err.Error()
+		r.Data = nil
+	}
+	s.write(r)
+}
+
+func (s *rpcServer) handle(ctx context.Context, line []byte) {
+	var c rpcCommand
+	if err := json.Unmarshal(line, &c); err != nil {
+		s.write(rpcResponse{Type: "response", Command: "parse", Error: "malformed command: " + err.Error()})
+		return
+	}
+	switch c.Type {
+	case "prompt":
+		s.reply(c, nil, s.prompt(ctx, c.Message))
+	case "steer", "follow_up":
+		if strings.TrimSpace(c.Message) == "" {
+			s.reply(c, nil, errors.New("message is empty"))
+			return
+		}
+		q := &s.steer
+		if c.Type == "follow_up" {
+			q = &s.followUp
+		}
+		q.Push(loop.NewUserText(c.Message))
+		s.reply(c, nil, nil)
+	case "abort":
+		// The running prompt and the tool commands in flight stop; later
+		// commands run normally.
+		s.mu.Lock()
+		cancelRun, stopTools := s.cancel, s.toolStop
+		s.toolCtx, s.toolStop = context.WithCancel(ctx)
+		s.mu.Unlock()
+		if cancelRun != nil {
+			cancelRun()
+		}
+		stopTools()
+		s.reply(c, nil, nil)
+	case "get_state":
+		s.mu.Lock()
+		var hosts []string
+		for _, t := range s.setup.ts {
+			hosts = append(hosts, t.name)
+		}
+		state := map[string]any{"running": s.cancel != nil, "model": s.model, "messages": len(s.history), "hosts": hosts, "tools": s.setup.cfg.Active}
+		s.mu.Unlock()
+		s.reply(c, state, nil)
+	case "get_messages":
+		s.mu.Lock()
+		msgs := append([]loop.Message(nil), s.history...)
+		s.mu.Unlock()
+		s.reply(c, map[string]any{"messages": msgs}, nil)
+	case "set_model":
+		s.reply(c, nil, s.setModel(c.Provider, c.Model))
+	case "tool":
+		s.tool(c)
+	default:
+		s.reply(c, nil, fmt.Errorf("unknown command %q", c.Type))
+	}
+}
+
+func (s *rpcServer) prompt(base context.Context, message string) error {
+	if strings.TrimSpace(message) == "" {
+		return errors.New("message is empty")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return errors.New("a prompt is running: use steer or follow_up, or abort it first")
+	}
+	if s.setup.cfg.Model == nil {
+		return errors.New("no model: start with --model or send set_model first")
+	}
+	ctx, cancel := context.WithCancel(base)
+	done := make(chan struct{})
+	s.cancel, s.running = cancel, done
+	cfg := s.setup.cfg
+	cfg.Steering, cfg.FollowUp = s.steer.Drain, s.followUp.Drain
+	history := append([]loop.Message(nil), s.history...)
+	go func() {
+		defer close(done)
+		msgs, _ := loop.Run(ctx, cfg, history, []loop.Message{loop.NewUserText(message)}, s.event)
+		s.mu.Lock()
+		s.history = append(s.history, msgs...)
+		s.cancel, s.running = nil, nil
+		s.mu.Unlock()
+		cancel()
+	}()
+	return nil
+}
+
+func (s *rpcServer) setModel(provider, model string) error {
+	if provider == "" || model == "" {
+		return errors.New("set_model needs provider and model")
+	}
+	o := *s.opts
+	o.model = provider + "/" + model
+	m, err := newModel(&o)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.err
+		}
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setup.cfg.Model = m
+	s.model = o.model
+	return nil
+}
+
+// tool runs one tool directly. Its prepare stage (validation and its place
+// in a file's mutation queue) happens here, in arrival order; execution
+// then runs concurrently with other commands.
+func (s *rpcServer) tool(c rpcCommand) {
+	args := c.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if c.Host != "" {
+		var m map[string]any
+		if err := json.Unmarshal(args, &m); err != nil {
+			s.reply(c, nil, fmt.Errorf("args: %v", err))
+			return
+		}
+		if len(s.setup.ts) == 1 {
+			if c.Host != s.setup.ts[0].name {
+				s.reply(c, nil, fmt.Errorf("unknown host %q (host: %s)", c.Host, s.setup.ts[0].name))
+				return
+			}
+		} else {
+			m["host"] = c.Host
+			args, _ = json.Marshal(m)
+		}
+	}
+	id := fmt.Sprintf("rpc-%d", s.toolSeq.Add(1))
+	if len(c.ID) > 0 {
+		id = strings.Trim(string(c.ID), `"`)
+	}
+	s.mu.Lock()
+	ctx := s.toolCtx
+	s.mu.Unlock()
+	cfg := loop.Config{Tools: s.setup.cfg.Tools, MaxArgumentBytes: maxArgsInput}
+	run := loop.StartTool(ctx, cfg, &loop.ToolCall{ID: id, Name: c.Name, Arguments: args}, nil)
+	s.tools.Go(func() {
+		m := run()
+		s.reply(c, map[string]any{"content": m.Content, "details": m.Details, "isError": m.IsError}, nil)
+	})
+}
