@@ -89,7 +89,7 @@ canonical path, so parallel edits never lose each other.`,
 	}
 	cmd.PersistentFlags().StringVar(&g.cwd, "cwd", "", "working directory on the host (default: the current directory locally, the home directory on a remote host)")
 	g.host.register(cmd.PersistentFlags())
-	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io), newCheckCmd(io, g), newRunCmd(io, g), newRPCCmd(io, g))
+	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io), newCheckCmd(io, g), newRunCmd(io, g), newRPCCmd(io, g), newMCPCmd(io, g))
 	return cmd
 }
 

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/tools"
+)
+
+func newMCPCmd(ios iostreams, g *globalOptions) *cobra.Command {
+	var toolList string
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the tools of the chosen host(s) as an MCP server on stdio",
+		Long: `Serve pi-remote's tools over the Model Context Protocol on stdin/stdout, so
+another agent (Claude Code, Codex, Cursor...) works on the chosen host(s)
+through pi-remote's persistent connection and mutation queue.
+
+bash output arrives as progress notifications when the client asks for
+progress; cancelling a call kills the remote command; tool failures are
+tool results with isError, not protocol errors.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return mcpRun(cmd.Context(), ios, g, toolList)
+		},
+	}
+	cmd.Flags().StringVar(&toolList, "tools", strings.Join(tools.DefaultActive, ","), "tools to expose, comma-separated: "+strings.Join(tools.AllNames, ","))
+	return cmd
+}
+
+func mcpRun(ctx context.Context, ios iostreams, g *globalOptions, toolList string) error {
+	ts, err := openTargets(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer ts.close()
+	defs, err := ts.definitions()
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	active, err := tools.Select(defs, splitList(toolList))
+	if err != nil {
+		return usageErrorf("--tools: %v", err)
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "pi-remote", Version: "dev"}, nil)
+	cfg := loop.Config{Tools: tools.WrapAll(defs), MaxArgumentBytes: maxArgsInput}
+	var seq atomic.Int64
+	for _, d := range active {
+		var schema map[string]any
+		if err := json.Unmarshal(d.Parameters, &schema); err != nil {
+			return fmt.Errorf("tool %s: schema: %w", d.Name, err)
+		}
+		server.AddTool(&mcp.Tool{Name: d.Name, Description: d.Description, InputSchema: schema},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				args := req.Params.Arguments
+				if len(args) == 0 {
+					args = json.RawMessage("{}")
+				}
+				token := req.Params.GetProgressToken()
+				var progress float64
+				emit := func(e loop.Event) {
+					u, ok := e.(loop.ToolExecutionUpdate)
+					if !ok || token == nil {
+						return
+					}
+					progress++
+					req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+						ProgressToken: token, Progress: progress, Message: tailLines(u.PartialResult.Content.Text(), liveLines),
+					})
+				}
+				call := &loop.ToolCall{ID: fmt.Sprintf("mcp-%d", seq.Add(1)), Name: d.Name, Arguments: args}
+				m := loop.ExecuteTool(ctx, cfg, call, emit)
+				res := &mcp.CallToolResult{IsError: m.IsError}
+				for _, c := range m.Content {
+					switch c := c.(type) {
+					case *loop.Text:
+						res.Content = append(res.Content, &mcp.TextContent{Text: c.Text})
+					case *loop.Image:
+						data, err := base64.StdEncoding.DecodeString(c.Data)
+						if err == nil {
+							res.Content = append(res.Content, &mcp.ImageContent{Data: data, MIMEType: c.MimeType})
+						}
+					}
+				}
+				if len(res.Content) == 0 {
+					res.Content = []mcp.Content{&mcp.TextContent{Text: ""}}
+				}
+				return res, nil
+			})
+	}
+	// Interrupts end the server through the transport closing; the root
+	// context's cancellation is not needed for that.
+	return server.Run(ctx, &mcp.IOTransport{Reader: readCloser{ios.in}, Writer: writeCloser{ios.out}})
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// readCloser and writeCloser give the command's streams the Close the MCP
+// transport wants; the process owns the real ones.
+type readCloser struct{ io.Reader }
+
+func (readCloser) Close() error { return nil }
+
+type writeCloser struct{ io.Writer }
+
+func (writeCloser) Close() error { return nil }
