@@ -18,6 +18,7 @@ import (
 	"github.com/pi-remote/pi-remote/integration/sshd"
 	"github.com/pi-remote/pi-remote/ops"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // BenchmarkRemoteTools compares, against one sshd in one run, a tool call on
@@ -310,5 +311,66 @@ func runSSH(b *testing.B, cfg string, extra []string, command string, stdin []by
 func runSCP(b *testing.B, cfg, from, to string) {
 	if out, err := exec.Command("scp", "-q", "-F", cfg, from, to).CombinedOutput(); err != nil {
 		b.Fatalf("scp: %v\n%s", err, out)
+	}
+}
+
+// BenchmarkRPCReads: 500 sequential read calls through `pi-remote rpc`
+// against 500 `ssh host cat` through an OpenSSH ControlMaster, same sshd,
+// same run; then the rpc reads through 20 ms of added RTT. Writes a
+// markdown report to $PI_REMOTE_BENCH_RPC_OUT (default stdout).
+func BenchmarkRPCReads(b *testing.B) {
+	for b.Loop() {
+		runRPCBenchmark(b)
+	}
+}
+
+func runRPCBenchmark(b *testing.B) {
+	srv := sshd.Start(b, sshd.Options{Config: []string{"MaxStartups 100"}})
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "file4k.txt"), []byte(strings.Repeat("0123456789abcde\n", 256)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	sshCfg := writeSSHConfig(b, srv, dir)
+	master := startMaster(b, sshCfg)
+	const n = 500
+
+	// rpcReads times n sequential reads through an rpc server.
+	rpcReads := func(flags []string) stats {
+		c := startRPC(b, append(flags, "--cwd", dir)...)
+		seq := 0
+		call := func(int) {
+			seq++
+			id := fmt.Sprintf("r%d", seq)
+			c.send(`{"id":"` + id + `","type":"tool","name":"read","args":{"path":"file4k.txt"}}`)
+			c.response(id)
+		}
+		return sample(b, n, 0, call)
+	}
+	loop := rpcReads(srv.Flags())
+	mux := sample(b, n, 0, func(int) { runSSH(b, sshCfg, master, "cat "+dir+"/file4k.txt", nil) })
+
+	p := netfault.Start(b, srv.Addr)
+	const rtt = 20 * time.Millisecond
+	p.SetRTT(rtt)
+	kh := filepath.Join(dir, "known_hosts_proxy")
+	if err := os.WriteFile(kh, []byte(knownhosts.Line([]string{knownhosts.Normalize(p.Addr)}, srv.HostKeys[0])+"\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	slow := rpcReads([]string{"--host", srv.User + "@" + p.Addr, "--identity", srv.ClientKey, "--known-hosts", kh, "--ssh-config", "none"})
+
+	var report strings.Builder
+	fmt.Fprintf(&report, "## %d sequential 4 KiB reads (ms per call; p50 / p95)\n\n", n)
+	fmt.Fprintf(&report, "| path | per call | ratio |\n|---|---|---|\n")
+	fmt.Fprintf(&report, "| `pi-remote rpc` tool read | %s | 1× |\n", loop)
+	fmt.Fprintf(&report, "| `ssh -S master host cat` (ControlMaster) | %s | %.1f× slower |\n", mux, mux.p50/loop.p50)
+	fmt.Fprintf(&report, "\n## Through 20 ms of added RTT\n\n| path | p50 ms | round trips per call |\n|---|---|---|\n")
+	fmt.Fprintf(&report, "| `pi-remote rpc` tool read | %.1f | %.1f |\n", slow.p50, (slow.p50-loop.p50)/float64(rtt.Milliseconds()))
+	out := os.Getenv("PI_REMOTE_BENCH_RPC_OUT")
+	if out == "" {
+		fmt.Print(report.String())
+		return
+	}
+	if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -20,14 +20,14 @@ import (
 
 // rpcClient drives `pi-remote rpc` over pipes.
 type rpcClient struct {
-	t     *testing.T
+	t     testing.TB
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	mu    sync.Mutex
 	lines []map[string]any
 }
 
-func startRPC(t *testing.T, args ...string) *rpcClient {
+func startRPC(t testing.TB, args ...string) *rpcClient {
 	t.Helper()
 	cmd := exec.Command(binary, append(args, "rpc")...)
 	in, err := cmd.StdinPipe()
@@ -73,7 +73,7 @@ func (c *rpcClient) response(id string) map[string]any {
 			}
 		}
 		return false
-	}, 30*time.Second, 5*time.Millisecond, "response %s", id)
+	}, 30*time.Second, 100*time.Microsecond, "response %s", id)
 	return found
 }
 

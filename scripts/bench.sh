@@ -4,7 +4,7 @@
 # ControlMaster), 64 MiB transfers vs scp, and round trips per call at 20 ms
 # of added RTT. Needs sshd and ssh (apt-get install openssh-server
 # openssh-client ripgrep fd-find); runs as root or as the user sshd logs in.
-# Writes docs/bench-ssh.md.
+# Writes docs/bench-ssh.md and docs/bench-rpc.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=docs/bench-ssh.md
@@ -22,3 +22,18 @@ PI_REMOTE_BENCH_OUT="$tmp" go test -run '^$' -bench BenchmarkRemoteTools -bencht
 } >"$out"
 rm -f "$tmp"
 cat "$out"
+
+# RPC: sequential reads through pi-remote rpc against a ControlMaster.
+rpc_out=docs/bench-rpc.md
+tmp=$(mktemp)
+PI_REMOTE_BENCH_RPC_OUT="$tmp" go test -run '^$' -bench BenchmarkRPCReads -benchtime 1x -timeout 30m ./integration/ >/dev/null
+{
+	echo "# RPC benchmark"
+	echo
+	echo "Made by \`bash scripts/bench.sh\` on $(date -u +%Y-%m-%d) — $(nproc) cores, $(uname -sr), $(/usr/sbin/sshd -V 2>&1 | head -1)."
+	echo "One sshd on a loopback port; the rpc client sends a command and waits for its response line before the next."
+	echo
+	cat "$tmp"
+} >"$rpc_out"
+rm -f "$tmp"
+cat "$rpc_out"
