@@ -111,6 +111,11 @@ func TestRPC(t *testing.T) {
 		assert.Contains(t, u["error"], "unknown command")
 		s := c.response("s1")
 		assert.Equal(t, true, s["success"], "a CR before LF is dropped; the server kept serving")
+		// U+2028 inside a string is a character, not a line break.
+		c.send("{\"id\":\"ls\",\"type\":\"tool\",\"name\":\"bash\",\"args\":{\"command\":\"printf '%s' 'a\u2028b'\"}}")
+		ls := c.response("ls")
+		assert.Equal(t, true, ls["success"])
+		assert.Equal(t, "a\u2028b", ls["data"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"])
 		parse := c.find(func(l map[string]any) bool { return l["command"] == "parse" })
 		require.NotNil(t, parse)
 		assert.Equal(t, false, parse["success"])
