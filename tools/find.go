@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -115,13 +116,11 @@ func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Resul
 	if _, err := path.Match(nameFilter(in.Pattern), ""); err != nil {
 		return errorResult("Invalid glob pattern %q: %v", in.Pattern, err)
 	}
-	dir, file, abs, res, err := searchTarget(ctx, e, in.Path)
-	if res != nil || err != nil {
-		return derefResult(res), err
+	abs, res := searchTarget(ctx, e, in.Path)
+	if res != nil {
+		return *res, nil
 	}
-	if file != "" {
-		return errorResult("Not a directory: %s. find searches directories.", in.Path)
-	}
+	dir := abs
 	caps, err := e.Capabilities(ctx)
 	if err != nil {
 		return fileError(in.Path, err)
@@ -130,6 +129,9 @@ func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Resul
 	var out bytes.Buffer
 	if err := e.Exec(ctx, ops.Command{Script: script, Dir: dir, Output: &out}); err != nil && ctx.Err() != nil {
 		return errorResult("Search aborted.")
+	} else if errors.Is(err, ops.ErrNotDir) && out.Len() == 0 {
+		// The search starts by entering the path (no separate stat).
+		return errorResult("Not a directory: %s. find searches directories.", in.Path)
 	} else if err != nil && out.Len() == 0 {
 		return fileError(in.Path, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"strings"
@@ -53,29 +54,21 @@ func grepTool(e *env.ExecutionEnv) Definition {
 	})
 }
 
-// searchTarget resolves a search path: the directory to run in and, for a
-// file, the file's name.
-func searchTarget(ctx context.Context, e *env.ExecutionEnv, p string) (dir, file, abs string, res *loop.Result, err error) {
+// searchTarget resolves a search path to the directory to run in. It does
+// not ask the host what the path is: the search command itself starts by
+// entering it, and a path that turns out to be a file (ops.ErrNotDir from
+// that) is searched from its parent directory. A search of a directory is
+// then one round trip.
+func searchTarget(ctx context.Context, e *env.ExecutionEnv, p string) (abs string, res *loop.Result) {
 	if p == "" {
 		p = "."
 	}
-	abs, err = e.Resolve(ctx, p)
+	abs, err := e.Resolve(ctx, p)
 	if err != nil {
 		r := loop.ErrorResult(fmt.Sprintf("Invalid path %q: %v", p, err))
-		return "", "", "", &r, nil
+		return "", &r
 	}
-	fi, err := e.Stat(ctx, abs)
-	if err != nil {
-		r, ferr := fileError(p, err)
-		if ferr != nil {
-			return "", "", "", nil, ferr
-		}
-		return "", "", "", &r, nil
-	}
-	if fi.IsDir() {
-		return abs, "", abs, nil, nil
-	}
-	return path.Dir(abs), path.Base(abs), abs, nil, nil
+	return abs, nil
 }
 
 // grepScript builds the search command for the host's engine.
@@ -278,9 +271,9 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 	if in.Pattern == "" {
 		return errorResult("The pattern is empty.")
 	}
-	dir, file, abs, res, err := searchTarget(ctx, e, in.Path)
-	if res != nil || err != nil {
-		return derefResult(res), err
+	abs, res := searchTarget(ctx, e, in.Path)
+	if res != nil {
+		return *res, nil
 	}
 	caps, err := e.Capabilities(ctx)
 	if err != nil {
@@ -290,12 +283,24 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 	if limit == 0 {
 		limit = defaultGrepLimit
 	}
-	script, engine := grepScript(caps, in, dir, file)
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	g := &grepCollector{limit: limit, cancel: cancel, sorted: engine == "grep" && file == ""}
-	execErr := e.Exec(runCtx, ops.Command{Script: script, Dir: dir, Output: g})
-	g.flush()
+	search := func(dir, file string) (*grepCollector, string, error) {
+		script, engine := grepScript(caps, in, dir, file)
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		g := &grepCollector{limit: limit, cancel: cancel, sorted: engine == "grep" && file == ""}
+		err := e.Exec(runCtx, ops.Command{Script: script, Dir: dir, Output: g})
+		g.flush()
+		return g, engine, err
+	}
+	g, engine, execErr := search(abs, "")
+	if errors.Is(execErr, ops.ErrNotDir) && ctx.Err() == nil {
+		// A file: search it from its directory.
+		g, engine, execErr = search(path.Dir(abs), path.Base(abs))
+	}
+	var pe *fs.PathError
+	if errors.As(execErr, &pe) && ctx.Err() == nil {
+		return fileError(in.Path, execErr)
+	}
 	if ctx.Err() != nil {
 		return errorResult("Search aborted.")
 	}
@@ -332,11 +337,4 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 		notices = append(notices, "Some files could not be searched: "+strings.Join(g.messages, "; "))
 	}
 	return loop.Result{Content: loop.ContentList{&loop.Text{Text: listText(t, notices...)}}, Details: details}, nil
-}
-
-func derefResult(r *loop.Result) loop.Result {
-	if r == nil {
-		return loop.Result{}
-	}
-	return *r
 }
