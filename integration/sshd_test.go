@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os"
 	"testing"
 
 	"github.com/pi-remote/pi-remote/integration/sshd"
@@ -34,7 +35,7 @@ func TestOpsConformanceWithoutSFTP(t *testing.T) {
 
 func TestTools(t *testing.T) {
 	srv := sshd.Start(t, sshd.Options{})
-	toolstest.Run(t, toolstest.Harness{New: func(t *testing.T) ops.Operations {
+	toolstest.Run(t, toolstest.Harness{RequireEngines: os.Getenv("CI") != "", New: func(t *testing.T) ops.Operations {
 		return host(t, srv, rssh.HostOptions{})
 	}})
 }

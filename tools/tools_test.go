@@ -1,6 +1,8 @@
 package tools_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/pi-remote/pi-remote/ops"
@@ -8,8 +10,19 @@ import (
 	"github.com/pi-remote/pi-remote/tools/toolstest"
 )
 
-// The behaviour tables live in toolstest so that the integration tests run
-// them over SSH too; here they run on this machine.
+// The behaviour tables live in toolstest so that ops/ssh and the
+// integration tests run them over SSH too; here they run on this machine.
 func TestTools(t *testing.T) {
-	toolstest.Run(t, toolstest.Harness{New: func(*testing.T) ops.Operations { return local.New() }, Update: *update})
+	h := toolstest.Harness{
+		New:            func(*testing.T) ops.Operations { return local.New() },
+		RequireEngines: os.Getenv("CI") != "",
+	}
+	if *update {
+		h.UpdateGolden = func(name, content string) {
+			if err := os.WriteFile(filepath.Join("toolstest", "testdata", name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	toolstest.Run(t, h)
 }

@@ -3,7 +3,6 @@ package toolstest
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -47,7 +48,7 @@ func testBash(t *testing.T, h Harness) {
 		assert.Contains(t, out, "begun")
 		assert.Contains(t, out, "Command timed out after 1s.")
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			assert.NotContains(c, processTable(t), "sleep "+marker)
+			assert.NotContains(c, processTable(f), "sleep "+marker)
 		}, 10*time.Second, 50*time.Millisecond)
 	})
 	t.Run("abort", func(t *testing.T) {
@@ -75,9 +76,8 @@ func testBash(t *testing.T, h Harness) {
 		require.NotEmpty(t, d.FullOutputPath)
 		assert.Contains(t, out, "\n5000\n\n[Showing lines 3001-5000 of 5000. Full output (")
 		assert.Contains(t, out, d.FullOutputPath)
-		full, err := os.ReadFile(d.FullOutputPath)
-		require.NoError(t, err)
-		t.Cleanup(func() { os.Remove(d.FullOutputPath) })
+		full := readHost(t, f.o, d.FullOutputPath)
+		t.Cleanup(func() { f.run("rm -f " + shellquote.Quote(d.FullOutputPath)) })
 		assert.Equal(t, 5000, strings.Count(string(full), "\n"))
 		assert.True(t, strings.HasPrefix(string(full), "1\n2\n"))
 		page := f.ok("read", map[string]any{"path": d.FullOutputPath, "offset": 10, "limit": 2})
@@ -87,7 +87,7 @@ func testBash(t *testing.T, h Harness) {
 		m := f.call("bash", map[string]any{"command": "head -c 70000 /dev/zero | tr '\\0' a; echo"})
 		require.False(t, m.IsError)
 		d := m.Details.(tools.BashDetails)
-		t.Cleanup(func() { os.Remove(d.FullOutputPath) })
+		t.Cleanup(func() { f.run("rm -f " + shellquote.Quote(d.FullOutputPath)) })
 		assert.Contains(t, text(m), "Showing the last 50.0KB of line 1")
 	})
 	t.Run("progress updates", func(t *testing.T) {
@@ -109,16 +109,12 @@ func testBash(t *testing.T, h Harness) {
 	})
 }
 
-// processTable returns the command lines of this machine's processes.
-func processTable(t *testing.T) string {
-	entries, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	var b strings.Builder
-	for _, e := range entries {
-		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil {
-			b.WriteString(strings.ReplaceAll(string(cmd), "\x00", " ") + "\n")
-		}
-	}
-	return b.String()
+// processTable returns the command lines of the host's processes (read
+// from /proc on the host, so no ps is needed).
+// It does not fail the test itself: it runs inside EventuallyWithT.
+func processTable(f *fixture) string {
+	var out strings.Builder
+	f.o.Exec(f.t.Context(), ops.Command{Output: &out,
+		Script: `for p in /proc/[0-9]*; do [ "$p" = "/proc/$$" ] || tr '\0' ' ' < "$p/cmdline" 2>/dev/null; echo; done`})
+	return out.String()
 }

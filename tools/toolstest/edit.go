@@ -1,9 +1,10 @@
 package toolstest
 
 import (
+	"bytes"
 	"context"
 	"io"
-	"os"
+	"io/fs"
 	"sync/atomic"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/tools"
@@ -87,11 +89,16 @@ type racingFS struct {
 
 func (r *racingFS) WriteFile(ctx context.Context, name string, rd io.Reader, opts ops.WriteOptions) error {
 	if opts.Guard != nil && r.fired.CompareAndSwap(false, true) {
-		b, err := os.ReadFile(name)
+		rc, err := r.Operations.Open(ctx, name)
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(name, append(b, []byte("appended by someone else\n")...), 0o644); err != nil {
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		if err := r.Operations.WriteFile(ctx, name, bytes.NewReader(append(b, []byte("appended by someone else\n")...)), ops.WriteOptions{}); err != nil {
 			return err
 		}
 	}
@@ -115,11 +122,11 @@ func testWrite(t *testing.T, h Harness) {
 	assert.Equal(t, "h\u00e9llo \u4e16\u754c\n", f.read("deep/new/dir/f.txt"))
 
 	f.write("run.sh", "#!/bin/sh\n")
-	require.NoError(t, os.Chmod(f.path("run.sh"), 0o755))
+	f.run("chmod 0755 " + shellquote.Quote(f.path("run.sh")))
 	f.ok("write", map[string]any{"path": "run.sh", "content": "#!/bin/sh\necho hi\n"})
-	fi, err := os.Stat(f.path("run.sh"))
+	fi, err := f.o.Stat(t.Context(), f.path("run.sh"))
 	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm(), "mode kept")
+	assert.Equal(t, fs.FileMode(0o755), fi.Mode().Perm(), "mode kept")
 
 	f.ok("write", map[string]any{"path": "empty", "content": ""})
 	assert.Equal(t, "", f.read("empty"))

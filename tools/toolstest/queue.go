@@ -3,7 +3,6 @@ package toolstest
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/loop/looptest"
 	"github.com/pi-remote/pi-remote/tools"
@@ -35,9 +35,9 @@ func editCall(id, path, oldText, newText string) looptest.Call {
 func testSameFileEditsApplyInCallOrder(t *testing.T, h Harness) {
 	f := newFixture(t, h)
 	f.write("real/dir/f.txt", "x\n")
-	require.NoError(t, os.Symlink(f.path("real/dir"), f.path("link")))
+	f.run("ln -s " + shellquote.Quote(f.path("real/dir")) + " " + shellquote.Quote(f.path("link")))
 	for i := range 200 {
-		require.NoError(t, os.WriteFile(f.path("real/dir/f.txt"), []byte("x\n"), 0o644))
+		f.write("real/dir/f.txt", "x\n")
 		msgs := runBatch(t, f,
 			editCall("e1", "real/dir/f.txt", "x", "y"),
 			editCall("e2", f.path("link/f.txt"), "y", "z"),
@@ -60,7 +60,7 @@ func testNoLostUpdates(t *testing.T, h Harness) {
 		fmt.Fprintf(&b, "marker-%03d\n", i)
 	}
 	f.write("shared/file.txt", b.String())
-	require.NoError(t, os.Symlink(f.path("shared"), f.path("alias")))
+	f.run("ln -s " + shellquote.Quote(f.path("shared")) + " " + shellquote.Quote(f.path("alias")))
 	spellings := []string{"shared/file.txt", f.path("alias/file.txt"), "./shared/../shared/file.txt"}
 	var calls []looptest.Call
 	for i := range 200 {
@@ -148,11 +148,11 @@ func testBadInputLeavesFilesAlone(t *testing.T, h Harness) {
 			require.True(t, m.IsError, text(m))
 			assert.Contains(t, text(m), tc.want)
 			assert.Equal(t, "original\n", f.read("keep.txt"))
-			entries, err := os.ReadDir(f.root)
+			entries, err := f.o.ReadDir(t.Context(), f.root)
 			require.NoError(t, err)
 			var names []string
 			for _, e := range entries {
-				names = append(names, e.Name())
+				names = append(names, e.Name)
 			}
 			assert.ElementsMatch(t, []string{"home", "keep.txt"}, names, "no stray files")
 		})

@@ -1,7 +1,6 @@
 package toolstest
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -9,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/internal/shellquote"
 )
 
 // engines returns the host capabilities to test: the probed ones (rg, fd
@@ -17,7 +17,7 @@ func engines(t *testing.T, f *fixture) map[string]env.Capabilities {
 	t.Helper()
 	caps, err := f.env.Capabilities(t.Context())
 	require.NoError(t, err)
-	if os.Getenv("CI") != "" {
+	if f.h.RequireEngines {
 		require.NotEmpty(t, caps.Rg, "CI installs ripgrep")
 		require.NotEmpty(t, caps.Fd, "CI installs fd-find")
 	}
@@ -122,8 +122,8 @@ func testLs(t *testing.T, h Harness) {
 	f.write(".env", "")
 	f.write("sub/x", "")
 	f.write("Zed/y", "")
-	require.NoError(t, os.Symlink(f.path("sub"), f.path("link")))
-	require.NoError(t, os.Mkdir(f.path("emptydir"), 0o755))
+	f.run("ln -s " + shellquote.Quote(f.path("sub")) + " " + shellquote.Quote(f.path("link")))
+	require.NoError(t, f.o.MkdirAll(t.Context(), f.path("emptydir")))
 	assert.Equal(t, ".env\nA.txt\nb.txt\nemptydir/\nhome/\nlink/\nsub/\nZed/", f.ok("ls", map[string]any{}))
 	assert.Equal(t, ".env\nA.txt\n\n[2 of 8 entries shown (limit 2). Use limit=4 for more.]", f.ok("ls", map[string]any{"limit": 2}))
 	assert.Equal(t, "(empty directory)", f.ok("ls", map[string]any{"path": "emptydir"}))

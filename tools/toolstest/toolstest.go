@@ -1,8 +1,7 @@
 // Package toolstest is the behaviour suite of the seven tools, run against
-// any backend whose host shares this machine's filesystem: ops/local, and
-// ops/ssh talking to an sshd on a loopback port (integration tests). The
-// fixtures are written with package os; the tools under test reach them
-// through the backend.
+// any backend: ops/local, ops/ssh to an in-process server and to a real
+// sshd. Like the tools, it touches the host only through the backend:
+// fixtures are written, read and arranged with ops calls.
 //
 //	func TestTools(t *testing.T) {
 //		toolstest.Run(t, toolstest.Harness{New: func(t *testing.T) ops.Operations { return local.New() }})
@@ -10,16 +9,20 @@
 package toolstest
 
 import (
+	"context"
+	"embed"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"runtime"
+	"io"
+	"path"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/tools"
@@ -27,12 +30,16 @@ import (
 
 // Harness connects the suite to a backend.
 type Harness struct {
-	// New returns a backend acting on this machine's filesystem (each call
-	// a separate one: a new connection for remote backends). It registers
-	// its own cleanup with t.
+	// New returns a backend (each call a separate one, on the same host: a
+	// new connection for remote backends). It registers its own cleanup
+	// with t.
 	New func(t *testing.T) ops.Operations
-	// Update rewrites the golden files instead of comparing.
-	Update bool
+	// RequireEngines fails the search tests when the host lacks rg or fd
+	// (CI installs both) instead of testing only the POSIX fallbacks.
+	RequireEngines bool
+	// UpdateGolden, when set, rewrites a golden file (testdata/NAME in this
+	// package) with what the test produced.
+	UpdateGolden func(name, content string)
 }
 
 // Run runs every table as subtests of t.
@@ -64,6 +71,7 @@ func Run(t *testing.T, h Harness) {
 type fixture struct {
 	t    *testing.T
 	h    Harness
+	o    ops.Operations
 	root string
 	env  *env.ExecutionEnv
 	defs []tools.Definition
@@ -71,28 +79,54 @@ type fixture struct {
 
 func newFixture(t *testing.T, h Harness) *fixture {
 	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
+	f := &fixture{t: t, h: h, o: h.New(t)}
+	tmp := strings.TrimSpace(f.run("mktemp -d"))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		f.o.Exec(ctx, ops.Command{Script: "rm -rf " + shellquote.Quote(tmp)})
+	})
+	root, err := ops.RealPath(t.Context(), f.o, tmp)
 	require.NoError(t, err)
-	home := filepath.Join(root, "home")
-	require.NoError(t, os.MkdirAll(home, 0o755))
-	e := env.New(h.New(t), env.Options{Name: "host", Cwd: root, Home: home})
-	return &fixture{t: t, h: h, root: root, env: e, defs: tools.Definitions(e, tools.Options{})}
+	f.root = root
+	home := path.Join(root, "home")
+	require.NoError(t, f.o.MkdirAll(t.Context(), home))
+	f.env = env.New(f.o, env.Options{Name: "host", Cwd: root, Home: home})
+	f.defs = tools.Definitions(f.env, tools.Options{})
+	return f
 }
 
-func (f *fixture) path(rel string) string { return filepath.Join(f.root, rel) }
+func (f *fixture) path(rel string) string { return path.Join(f.root, rel) }
 
+// write creates a file (and its parents) on the host.
 func (f *fixture) write(rel, content string) {
 	f.t.Helper()
-	p := f.path(rel)
-	require.NoError(f.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(f.t, os.WriteFile(p, []byte(content), 0o644))
+	require.NoError(f.t, f.o.WriteFile(f.t.Context(), f.path(rel), strings.NewReader(content), ops.WriteOptions{CreateParents: true}))
 }
 
+// read returns a file's content on the host.
 func (f *fixture) read(rel string) string {
 	f.t.Helper()
-	b, err := os.ReadFile(f.path(rel))
-	require.NoError(f.t, err)
+	return readHost(f.t, f.o, f.path(rel))
+}
+
+func readHost(t *testing.T, o ops.Operations, name string) string {
+	t.Helper()
+	rc, err := o.Open(t.Context(), name)
+	require.NoError(t, err)
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	require.NoError(t, err)
 	return string(b)
+}
+
+// run runs a shell command on the host (symlinks, modes, process checks)
+// and returns its output.
+func (f *fixture) run(script string) string {
+	f.t.Helper()
+	var out strings.Builder
+	require.NoError(f.t, f.o.Exec(f.t.Context(), ops.Command{Script: script, Output: &out}), "%s: %s", script, out.String())
+	return out.String()
 }
 
 // call runs one tool through the loop's prepare → execute → finalize.
@@ -128,17 +162,20 @@ func (f *fixture) fails(name string, args any, contains ...string) string {
 	return text(m)
 }
 
-// golden compares got with testdata/name next to this file, so that the
-// suite finds its goldens from any package that runs it.
+// goldens are the expected outputs, embedded so that the suite finds them
+// from any package that runs it.
+//
+//go:embed testdata
+var goldens embed.FS
+
+// golden compares got with testdata/name, or rewrites it.
 func golden(t *testing.T, h Harness, name string, got string) {
 	t.Helper()
-	_, self, _, ok := runtime.Caller(0)
-	require.True(t, ok)
-	p := filepath.Join(filepath.Dir(self), "testdata", name)
-	if h.Update {
-		require.NoError(t, os.WriteFile(p, []byte(got), 0o644))
+	if h.UpdateGolden != nil {
+		h.UpdateGolden(name, got)
+		return
 	}
-	want, err := os.ReadFile(p)
-	require.NoError(t, err, "run go test ./tools -update to create %s", p)
+	want, err := goldens.ReadFile("testdata/" + name)
+	require.NoError(t, err, "run go test ./tools -update to create tools/toolstest/testdata/%s", name)
 	assert.Equal(t, string(want), got)
 }
