@@ -1,6 +1,7 @@
 package ssh
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,8 +15,6 @@ import (
 )
 
 func quote(s string) string { return shellquote.Quote(s) }
-
-func splitFields(s string) []string { return strings.Fields(s) }
 
 // Exec implements ops.ExecOperations on a command server: `sh -c` in its
 // own session and process group, stdin /dev/null, no terminal, output
@@ -122,7 +121,7 @@ func (c *conn) sideRun(script string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if side := c.takeIdle(); side != nil {
-		var buf limitedBuffer
+		var buf bytes.Buffer
 		if _, err := c.serve(ctx, side, "q "+quote(script), &buf, nil); err == nil {
 			return nil
 		}

@@ -11,11 +11,13 @@
 package ssh
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -238,7 +240,7 @@ func (c *conn) probed(ctx context.Context) (probe, error) {
 		if err != nil {
 			return
 		}
-		for _, n := range splitFields(string(out)) {
+		for _, n := range strings.Fields(string(out)) {
 			switch n {
 			case "sha256sum":
 				c.probe.sha256 = true
@@ -262,7 +264,7 @@ func (c *conn) internal(ctx context.Context, call string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf limitedBuffer
+	var buf bytes.Buffer
 	status, err := c.serve(ctx, s, "q "+quote(call), &buf, nil)
 	if err != nil {
 		return nil, err
@@ -350,12 +352,3 @@ func (g *gatedWriter) shut() {
 	g.closed = true
 	g.mu.Unlock()
 }
-
-// limitedBuffer is a bytes.Buffer for internal outputs.
-type limitedBuffer struct {
-	b []byte
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) { l.b = append(l.b, p...); return len(p), nil }
-func (l *limitedBuffer) Bytes() []byte               { return l.b }
-func (l *limitedBuffer) String() string              { return string(l.b) }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -317,5 +316,3 @@ func (t *tailBuffer) suffix() string {
 	}
 	return " (" + s + ")"
 }
-
-var _ = time.Second
