@@ -20,6 +20,18 @@ func Quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// LineVar is the shell variable QuoteLine's words expect to hold a single
+// newline.
+const LineVar = "nl"
+
+// QuoteLine is Quote for words that must fit on one line (a request read
+// with `read -r`): every newline inside s is written as "$nl", so the shell
+// that evaluates the word must have set nl (LineVar) to a newline first.
+// The word still passes the bytes of s through unchanged.
+func QuoteLine(s string) string {
+	return strings.ReplaceAll(Quote(s), "\n", `'"$`+LineVar+`"'`)
+}
+
 // Join quotes each word and joins them with spaces.
 func Join(words ...string) string {
 	q := make([]string, len(words))

@@ -30,6 +30,21 @@ func TestQuoteSurvivesTheShell(t *testing.T) {
 	}
 }
 
+// QuoteLine's words have no newline and, with nl set, survive eval as
+// Quote's do.
+func TestQuoteLineSurvivesEval(t *testing.T) {
+	for _, s := range []string{"", "plain", "a\nb", "\n", "\n\n'x'\n", "it's\nthere", "$nl", "trailing\n"} {
+		word := shellquote.QuoteLine(s)
+		assert.NotContains(t, word, "\n")
+		cmd := exec.Command("/bin/sh", "-c", `nl='
+'; IFS= read -r line; eval "printf '%s' $line"`)
+		cmd.Stdin = bytes.NewBufferString(word + "\n")
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		assert.Equal(t, s, string(out), "word %q", s)
+	}
+}
+
 func TestJoin(t *testing.T) {
 	assert.Equal(t, `grep -e -v -- 'a b' 'it'\''s'`, shellquote.Join("grep", "-e", "-v", "--", "a b", "it's"))
 }
