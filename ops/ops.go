@@ -113,9 +113,27 @@ type Command struct {
 	// Env holds extra variables, "KEY=value", added to the host's
 	// environment for this command.
 	Env []string
-	// Output receives stdout and stderr merged in arrival order. Writes come
-	// from one goroutine at a time. Nil discards the output.
+	// Output receives stdout and stderr merged in arrival order, all of it
+	// however slowly it writes. Writes come from one goroutine at a time
+	// and never after Exec returns. A Write that blocks holds up only this
+	// command's delivery. Nil discards the output.
 	Output io.Writer
+	// SaveOutput, when set, keeps the complete output in a file on the
+	// host if it is long; Exec reports whether it did.
+	SaveOutput *SaveOutput
+}
+
+// SaveOutput asks Exec to keep a command's complete output on the host the
+// command ran on, without sending it twice: the file is written there.
+type SaveOutput struct {
+	// Path is where the output goes (absolute, on the host; mode 0600).
+	Path string
+	// The output is saved when it is longer than OverBytes bytes or than
+	// OverLines lines (a last line without a newline counts).
+	OverBytes int64
+	OverLines int64
+	// Saved is set by Exec: true when Path holds the complete output.
+	Saved bool
 }
 
 // ExecOperations runs commands on one host.

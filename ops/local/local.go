@@ -13,7 +13,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 
@@ -89,8 +88,13 @@ func (*FS) ReadDir(ctx context.Context, name string) ([]ops.DirEntry, error) {
 	out := make([]ops.DirEntry, 0, len(des))
 	for _, de := range des {
 		info, err := de.Info()
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed while listing
+		}
+		if err != nil {
+			// A directory that may be read but not searched: names
+			// without details would be a listing of unknown files.
+			return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
 		}
 		e := ops.DirEntry{Name: de.Name(), IsDir: de.IsDir(), Size: info.Size(), Mode: info.Mode()}
 		if info.Mode()&fs.ModeSymlink != 0 {
@@ -140,10 +144,11 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 			return err
 		}
 	}
-	target := name
-	// Write through a symlink so the link survives.
-	if resolved, rerr := filepath.EvalSymlinks(name); rerr == nil {
-		target = resolved
+	// Write through a symlink so the link survives, also when its target
+	// does not exist yet (the write creates it).
+	target, err := followLinks(name)
+	if err != nil {
+		return err
 	}
 	perm := opts.Perm
 	if perm == 0 {
@@ -160,7 +165,8 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	}
 
 	dir, base := filepath.Split(target)
-	tmp, err := os.CreateTemp(dir, "."+base+".pi-remote-*")
+	// A name of up to 255 bytes must leave room for the temporary one.
+	tmp, err := os.CreateTemp(dir, "."+base[:min(len(base), 200)]+".pi-remote-*")
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -177,18 +183,16 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	if _, err = io.Copy(tmp, ops.CtxReader(ctx, r)); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
+	if statErr == nil {
+		// Keep ownership when we are allowed to (root); otherwise the file
+		// becomes ours, as with any editor's atomic save. Before the
+		// mode: chown clears the setuid and setgid bits.
+		if err = keepOwner(tmp, old); err != nil {
+			return err
+		}
+	}
 	if err = tmp.Chmod(perm); err != nil {
 		return err
-	}
-	if statErr == nil {
-		if st, ok := old.Sys().(*syscall.Stat_t); ok {
-			// Keep ownership when we are allowed to (root); otherwise the
-			// file becomes ours, as with any editor's atomic save.
-			if err = tmp.Chown(int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, fs.ErrPermission) {
-				return err
-			}
-			err = nil
-		}
 	}
 	if err = tmp.Sync(); err != nil {
 		return err
@@ -209,91 +213,39 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 		}
 	}
 	if err = os.Rename(tmp.Name(), target); err != nil {
+		if fi, serr := os.Stat(target); serr == nil && fi.IsDir() {
+			// A directory took the file's place since the check above.
+			return &fs.PathError{Op: "write", Path: name, Err: ops.ErrIsDir}
+		}
 		return err
 	}
 	return nil
 }
 
-// Exec implements ops.ExecOperations.
-func (l *FS) Exec(ctx context.Context, c ops.Command) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	shell := l.Shell
-	if shell == "" {
-		shell = "/bin/sh"
-	}
-	cmd := exec.Command(shell, "-c", c.Script)
-	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), c.Env...)
-	out := c.Output
-	if out == nil {
-		out = io.Discard
-	}
-	// One writer value for both streams: os/exec then gives the child a
-	// single pipe for fd 1 and 2, which keeps their relative order.
-	w := &mergedWriter{w: out}
-	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = ops.GraceAfterExit
-	if c.Dir != "" {
-		if fi, err := os.Stat(c.Dir); err != nil {
-			return err
-		} else if !fi.IsDir() {
-			return &fs.PathError{Op: "chdir", Path: c.Dir, Err: ops.ErrNotDir}
+// followLinks follows the symlinks at the end of name, to a target that
+// may not exist.
+func followLinks(name string) (string, error) {
+	for range 40 {
+		link, err := os.Readlink(name)
+		if err != nil {
+			return name, nil // not a link, or nothing there yet: the write will tell
 		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(name), link)
+		}
+		name = link
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	pgid := cmd.Process.Pid
-	done := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		killGroup(pgid)
-		close(done)
-	})
-	err := cmd.Wait()
-	if !stop() {
-		<-done
-		return ctx.Err()
-	}
-	var ee *exec.ExitError
-	switch {
-	case err == nil, errors.Is(err, exec.ErrWaitDelay):
+	return "", &fs.PathError{Op: "write", Path: name, Err: syscall.ELOOP}
+}
+
+// keepOwner gives f the owner and group of old where we may.
+func keepOwner(f *os.File, old fs.FileInfo) error {
+	st, ok := old.Sys().(*syscall.Stat_t)
+	if !ok {
 		return nil
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return &ops.ExitError{Code: 128 + int(ws.Signal()), Signal: signalName(ws.Signal())}
-		}
-		return &ops.ExitError{Code: ee.ExitCode()}
-	default:
+	}
+	if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, fs.ErrPermission) {
 		return err
 	}
-}
-
-func killGroup(pgid int) {
-	// The group may already be gone; ESRCH is the expected answer then and
-	// there is nothing else to do on failure.
-	syscall.Kill(-pgid, syscall.SIGKILL)
-}
-
-// mergedWriter is set as both Stdout and Stderr. os/exec sees the same
-// comparable value twice and gives the child one pipe for fd 1 and 2, so
-// Write is only called from one copying goroutine and needs no lock.
-type mergedWriter struct{ w io.Writer }
-
-func (l *mergedWriter) Write(p []byte) (int, error) { return l.w.Write(p) }
-
-func signalName(s syscall.Signal) string {
-	names := map[syscall.Signal]string{
-		syscall.SIGKILL: "KILL", syscall.SIGTERM: "TERM", syscall.SIGINT: "INT",
-		syscall.SIGHUP: "HUP", syscall.SIGQUIT: "QUIT", syscall.SIGSEGV: "SEGV",
-		syscall.SIGABRT: "ABRT", syscall.SIGPIPE: "PIPE", syscall.SIGUSR1: "USR1",
-		syscall.SIGUSR2: "USR2", syscall.SIGALRM: "ALRM", syscall.SIGBUS: "BUS",
-		syscall.SIGFPE: "FPE", syscall.SIGILL: "ILL",
-	}
-	if n, ok := names[s]; ok {
-		return n
-	}
-	return s.String()
+	return nil
 }
