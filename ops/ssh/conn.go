@@ -5,19 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkg/sftp"
-	"golang.org/x/crypto/ssh"
+	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/pi-remote/pi-remote/ops"
 )
 
 // conn is one live SSH connection and everything multiplexed on it: the
-// SFTP client and the pool of command servers. It dies once (keepalives
-// unanswered, transport closed, Close) and is never revived; Host dials a
-// new one.
+// pool of command servers and, for bulk uploads, an SFTP client. It dies
+// once (the link went silent, the transport closed, Close) and is never
+// revived; Host dials a new one.
 type conn struct {
 	host *Host
 	d    *dialed
@@ -26,23 +28,32 @@ type conn struct {
 	deadOnce sync.Once
 	deadErr  error
 
-	// Channel slots: servers + SFTP stay under the server's MaxSessions.
-	mu    sync.Mutex
-	limit int
-	used  int
-	idle  []*server
-	freed chan struct{} // closed and replaced when a slot or server frees
+	// Session channels: servers + SFTP stay under limit, which drops to
+	// what the server accepted when it refuses a channel and climbs back
+	// towards max after sessionRetry.
+	mu        sync.Mutex
+	limit     int
+	max       int
+	loweredAt time.Time
+	used      int
+	idle      []*server
+	freed     chan struct{} // closed and replaced when a slot or server frees
 
-	sftpOnce sync.Once
-	sftp     *sftp.Client
-	sftpErr  error
+	// SFTP is opened on first need, and only while at least two servers
+	// fit beside it; once the server refuses a channel it is closed (as
+	// soon as no upload uses it) and not opened again on this connection.
+	sftp        *sftp.Client
+	sftpSess    *gossh.Session
+	sftpUsers   int
+	sftpOff     bool
+	sftpOpening chan struct{}
 
-	probeOnce sync.Once
-	probe     probe
+	probeMu sync.Mutex
+	probe   *probe
 }
 
 func newConn(h *Host, d *dialed) *conn {
-	c := &conn{host: h, d: d, dead: make(chan struct{}), limit: h.maxSessions(), freed: make(chan struct{})}
+	c := &conn{host: h, d: d, dead: make(chan struct{}), limit: h.maxSessions(), max: h.maxSessions(), freed: make(chan struct{})}
 	go func() {
 		err := d.client.Wait()
 		if err == nil {
@@ -89,9 +100,11 @@ func (c *conn) lost(err error) error {
 	return fmt.Errorf("%w: %s: %v", ops.ErrConnectionLost, c.host.cfg.String(), c.deadErr)
 }
 
-// keepalive sends keepalive@openssh.com every interval and kills the
-// connection after count unanswered ones in a row. Any reply proves the
-// server alive (OpenSSH answers with a failure).
+// keepalive watches the link: every interval without a byte from the host
+// it sends keepalive@openssh.com, and after count such intervals in a row
+// with neither an answer nor any other byte it kills the connection. Bytes
+// received prove the link alive even when a keepalive waits behind a long
+// upload on a slow uplink.
 func (c *conn) keepalive(interval time.Duration, count int) {
 	if interval <= 0 {
 		return
@@ -105,14 +118,20 @@ func (c *conn) keepalive(interval time.Duration, count int) {
 			return
 		case <-t.C:
 		}
+		if c.d.idle() < interval {
+			misses = 0
+			continue
+		}
 		_, err := c.ping(context.Background(), interval)
 		switch {
-		case errors.Is(err, errNoAnswer):
+		case errors.Is(err, errNoAnswer) && c.d.idle() >= interval:
 			misses++
 			if misses >= count {
-				c.kill(fmt.Errorf("no answer to %d keepalives sent %s apart", count, interval))
+				c.kill(fmt.Errorf("no answer from the host for %s (%d keepalives)", time.Duration(count)*interval, count))
 				return
 			}
+		case errors.Is(err, errNoAnswer):
+			misses = 0
 		case err != nil:
 			c.kill(fmt.Errorf("keepalive failed: %v", err))
 			return
@@ -156,6 +175,12 @@ func (c *conn) acquire(ctx context.Context, wantServer bool) (*server, error) {
 			c.mu.Unlock()
 			return s, nil
 		}
+		if c.used >= c.limit && c.limit < c.max && time.Since(c.loweredAt) >= c.host.sessionRetry() {
+			// The refusal that lowered the limit may have been passing:
+			// try one more channel (refused again, it waits as long).
+			c.limit++
+			c.loweredAt = time.Now()
+		}
 		if c.used < c.limit {
 			c.used++
 			c.mu.Unlock()
@@ -185,6 +210,7 @@ func (c *conn) acquire(ctx context.Context, wantServer bool) (*server, error) {
 // release gives back a slot (s == nil) or returns a server to the pool.
 func (c *conn) release(s *server) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if s != nil && !s.broken.Load() && !c.isDead() {
 		c.idle = append(c.idle, s)
 	} else {
@@ -193,37 +219,39 @@ func (c *conn) release(s *server) {
 		}
 		c.used--
 	}
-	close(c.freed)
-	c.freed = make(chan struct{})
-	c.mu.Unlock()
+	c.notifyLocked()
 }
 
-// refused handles a channel the server would not open: the host allows
-// fewer sessions than we assumed, so lower the limit to what is open now
-// (at least one) and let the caller wait for a slot.
+func (c *conn) notifyLocked() {
+	close(c.freed)
+	c.freed = make(chan struct{})
+}
+
+// refused handles a channel the server would not open: it allows fewer
+// sessions than we assumed, so the limit drops to what is open now (at
+// least one) and SFTP makes room for servers. It reports whether the
+// caller should wait for a slot (false: nothing of ours is open, a real
+// refusal).
 func (c *conn) refused() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.used--
-	if c.used == 0 {
-		return false // nothing of ours is open: a real refusal
+	open := c.used
+	c.sftpOff = true
+	if c.sftp != nil && c.sftpUsers == 0 {
+		c.closeSFTPLocked()
 	}
-	c.limit = c.used
+	if open == 0 {
+		return false
+	}
+	c.limit = open
+	c.loweredAt = time.Now()
 	return true
 }
 
 func isOpenRefused(err error) bool {
-	var oce *ssh.OpenChannelError
+	var oce *gossh.OpenChannelError
 	return errors.As(err, &oce)
-}
-
-// newSession opens a session channel within the slot limit. The caller
-// calls release(nil) when done with it.
-func (c *conn) newSession(ctx context.Context) (*ssh.Session, error) {
-	if _, err := c.acquire(ctx, false); err != nil {
-		return nil, err
-	}
-	return openChannel(ctx, c, c.d.client.NewSession)
 }
 
 // server returns a command server for one request: idle, or newly started.
@@ -261,51 +289,289 @@ func openChannel[T any](ctx context.Context, c *conn, start func() (T, error)) (
 	}
 }
 
-// sftpClient starts the SFTP client once per connection. A host without
-// the subsystem gets (nil, nil): callers fall back to commands.
-func (c *conn) sftpClient(ctx context.Context) (*sftp.Client, error) {
+// useSFTP returns the SFTP client for an upload, opening it on first use,
+// and a function to call when the upload is done. It returns a nil client
+// when SFTP is not to be used: the host has none, or too few sessions to
+// spare one.
+func (c *conn) useSFTP(ctx context.Context) (*sftp.Client, func(), error) {
 	if c.host.opts.NoSFTP {
-		return nil, nil
+		return nil, nil, nil
 	}
-	c.sftpOnce.Do(func() {
-		sess, err := c.newSession(ctx)
+	for {
+		c.mu.Lock()
+		switch {
+		case c.sftp != nil && !c.sftpOff:
+			c.sftpUsers++
+			sc := c.sftp
+			c.mu.Unlock()
+			return sc, c.doneSFTP, nil
+		case c.sftpOff || c.limit < 3:
+			c.mu.Unlock()
+			return nil, nil, nil
+		case c.sftpOpening != nil:
+			opening := c.sftpOpening
+			c.mu.Unlock()
+			select {
+			case <-opening:
+				continue
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		}
+		opening := make(chan struct{})
+		c.sftpOpening = opening
+		c.mu.Unlock()
+		err := c.openSFTP(ctx)
+		c.mu.Lock()
+		c.sftpOpening = nil
+		close(opening)
+		c.mu.Unlock()
 		if err != nil {
-			c.sftpErr = err
-			return
+			return nil, nil, err
 		}
-		fail := func(err error) {
-			sess.Close()
-			c.release(nil)
-			c.sftpErr = err
-		}
-		w, err := sess.StdinPipe()
-		if err != nil {
-			fail(err)
-			return
-		}
-		r, err := sess.StdoutPipe()
-		if err != nil {
-			fail(err)
-			return
-		}
-		if err := sess.RequestSubsystem("sftp"); err != nil {
-			// No SFTP on this host: everything goes over commands.
-			fail(nil)
-			return
-		}
-		done := make(chan struct{})
-		stop := context.AfterFunc(ctx, func() { sess.Close() })
-		client, err := sftp.NewClientPipe(r, w, sftp.UseConcurrentWrites(true), sftp.UseConcurrentReads(true))
-		stop()
-		close(done)
-		if err != nil {
-			fail(nil)
-			return
-		}
-		c.sftp = client
-	})
-	if c.sftpErr != nil {
-		return nil, c.lost(c.sftpErr)
 	}
-	return c.sftp, nil
+}
+
+func (c *conn) doneSFTP() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sftpUsers--
+	if c.sftpOff && c.sftpUsers == 0 && c.sftp != nil {
+		c.closeSFTPLocked()
+		c.notifyLocked()
+	}
+}
+
+func (c *conn) closeSFTPLocked() {
+	c.sftp.Close()
+	c.sftpSess.Close()
+	c.sftp, c.sftpSess = nil, nil
+	c.used--
+}
+
+// openSFTP starts the subsystem in a slot of its own. A host without it,
+// or one that refuses the channel, turns SFTP off for the connection.
+func (c *conn) openSFTP(ctx context.Context) error {
+	if _, err := c.acquire(ctx, false); err != nil {
+		return err
+	}
+	sess, err := c.d.client.NewSession()
+	if err != nil {
+		if isOpenRefused(err) {
+			c.refused()
+			return nil
+		}
+		c.release(nil)
+		return c.lost(err)
+	}
+	off := func() error {
+		sess.Close()
+		c.mu.Lock()
+		c.sftpOff = true
+		c.mu.Unlock()
+		c.release(nil)
+		return nil
+	}
+	w, err := sess.StdinPipe()
+	if err != nil {
+		return off()
+	}
+	r, err := sess.StdoutPipe()
+	if err != nil {
+		return off()
+	}
+	if err := sess.RequestSubsystem("sftp"); err != nil {
+		return off()
+	}
+	stop := context.AfterFunc(ctx, func() { sess.Close() })
+	client, err := sftp.NewClientPipe(r, w, sftp.UseConcurrentWrites(true), sftp.UseConcurrentReads(true))
+	if !stop() {
+		if client != nil {
+			client.Close()
+		}
+		off()
+		return ctx.Err()
+	}
+	if err != nil {
+		return off()
+	}
+	c.mu.Lock()
+	c.sftp, c.sftpSess = client, sess
+	c.mu.Unlock()
+	return nil
+}
+
+// requestKind says what a caller that gives up (ctx done) may do about a
+// request already sent.
+type requestKind int
+
+const (
+	// query only reads: the caller gets ctx's error at once; the answer is
+	// drained in the background and the server goes back to the pool.
+	query requestKind = iota
+	// change alters the host. A request that reached the host runs, so
+	// the caller waits for its answer (or for the connection to die):
+	// nothing it asked for can happen after it returned.
+	change
+	// job runs until it ends or is killed: the caller has it killed on
+	// the host and waits for that.
+	job
+)
+
+// drainLimit bounds how long a server may take to answer a request its
+// caller gave up on before it is closed; killWait, how long a job takes to
+// die.
+const (
+	drainLimit = 30 * time.Second
+	killWait   = 10 * time.Second
+)
+
+type answer struct {
+	status string
+	err    error
+}
+
+// serve sends fn(args...) to s and copies the answer's output to w
+// (never after serve returns) until the marker; it returns the status. s
+// goes back to the pool, or is closed when its state is unknown. See
+// requestKind for what cancellation does.
+func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writer, fn string, args ...string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		c.release(s)
+		return "", err
+	}
+	gate := &gatedWriter{w: w}
+	sent := make(chan error, 1)
+	done := make(chan answer, 1)
+	go func() {
+		err := s.send(fn, args...)
+		sent <- err
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		st, err := s.readUntilMarker(gate)
+		done <- answer{st, err}
+	}()
+	select {
+	case a := <-done:
+		return c.finish(s, gate, a)
+	case <-c.dead:
+		return "", c.abandon(s, gate, done)
+	case <-ctx.Done():
+	}
+	switch kind {
+	case query:
+		gate.shut()
+		// Finishes within drainLimit, or when the connection dies.
+		go func() {
+			select {
+			case a := <-done:
+				c.finish(s, gate, a)
+				return
+			case <-c.dead:
+			case <-time.After(drainLimit):
+			}
+			c.abandon(s, gate, done)
+		}()
+		return "", ctx.Err()
+	case change:
+		select {
+		case a := <-done:
+			return c.finish(s, gate, a)
+		case <-c.dead:
+			return "", c.abandon(s, gate, done)
+		}
+	}
+	// A job: kill it once the request is out, and wait for the end.
+	select {
+	case err := <-sent:
+		if err == nil {
+			err = s.cancel()
+		}
+		if err != nil {
+			return "", c.abandon(s, gate, done)
+		}
+	case <-c.dead:
+		return "", c.abandon(s, gate, done)
+	}
+	select {
+	case a := <-done:
+		if _, err := c.finish(s, gate, a); err != nil {
+			return "", err
+		}
+		return "", ctx.Err()
+	case <-c.dead:
+		return "", c.abandon(s, gate, done)
+	case <-time.After(killWait):
+		c.abandon(s, gate, done)
+		return "", ctx.Err()
+	}
+}
+
+// finish ends a request that got its answer.
+func (c *conn) finish(s *server, gate *gatedWriter, a answer) (string, error) {
+	gate.shut()
+	c.release(s)
+	if a.err != nil {
+		return "", c.lost(fmt.Errorf("command server: %w%s", a.err, s.stderr.suffix()))
+	}
+	return a.status, nil
+}
+
+// abandon closes a server whose request will not be answered (the
+// connection died, or the server stopped responding) and frees its slot
+// once its reader has stopped.
+func (c *conn) abandon(s *server, gate *gatedWriter, done <-chan answer) error {
+	gate.shut()
+	s.close()
+	var a answer
+	select {
+	case a = <-done:
+		c.release(s)
+	case <-time.After(2 * time.Second):
+		// The reader stops once the closed channel drains.
+		go func() { <-done; c.release(s) }()
+		a.err = errServerExited
+	}
+	if a.err == nil {
+		a.err = errServerExited
+	}
+	return c.lost(a.err)
+}
+
+// gatedWriter passes writes through until shut, then drops them.
+type gatedWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+func (g *gatedWriter) shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// lastRead records when bytes last arrived from the host.
+type lastRead struct {
+	net.Conn
+	at atomic.Int64 // unix nanoseconds
+}
+
+func (l *lastRead) Read(p []byte) (int, error) {
+	n, err := l.Conn.Read(p)
+	if n > 0 {
+		l.at.Store(time.Now().UnixNano())
+	}
+	return n, err
 }

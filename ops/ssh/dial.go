@@ -24,9 +24,15 @@ func (e *ConnectError) Unwrap() error { return e.Err }
 // dialed is one established connection with the hops it goes through.
 type dialed struct {
 	client  *ssh.Client
+	reads   *lastRead     // the connection under client
 	hops    []*ssh.Client // outermost first; closed after client
 	auth    string        // how we logged in, for `check`
 	hostKey string        // host key status, for `check`
+}
+
+// idle is the time since bytes last arrived from the host.
+func (d *dialed) idle() time.Duration {
+	return time.Since(time.Unix(0, d.reads.at.Load()))
 }
 
 func (d *dialed) close() {
@@ -51,7 +57,7 @@ func dial(ctx context.Context, c *Config) (*dialed, error) {
 	var via *ssh.Client
 	for i := range c.Jump {
 		hop := &c.Jump[i]
-		client, _, _, err := dialOne(ctx, via, hop)
+		client, _, _, _, err := dialOne(ctx, via, hop)
 		if err != nil {
 			for j := len(d.hops) - 1; j >= 0; j-- {
 				d.hops[j].Close()
@@ -61,21 +67,21 @@ func dial(ctx context.Context, c *Config) (*dialed, error) {
 		d.hops = append(d.hops, client)
 		via = client
 	}
-	client, a, hk, err := dialOne(ctx, via, c)
+	client, reads, a, hk, err := dialOne(ctx, via, c)
 	if err != nil {
 		for j := len(d.hops) - 1; j >= 0; j-- {
 			d.hops[j].Close()
 		}
 		return nil, &ConnectError{Host: c.String(), Err: err}
 	}
-	d.client, d.auth, d.hostKey = client, a, hk
+	d.client, d.reads, d.auth, d.hostKey = client, reads, a, hk
 	return d, nil
 }
 
-func dialOne(ctx context.Context, via *ssh.Client, c *Config) (*ssh.Client, string, string, error) {
+func dialOne(ctx context.Context, via *ssh.Client, c *Config) (*ssh.Client, *lastRead, string, string, error) {
 	hk, err := loadHostKeys(c)
 	if err != nil {
-		return nil, "", "", err
+		return nil, nil, "", "", err
 	}
 	a := loadAuth(c)
 	defer a.close()
@@ -87,18 +93,19 @@ func dialOne(ctx context.Context, via *ssh.Client, c *Config) (*ssh.Client, stri
 		Timeout:           c.ConnectTimeout,
 	}
 
-	var conn net.Conn
+	var raw net.Conn
 	if via == nil {
-		conn, err = (&net.Dialer{Timeout: c.ConnectTimeout, KeepAlive: 15 * time.Second}).DialContext(ctx, "tcp", c.Addr())
+		raw, err = (&net.Dialer{Timeout: c.ConnectTimeout, KeepAlive: 15 * time.Second}).DialContext(ctx, "tcp", c.Addr())
 	} else {
-		conn, err = via.DialContext(ctx, "tcp", c.Addr())
+		raw, err = via.DialContext(ctx, "tcp", c.Addr())
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, "", "", fmt.Errorf("connect: timed out after %s", c.ConnectTimeout)
+			return nil, nil, "", "", fmt.Errorf("connect: timed out after %s", c.ConnectTimeout)
 		}
-		return nil, "", "", fmt.Errorf("connect: %w", err)
+		return nil, nil, "", "", fmt.Errorf("connect: %w", err)
 	}
+	conn := &lastRead{Conn: raw}
 	// Closing the conn is the one way to abandon a handshake that hangs;
 	// jump channels do not support deadlines.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
@@ -108,20 +115,20 @@ func dialOne(ctx context.Context, via *ssh.Client, c *Config) (*ssh.Client, stri
 			cc.Close()
 		}
 		conn.Close()
-		return nil, "", "", fmt.Errorf("handshake: timed out after %s", c.ConnectTimeout)
+		return nil, nil, "", "", fmt.Errorf("handshake: timed out after %s", c.ConnectTimeout)
 	}
 	if err != nil {
 		conn.Close()
 		var hke *HostKeyError
 		switch {
 		case errors.As(err, &hke):
-			return nil, "", "", hke
+			return nil, nil, "", "", hke
 		case strings.Contains(err.Error(), "unable to authenticate"):
-			return nil, "", "", authError(c, a, err)
+			return nil, nil, "", "", authError(c, a, err)
 		}
-		return nil, "", "", fmt.Errorf("handshake: %w", err)
+		return nil, nil, "", "", fmt.Errorf("handshake: %w", err)
 	}
-	return ssh.NewClient(cc, chans, reqs), a.describe(), hk.status, nil
+	return ssh.NewClient(cc, chans, reqs), conn, a.describe(), hk.status, nil
 }
 
 // AuthError is a refused login; it lists what was tried.

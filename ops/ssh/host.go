@@ -3,19 +3,17 @@
 // host but sshd and a POSIX shell.
 //
 // One Host owns at most one live connection at a time. On it run a pool of
-// long-lived sh command servers (see server: a command or a small file
-// operation costs one round trip, not a new session) and, for bulk
-// transfers, one SFTP client. Keepalives notice a dead connection; the next
-// operation dials a new one, with backoff after failures. Concurrent
-// callers share one dial.
+// long-lived sh command servers (server.sh; a command or a file operation
+// costs one round trip, not a new session) and, for bulk uploads when the
+// host can spare the session, one SFTP client. Keepalives notice a dead
+// connection; the next operation dials a new one, with backoff after
+// failures. Concurrent callers share one dial.
 package ssh
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -30,9 +28,13 @@ type HostOptions struct {
 	// without the SFTP subsystem.
 	NoSFTP bool
 	// MaxSessions caps the session channels open at once (command servers
-	// plus SFTP). Default 8, under OpenSSH's MaxSessions of 10 with room for
-	// a kill. Lowered automatically when the server refuses a channel.
+	// plus SFTP). Default 8, under OpenSSH's MaxSessions of 10. Lowered
+	// automatically when the server refuses a channel, and raised again
+	// one at a time after SessionRetry.
 	MaxSessions int
+	// SessionRetry is how long after a refused channel the pool tries one
+	// more (default 30s).
+	SessionRetry time.Duration
 	// NoGNUFind pretends the host lacks GNU find, to exercise the POSIX
 	// directory listing.
 	NoGNUFind bool
@@ -82,6 +84,13 @@ func (h *Host) maxSessions() int {
 		return h.opts.MaxSessions
 	}
 	return 8
+}
+
+func (h *Host) sessionRetry() time.Duration {
+	if h.opts.SessionRetry > 0 {
+		return h.opts.SessionRetry
+	}
+	return 30 * time.Second
 }
 
 var errClosed = errors.New("host closed")
@@ -161,7 +170,6 @@ func (h *Host) dial(done chan struct{}) {
 	}
 	h.failures, h.lastErr = 0, nil
 	h.cur = newConn(h, d)
-	go h.cur.sftpClient(context.Background()) // warm up; errors surface on use
 }
 
 // backoff is the pause before redialing after n failures in a row:
@@ -190,11 +198,14 @@ func (h *Host) Connect(ctx context.Context) (Info, error) {
 		return Info{}, err
 	}
 	info := Info{Config: h.cfg, Auth: c.d.auth, HostKey: c.d.hostKey}
-	sc, err := c.sftpClient(ctx)
+	sc, done, err := c.useSFTP(ctx)
 	if err != nil {
 		return info, err
 	}
-	info.SFTP = sc != nil
+	if sc != nil {
+		info.SFTP = true
+		done()
+	}
 	s, err := c.server(ctx)
 	if err != nil {
 		return info, err
@@ -232,123 +243,44 @@ type probe struct {
 	gnuFind bool
 }
 
+// probed asks the host once per connection; a failed probe is asked again
+// by the next caller.
 func (c *conn) probed(ctx context.Context) (probe, error) {
-	var err error
-	c.probeOnce.Do(func() {
-		var out []byte
-		out, err = c.internal(ctx, "pp")
-		if err != nil {
-			return
-		}
-		for _, n := range strings.Fields(string(out)) {
-			switch n {
-			case "sha256sum":
-				c.probe.sha256 = true
-			case "gnufind":
-				c.probe.gnuFind = !c.host.opts.NoGNUFind
-			}
-			c.probe.names = append(c.probe.names, n)
-		}
-	})
+	c.probeMu.Lock()
+	defer c.probeMu.Unlock()
+	if c.probe != nil {
+		return *c.probe, nil
+	}
+	_, out, err := c.call(ctx, query, "probe", "", "probe_host")
 	if err != nil {
-		c.probeOnce = sync.Once{}
 		return probe{}, err
 	}
-	return c.probe, nil
+	p := probe{}
+	for _, n := range strings.Fields(string(out)) {
+		switch n {
+		case "sha256sum":
+			p.sha256 = true
+		case "gnufind":
+			p.gnuFind = !c.host.opts.NoGNUFind
+		}
+		p.names = append(p.names, n)
+	}
+	c.probe = &p
+	return p, nil
 }
 
-// internal runs one of the server's own functions (q request) and returns
-// its output. On cancellation the server is discarded.
-func (c *conn) internal(ctx context.Context, call string) ([]byte, error) {
+// call runs one of server.sh's file functions through its call wrapper
+// and splits the status line ("OK ..." or "E CODE message") from the
+// payload; an error status becomes a *fs.PathError for op and name.
+func (c *conn) call(ctx context.Context, kind requestKind, op, name, fn string, args ...string) (string, []byte, error) {
 	s, err := c.server(ctx)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	var buf bytes.Buffer
-	status, err := c.serve(ctx, s, "q "+quote(call), &buf, nil)
-	if err != nil {
-		return nil, err
+	if _, err := c.serve(ctx, s, kind, &buf, "call", append([]string{fn}, args...)...); err != nil {
+		return "", nil, err
 	}
-	if status != "0" {
-		return nil, fmt.Errorf("host script %q failed with status %s: %s", call, status, buf.String())
-	}
-	return buf.Bytes(), nil
-}
-
-// serve sends one request on s and waits for its status, handling
-// cancellation with onCancel (nil: discard the server). s is released.
-// w is never written to after serve returns.
-func (c *conn) serve(ctx context.Context, s *server, line string, w io.Writer, onCancel func(*server)) (string, error) {
-	type result struct {
-		status string
-		err    error
-	}
-	gate := &gatedWriter{w: w}
-	done := make(chan result, 1)
-	go func() {
-		st, err := s.request(line, gate)
-		done <- result{st, err}
-	}()
-	select {
-	case r := <-done:
-		c.release(s)
-		if r.err != nil {
-			return "", c.lost(fmt.Errorf("command server: %w%s", r.err, s.stderr.suffix()))
-		}
-		return r.status, nil
-	case <-ctx.Done():
-	case <-c.dead:
-	}
-	if onCancel != nil && ctx.Err() != nil && !c.isDead() {
-		onCancel(s)
-		select {
-		case <-done:
-			gate.shut()
-			c.release(s)
-			return "", ctx.Err()
-		case <-time.After(ops.GraceAfterExit + 2*time.Second):
-		}
-	}
-	// Give up on this server. Its reader stops when the channel closes,
-	// which sshd may delay while processes of the session live on; the
-	// gate keeps it from writing after we return either way.
-	gate.shut()
-	s.close()
-	var r result
-	select {
-	case r = <-done:
-		c.release(s)
-	case <-time.After(2 * time.Second):
-		go func() { <-done; c.release(s) }()
-		r.err = errServerExited
-	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	if r.err == nil {
-		return r.status, nil
-	}
-	return "", c.lost(r.err)
-}
-
-// gatedWriter passes writes through until shut, then drops them.
-type gatedWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	closed bool
-}
-
-func (g *gatedWriter) Write(p []byte) (int, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return len(p), nil
-	}
-	return g.w.Write(p)
-}
-
-func (g *gatedWriter) shut() {
-	g.mu.Lock()
-	g.closed = true
-	g.mu.Unlock()
+	status, payload, _ := bytes.Cut(buf.Bytes(), []byte("\n"))
+	return checkStatus(op, name, string(status), payload)
 }

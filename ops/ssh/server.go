@@ -1,0 +1,270 @@
+package ssh
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/pi-remote/pi-remote/internal/shellquote"
+	"github.com/pi-remote/pi-remote/ops"
+)
+
+// A server is one long-lived POSIX sh on the host (server.sh), started once
+// on its own SSH session channel and then fed one request at a time: a
+// command or a file operation costs one round trip instead of a new session
+// (a fork of sshd, PAM, the user's login shell).
+//
+// A request is one line: the server's marker, a function of server.sh and
+// its words (shellquote.QuoteLine). The answer is the function's output on
+// stdout, then the marker, a status and a newline. While a job runs (a user
+// command, a streamed read) the line "k" kills it on the host. A server
+// serves one request at a time; the connection keeps a pool of them.
+type server struct {
+	end    func() error // closes the channel
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	marker []byte
+	setsid bool        // commands get their own session and process group
+	stderr *tailBuffer // the server shell's own complaints, for errors
+
+	wmu    sync.Mutex  // one writer on stdin at a time: a request or a cancel
+	broken atomic.Bool // protocol state unknown: never reuse
+}
+
+//go:embed server.sh
+var serverSource string
+
+// serverProgram is server.sh as it is sent at every start: without comment
+// lines, blank lines and indentation.
+var serverProgram = compactScript(serverSource)
+
+func compactScript(src string) string {
+	var b strings.Builder
+	for line := range strings.Lines(src) {
+		line = strings.TrimLeft(line, " \t")
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// bootstrap is the session's command. It must survive being run by any
+// login shell (sh, bash, zsh, fish, csh): one single-quoted word with no
+// single quote, "!" or newline inside. It reads the program line by line up
+// to programEnd and runs it.
+const bootstrap = `exec /bin/sh -c '` + bootstrapScript + `'`
+
+// bootstrapScript is what bootstrap runs with /bin/sh.
+const bootstrapScript = `n=$(printf "\nx"); n=${n%x}; p=; while IFS= read -r l; do [ "$l" = "` + programEnd + `" ] && break; p=$p$l$n; done; eval "$p"`
+
+const programEnd = "#pi-remote-end"
+
+// graceSeconds is ops.GraceAfterExit as the server's sleep argument.
+var graceSeconds = strconv.FormatFloat(ops.GraceAfterExit.Seconds(), 'f', -1, 64)
+
+var errServerExited = errors.New("command server on the host exited")
+
+// startServer opens a session and starts a server in it.
+func startServer(ctx context.Context, client *gossh.Client, useSetsid bool) (*server, error) {
+	sess, err := client.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{end: sess.Close, stderr: &tailBuffer{max: 4096}}
+	fail := func(err error) (*server, error) {
+		sess.Close()
+		return nil, err
+	}
+	if s.stdin, err = sess.StdinPipe(); err != nil {
+		return fail(err)
+	}
+	out, err := sess.StdoutPipe()
+	if err != nil {
+		return fail(err)
+	}
+	s.stdout = bufio.NewReaderSize(out, 64<<10)
+	sess.Stderr = s.stderr
+	if err := sess.Start(bootstrap); err != nil {
+		return fail(err)
+	}
+	if err := s.handshake(ctx, useSetsid); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// handshake sends the program to a bootstrap that runs on the other end of
+// s's pipes and waits until it is ready.
+func (s *server) handshake(ctx context.Context, useSetsid bool) error {
+	s.marker = []byte("\x1e@pi-remote:" + randomHex(12) + ":")
+	call := "serve " + shellquote.Join(string(s.marker), graceSeconds, yesNo(useSetsid), randomHex(6))
+	stop := context.AfterFunc(ctx, func() { s.end() })
+	defer stop()
+	if _, err := io.WriteString(s.stdin, serverProgram+call+"\n"+programEnd+"\n"); err != nil {
+		return err
+	}
+	status, err := s.readUntilMarker(io.Discard)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("starting command server: %w%s", err, s.stderr.suffix())
+	}
+	// READY <server's process group, 0 if it leads none> [setsid]
+	fields := strings.Fields(status)
+	if len(fields) == 0 || fields[0] != "READY" {
+		return fmt.Errorf("starting command server: %s%s", status, s.stderr.suffix())
+	}
+	s.setsid = len(fields) > 2 && fields[2] == "setsid"
+	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// close ends the server's channel; the server sees the end of its input.
+// (Closing only stdin would race a write in progress: x/crypto's CloseWrite
+// is not safe beside Write, Close is.)
+func (s *server) close() {
+	s.broken.Store(true)
+	s.end()
+}
+
+// send writes the request line fn(args...).
+func (s *server) send(fn string, args ...string) error {
+	var b strings.Builder
+	b.Write(s.marker)
+	b.WriteString(fn)
+	for _, a := range args {
+		b.WriteByte(' ')
+		b.WriteString(shellquote.QuoteLine(a))
+	}
+	b.WriteByte('\n')
+	return s.write(b.String())
+}
+
+// cancel asks the server to kill the job it runs. A cancel that arrives
+// after the job ended is ignored by the server.
+func (s *server) cancel() error { return s.write("k\n") }
+
+func (s *server) write(line string) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if _, err := io.WriteString(s.stdin, line); err != nil {
+		s.broken.Store(true)
+		return err
+	}
+	return nil
+}
+
+// readUntilMarker copies stdout to w up to the marker and returns the rest
+// of the marker's line. After a write error it stops writing to w but goes
+// on reading up to the marker, so the server stays usable.
+func (s *server) readUntilMarker(w io.Writer) (string, error) {
+	tok := s.marker
+	var pending []byte
+	var werr error
+	emit := func(b []byte) {
+		if werr == nil && len(b) > 0 {
+			_, werr = w.Write(b)
+		}
+	}
+	for {
+		// Look for the token in what is buffered without consuming more
+		// than the marker line.
+		n := s.stdout.Buffered()
+		if n == 0 {
+			if _, err := s.stdout.Peek(1); err != nil {
+				emit(pending)
+				s.broken.Store(true)
+				if errors.Is(err, io.EOF) {
+					return "", errServerExited
+				}
+				return "", err
+			}
+			n = s.stdout.Buffered()
+		}
+		buf, _ := s.stdout.Peek(n)
+		joined := append(pending, buf...)
+		if i := bytes.Index(joined, tok); i >= 0 {
+			emit(joined[:i])
+			// Consume up to and including the token.
+			s.stdout.Discard(i + len(tok) - len(pending))
+			status, err := s.stdout.ReadString('\n')
+			if err != nil {
+				s.broken.Store(true)
+				return "", err
+			}
+			return strings.TrimSuffix(status, "\n"), werr
+		}
+		// Hold back only a tail that could be the start of the token, so
+		// output streams as it comes.
+		keep := partialPrefix(joined, tok)
+		emit(joined[:len(joined)-keep])
+		pending = append(pending[:0], joined[len(joined)-keep:]...)
+		s.stdout.Discard(n)
+	}
+}
+
+// partialPrefix is the length of the longest suffix of b that is a proper
+// prefix of tok.
+func partialPrefix(b, tok []byte) int {
+	for n := min(len(tok)-1, len(b)); n > 0; n-- {
+		if bytes.Equal(b[len(b)-n:], tok[:n]) {
+			return n
+		}
+	}
+	return 0
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(p), nil
+}
+
+// suffix is " (<last stderr>)" or "".
+func (t *tailBuffer) suffix() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimSpace(string(t.buf))
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}

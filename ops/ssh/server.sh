@@ -1,0 +1,640 @@
+# shellcheck shell=sh
+#
+# The command server: the POSIX sh program pi-remote runs on a remote host,
+# one per SSH session channel. server.go sends this text (comment lines and
+# indentation dropped) after the bootstrap command, followed by a call of
+# serve; from then on it sends one request per line:
+#
+#   <marker><function> <word>...
+#
+# The marker is a random token of this server. Words are quoted by
+# internal/shellquote.QuoteLine, which writes a newline inside a word as
+# "$nl", so a request is always one line, read in linear time. Lines that do
+# not start with the marker are ignored: that is what a late cancel line
+# (below) becomes once its job has ended.
+#
+# The answer to a request is what its function prints on stdout, followed by
+# <marker><status> and a newline. The marker cannot occur in output (it is
+# random), so everything before it belongs to the request.
+#
+# Jobs (run_command, open_file) run in the background while a watcher reads
+# the request stream: the line "k" kills the job, and so does the end of the
+# stream (the client is gone). Nothing else is read while a job runs: the
+# client sends its next request only after the marker.
+#
+# Functions are POSIX (no "local"): helpers that run in the server's own
+# shell prefix their variables with their initials. The file functions run
+# in a subshell (see call) and may set what they like.
+#
+# The server's own processes are stopped with SIGKILL: a child forked a
+# moment ago may still run the server's TERM trap, which would wait for a
+# blocking read to end.
+
+nl='
+'
+
+# serve MARKER GRACE SETSID SUFFIX: the server's main loop. GRACE is how
+# long (seconds) a command's background children may go on writing output
+# after the command exits; SETSID (yes/no) says whether commands get their
+# own session when the host has setsid; SUFFIX names the private directory.
+serve() {
+	marker=$1
+	grace=$2
+	setsid_cmd=
+	if [ "$3" = yes ] && command -v setsid >/dev/null 2>&1; then
+		setsid_cmd=setsid
+	fi
+	sweep_private_dirs
+	private=${TMPDIR:-/tmp}/.pi-remote.$$.$4
+	if ! (umask 077 && mkdir "$private") 2>/dev/null; then
+		printf '%sFAIL cannot create %s\n' "$marker" "$private"
+		exit 1
+	fi
+	trap 'rm -rf "$private"' EXIT
+	trap 'exit 129' HUP
+	trap 'exit 141' PIPE
+	trap 'exit 143' TERM
+	# bash sources ~/.bashrc when it thinks sshd started it as a top-level
+	# shell (SSH_CLIENT set, SHLVL below 2 after its own increment).
+	# Commands here are not top-level: give them the level a login shell
+	# would.
+	if ! [ "${SHLVL:-0}" -ge 1 ] 2>/dev/null; then
+		SHLVL=1
+		export SHLVL
+	fi
+	seq=0
+	uid_gid=$(id -u):$(id -g)
+	sync_file=
+	if sync "$private" 2>"$private/err" && ! [ -s "$private/err" ]; then
+		sync_file=yes
+	fi
+	# Requests arrive on fd 3. Background processes of a non-interactive
+	# shell get /dev/null as stdin whatever it was, so the job watcher
+	# could not read fd 0; and nothing the server starts should.
+	exec 3<&0 </dev/null
+	pgid=$$
+	kill -s 0 -- "-$$" 2>/dev/null || pgid=0
+	printf '%sREADY %s %s\n' "$marker" "$pgid" "$setsid_cmd"
+	# From here on the shell's complaints are noise: dash, for one, reports
+	# every helper it kills ("Killed").
+	exec 2>/dev/null
+	while IFS= read -r request <&3; do
+		case $request in
+		"$marker"*) eval "${request#"$marker"}" ;;
+		esac
+	done
+	exit 0
+}
+
+# sweep_private_dirs removes the private directories of servers that died
+# without cleaning up (SIGKILL, a crash of the host): their names hold the
+# pid of the server, and a pid that no longer answers is gone.
+sweep_private_dirs() {
+	for _spd_dir in "${TMPDIR:-/tmp}"/.pi-remote.*; do
+		[ -d "$_spd_dir" ] || continue
+		_spd_pid=${_spd_dir##*/.pi-remote.}
+		_spd_pid=${_spd_pid%%.*}
+		case $_spd_pid in '' | *[!0-9]*) continue ;; esac
+		kill -s 0 "$_spd_pid" 2>/dev/null || rm -rf "$_spd_dir" 2>/dev/null
+	done
+}
+
+# finish STATUS ends the answer to a request.
+finish() {
+	printf '%s%s\n' "$marker" "$1"
+}
+
+# call FUNCTION WORD...: runs one of the file functions below in a
+# subshell with the C locale (so error messages can be recognised) and its
+# stray stderr discarded; the function prints its own status line ("OK ..."
+# or "E CODE message") and payload.
+call() {
+	(
+		LC_ALL=C
+		export LC_ALL
+		"$@"
+	) 2>/dev/null
+	finish "$?"
+}
+
+# wait_job PID [HELPER...] waits for the background process PID while a
+# watcher reads the request stream: "k" or the end of the stream kills the
+# job. At the end of the stream (the client is gone, and the server may be
+# too) the watcher also kills the job's helper processes, which would
+# otherwise outlive a killed server. Sets job_status.
+wait_job() {
+	watch_for_cancel "$@" &
+	_wj_watcher=$!
+	wait "$1"
+	job_status=$?
+	kill -s KILL "$_wj_watcher" 2>/dev/null
+	wait "$_wj_watcher" 2>/dev/null
+}
+
+watch_for_cancel() {
+	while IFS= read -r _wfc_line <&3; do
+		if [ "$_wfc_line" = k ]; then
+			kill_job "$1"
+			return
+		fi
+	done
+	kill_job "$1"
+	shift
+	kill -s KILL "$@" 2>/dev/null
+}
+
+# kill_job PID kills a job: its process group when commands get their own
+# session, its process tree otherwise (the server shares that group). The
+# group goes in one kill(2).
+kill_job() {
+	if [ -n "$setsid_cmd" ]; then
+		kill -s KILL -- "-$1" 2>/dev/null
+	fi
+	kill_tree "$1"
+}
+
+# kill_tree PID kills PID and every process descended from it, found with
+# ps (or /proc where ps lacks -o). PID goes last: the moment it dies the
+# server's wait returns and the watcher that called this may be stopped.
+kill_tree() {
+	_kt_all=" $1 "
+	_kt_table=$(ps -A -o pid= -o ppid= 2>/dev/null) || _kt_table=
+	if [ -z "$_kt_table" ]; then
+		_kt_table=$(for _kt_stat in /proc/[0-9]*/stat; do
+			read -r _kt_pid _kt_rest <"$_kt_stat" || continue
+			_kt_rest=${_kt_rest##*) }
+			# shellcheck disable=SC2086 # the fields after the name
+			set -- $_kt_rest
+			echo "$_kt_pid $2"
+		done 2>/dev/null)
+	fi
+	_kt_more=yes
+	while [ -n "$_kt_more" ]; do
+		_kt_more=
+		while read -r _kt_pid _kt_ppid; do
+			case $_kt_all in
+			*" $_kt_pid "*) ;;
+			*" $_kt_ppid "*)
+				_kt_all="$_kt_all$_kt_pid "
+				_kt_more=yes
+				;;
+			esac
+		done <<EOF
+$_kt_table
+EOF
+	done
+	# shellcheck disable=SC2086 # a list of pids
+	kill -s KILL ${_kt_all#" $1 "} 2>/dev/null
+	kill -s KILL "$1" 2>/dev/null
+}
+
+# run_command SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES runs SCRIPT with sh -c
+# in DIR (the home directory when empty), stdin /dev/null, stdout and
+# stderr merged, in its own session when the host has setsid.
+#
+# The output goes through a FIFO to a file in the private directory; a
+# relay drains the FIFO at disk speed, so a slow client never holds up the
+# command and nothing of it is lost. tail follows the file, and tee sends
+# it to stdout and keeps a copy that says how much was sent. When the
+# command exits, its background children get GRACE seconds to finish
+# writing before the relay stops (they then get SIGPIPE, as they would
+# locally); tail is stopped and the part of the file it had not sent yet
+# is sent from the copy's length on. Every request has its own files, so
+# nothing a child writes later reaches another request. (tail and tee
+# share an anonymous pipe: a FIFO between them could leave tee waiting
+# for ever in open(2) for a tail killed before it opened its end.)
+#
+# With SAVE set, the complete output is kept at SAVE when it is longer than
+# SAVE_BYTES bytes or SAVE_LINES lines. Status: the exit code, followed by
+# " saved" or " unsaved" when the output qualified; "!ENOENT",
+# "!ENOTDIR" or "!EACCES" when DIR cannot be entered.
+run_command() {
+	if [ -n "$2" ]; then
+		if [ ! -d "$2" ]; then
+			if [ -e "$2" ]; then finish '!ENOTDIR'; else finish '!ENOENT'; fi
+			return
+		fi
+		if [ ! -x "$2" ]; then
+			finish '!EACCES'
+			return
+		fi
+	fi
+	seq=$((seq + 1))
+	_rc_out=$private/out.$seq
+	_rc_fifo=$private/fifo.$seq
+	_rc_pid=$private/pid.$seq
+	_rc_copy=$private/copy.$seq
+	if ! { command : >"$_rc_out" && mkfifo "$_rc_fifo" "$_rc_pid"; } 2>/dev/null; then
+		finish "!EIO cannot create files in $private"
+		return
+	fi
+	cat "$_rc_fifo" >>"$_rc_out" 2>/dev/null &
+	_rc_relay=$!
+	(
+		if [ -n "$2" ]; then cd "$2" || exit 126; fi
+		exec $setsid_cmd sh -c "$1"
+	) >"$_rc_fifo" 2>&1 3<&- &
+	_rc_job=$!
+	# shellcheck disable=SC2016 # $$ and $1 belong to the inner sh
+	sh -c 'echo "$$" >&3; exec tail -c +1 -f "$1"' sh "$_rc_out" 3>"$_rc_pid" 2>/dev/null |
+		tee "$_rc_copy" 2>/dev/null &
+	_rc_tee=$!
+	read -r _rc_tail <"$_rc_pid"
+
+	wait_job "$_rc_job" "$_rc_relay" "$_rc_tail" "$_rc_tee"
+	_rc_status=$job_status
+	( sleep "$grace" 2>/dev/null || sleep 1; kill -s KILL "$_rc_relay" 2>/dev/null ) &
+	_rc_timer=$!
+	wait "$_rc_relay"
+	kill -s KILL "$_rc_timer" "$_rc_tail" 2>/dev/null
+	wait "$_rc_tee"
+	_rc_sent=$(wc -c <"$_rc_copy")
+	tail -c +$((_rc_sent + 1)) "$_rc_out"
+
+	if [ -n "$3" ]; then
+		save_output "$_rc_out" "$3" "$4" "$5"
+	fi
+	rm -f "$_rc_out" "$_rc_fifo" "$_rc_pid" "$_rc_copy"
+	finish "$_rc_status$_rc_saved"
+}
+
+# save_output FILE DEST BYTES LINES moves FILE to DEST when it is longer
+# than BYTES bytes or LINES lines (a last line without a newline counts);
+# sets _rc_saved to " saved", " unsaved" (the move failed) or "" (not
+# needed).
+save_output() {
+	_rc_saved=
+	_so_counts=$(wc -lc <"$1") || return
+	# shellcheck disable=SC2086 # "lines bytes"
+	set -- "$1" "$2" "$3" "$4" $_so_counts
+	if [ "$5" -eq "$4" ] && [ -n "$(tail -c 1 "$1")" ]; then
+		set -- "$1" "$2" "$3" "$4" $(($5 + 1)) "$6"
+	fi
+	if [ "$6" -gt "$3" ] || [ "$5" -gt "$4" ]; then
+		if chmod 600 "$1" && mv -f "$1" "$2" 2>/dev/null; then _rc_saved=' saved'; else _rc_saved=' unsaved'; fi
+	fi
+}
+
+# open_file PATH: "OK" and the bytes of PATH as they are read (a job, so
+# the client may stop it), or "E CODE message". The final status is 0, or
+# "E CODE message" when reading failed part way.
+open_file() {
+	if [ -d "$1" ]; then
+		echo 'E EISDIR is a directory'
+	elif [ ! -e "$1" ]; then
+		report_missing "$1"
+	elif [ ! -r "$1" ]; then
+		echo 'E EACCES permission denied'
+	else
+		echo OK
+		LC_ALL=C cat -- "$1" 2>"$private/err" 3<&- &
+		wait_job "$!"
+		if [ "$job_status" != 0 ]; then
+			finish "$(error_from_stderr 'read failed')"
+			return
+		fi
+	fi
+	finish 0
+}
+
+# error_from_message MESSAGE prints "E CODE MESSAGE" with the errno name
+# that MESSAGE (an English strerror text) stands for.
+error_from_message() {
+	case $1 in
+	*'ermission denied'* | *'peration not permitted'*) _efm_code=EACCES ;;
+	*'o such file'* | *'irectory nonexistent'* | *'onexistent directory'*) _efm_code=ENOENT ;;
+	*'ot a directory'*) _efm_code=ENOTDIR ;;
+	*'s a directory'*) _efm_code=EISDIR ;;
+	*'ile exists'*) _efm_code=EEXIST ;;
+	*'o space left'*) _efm_code=ENOSPC ;;
+	*'ile name too long'*) _efm_code=ENAMETOOLONG ;;
+	*'ead-only file system'*) _efm_code=EROFS ;;
+	*'uota exceeded'*) _efm_code=EDQUOT ;;
+	*'oo many levels of symbolic links'*) _efm_code=ELOOP ;;
+	*) _efm_code=EIO ;;
+	esac
+	printf 'E %s %s\n' "$_efm_code" "$1"
+}
+
+# error_from_stderr DEFAULT maps the first line of $private/err (where the
+# failed operation wrote its complaint), or DEFAULT when it is empty.
+error_from_stderr() {
+	_efs_line=
+	IFS= read -r _efs_line <"$private/err"
+	error_from_message "${_efs_line:-$1}"
+}
+
+# report_missing PATH prints why PATH cannot be found: an ancestor that is
+# not a directory, one that may not be searched, or plain absence.
+report_missing() {
+	_rm_path=${1%/*}
+	while [ -n "$_rm_path" ] && [ ! -e "$_rm_path" ]; do _rm_path=${_rm_path%/*}; done
+	_rm_path=${_rm_path:-/}
+	if [ ! -d "$_rm_path" ]; then
+		echo 'E ENOTDIR not a directory'
+	elif [ ! -x "$_rm_path" ]; then
+		echo 'E EACCES permission denied'
+	else
+		echo 'E ENOENT no such file or directory'
+	fi
+}
+
+# follow_links PATH sets _f to PATH with every symlink at its end followed,
+# even to a target that does not exist (where a write creates the file).
+follow_links() {
+	_f=$1
+	_fl_n=0
+	while [ -L "$_f" ]; do
+		_fl_n=$((_fl_n + 1))
+		[ "$_fl_n" -le 40 ] || return 1
+		_fl_link=$(readlink "$_f" && echo x) || return 1
+		_fl_link=${_fl_link%"${nl}x"}
+		case $_fl_link in
+		/*) _f=$_fl_link ;;
+		*) _f=${_f%/*}/$_fl_link ;;
+		esac
+	done
+}
+
+# resolve_path PATH: "OK", then the canonical path (every symlink and ".."
+# resolved, as the kernel does) with nothing after it.
+resolve_path() {
+	if [ ! -e "$1" ]; then
+		report_missing "$1"
+		return
+	fi
+	follow_links "$1" || {
+		echo 'E ELOOP too many levels of symbolic links'
+		return
+	}
+	if [ -d "$_f" ]; then
+		cd -P -- "$_f" || {
+			echo 'E EACCES permission denied'
+			return
+		}
+		printf 'OK\n%s' "$PWD"
+		return
+	fi
+	_rp_dir=${_f%/*}
+	cd -P -- "${_rp_dir:-/}" || {
+		echo 'E EACCES permission denied'
+		return
+	}
+	case $PWD in
+	/) printf 'OK\n/%s' "${_f##*/}" ;;
+	*) printf 'OK\n%s/%s' "$PWD" "${_f##*/}" ;;
+	esac
+}
+
+# stat_path PATH: "OK", then `ls -ldnL PATH`.
+stat_path() {
+	if [ ! -e "$1" ]; then
+		report_missing "$1"
+		return
+	fi
+	echo OK
+	ls -ldnL -- "$1"
+}
+
+# list_dir PATH FLAVOUR: "OK", then one record per entry. FLAVOUR gnu:
+# "TYPE TARGETTYPE MODE SIZE NAME\0" from GNU find; posix: "NAME\0KIND\0LS\0"
+# where KIND is d (directory or link to one), f (anything else) or N
+# (dangling link).
+list_dir() {
+	if [ ! -e "$1" ]; then
+		report_missing "$1"
+		return
+	fi
+	if [ ! -d "$1" ]; then
+		echo 'E ENOTDIR not a directory'
+		return
+	fi
+	if [ ! -r "$1" ] || [ ! -x "$1" ]; then
+		echo 'E EACCES permission denied'
+		return
+	fi
+	echo OK
+	if [ "$2" = gnu ]; then
+		find -H "$1" -mindepth 1 -maxdepth 1 -printf '%y%Y %m %s %f\0'
+		return
+	fi
+	cd -- "$1" || return
+	for _e in .* *; do
+		case $_e in . | ..) continue ;; esac
+		[ -e "$_e" ] || [ -L "$_e" ] || continue
+		_y=N
+		if [ -d "$_e" ]; then _y=d; elif [ -e "$_e" ]; then _y=f; fi
+		printf '%s\0%s\0%s\0' "$_e" "$_y" "$(ls -ldn -- "$_e")"
+	done
+}
+
+# ensure_dir PATH creates PATH and its parents when missing; on failure it
+# prints the error line and returns 1.
+ensure_dir() {
+	[ -d "$1" ] && return 0
+	mkdir -p -- "$1" 2>"$private/err" && return 0
+	_p=$1
+	while [ -n "$_p" ] && [ ! -e "$_p" ]; do _p=${_p%/*}; done
+	if [ -n "$_p" ] && [ ! -d "$_p" ]; then
+		echo 'E ENOTDIR not a directory'
+	else
+		error_from_stderr 'mkdir failed'
+	fi
+	return 1
+}
+
+# make_dirs PATH: "OK" once PATH is a directory.
+make_dirs() {
+	ensure_dir "$1" && echo OK
+}
+
+# copy_owner_and_mode FROM TO gives TO the owner, group and mode of FROM
+# (setuid, setgid and sticky bits included). The owner goes first: chown
+# clears the setuid and setgid bits.
+copy_owner_and_mode() {
+	set -f
+	# shellcheck disable=SC2046 # the fields of ls -l
+	set -- "$1" "$2" $(ls -ldn -- "$1")
+	set +f
+	if [ "$5:$6" != "$uid_gid" ]; then
+		chown "$5:$6" "$2" 2>/dev/null
+	fi
+	_m=$3
+	_p=
+	for _w in u g o; do
+		case $_w in
+		u) _c=${_m#?} ;;
+		g) _c=${_m#????} ;;
+		o) _c=${_m#???????} ;;
+		esac
+		_c=${_c%"${_c#???}"}
+		_s=$_w=
+		case $_c in r*) _s=${_s}r ;; esac
+		case $_c in ?w*) _s=${_s}w ;; esac
+		case $_c in ??[xst]) _s=${_s}x ;; esac
+		_p=$_p$_s,
+		case $_w$_c in
+		u??[sS]) _p=${_p}u+s, ;;
+		g??[sS]) _p=${_p}g+s, ;;
+		o??[tT]) _p=${_p}+t, ;;
+		esac
+	done
+	chmod "${_p%,}" "$2"
+}
+
+# file_digest FILE KIND prints what the client's contentDigest prints for
+# FILE's content: "sha256:HEX" or "cksum:CRC:SIZE" (KIND is the expected
+# digest, whose prefix names the method). A file that cannot be read
+# prints nothing, which matches no digest.
+file_digest() {
+	case $2 in
+	sha256:*) sha256sum <"$1" | { read -r _h _ && echo "sha256:$_h"; } ;;
+	cksum:*) cksum <"$1" | { read -r _c _s _ && echo "cksum:$_c:$_s"; } ;;
+	esac
+}
+
+# prepare_temp TARGET PERM SUFFIX PARENTS creates the temporary file of a
+# write next to TARGET (its symlink target) and sets _f (the file to
+# replace) and _t (the temporary file). PARENTS "p" creates missing parent
+# directories. On failure it prints the error line and returns 1.
+prepare_temp() {
+	follow_links "$1" || {
+		echo 'E ELOOP too many levels of symbolic links'
+		return 1
+	}
+	if [ -d "$_f" ]; then
+		echo 'E EISDIR is a directory'
+		return 1
+	fi
+	_pt_dir=${_f%/*}
+	_pt_dir=${_pt_dir:-/}
+	if [ "$4" = p ]; then
+		ensure_dir "$_pt_dir" || return 1
+	elif [ ! -d "$_pt_dir" ]; then
+		report_missing "$_f"
+		return 1
+	fi
+	# A name of up to 255 bytes must leave room for the temporary one.
+	_pt_base=${_f##*/}
+	while [ "${#_pt_base}" -gt 200 ]; do _pt_base=${_pt_base%?}; done
+	_t=${_pt_dir%/}/.$_pt_base.pi-remote-$3
+	umask 077
+	set -C
+	# "command" keeps a failed redirection from ending the shell.
+	if ! command : 2>|"$private/err" >"$_t"; then
+		set +C
+		error_from_stderr "cannot create a temporary file in $_pt_dir"
+		return 1
+	fi
+	set +C
+	if [ -e "$_f" ]; then
+		copy_owner_and_mode "$_f" "$_t" || {
+			rm -f "$_t"
+			echo "E EIO cannot copy the mode of $_f"
+			return 1
+		}
+	else
+		chmod "$2" "$_t"
+	fi
+}
+
+# append_bytes FILE FORMAT appends printf FORMAT to FILE; on failure it
+# removes FILE and prints the error line (printf does not say why it
+# failed: cat, given the same bytes, does).
+append_bytes() {
+	# shellcheck disable=SC2059 # the format is the content, encoded by the client
+	if printf "$2" >>"$1" 2>/dev/null; then
+		return 0
+	fi
+	# shellcheck disable=SC2059
+	printf "$2" 2>/dev/null | cat >>"$1" 2>"$private/err"
+	rm -f "$1"
+	error_from_stderr "cannot write $1"
+	return 1
+}
+
+# commit_temp TARGET TEMP DIGEST renames TEMP over TARGET (its symlink
+# target) once TEMP is on disk, when TARGET still has DIGEST (empty: no
+# check). Prints "OK" or the error line; TEMP is gone either way.
+commit_temp() {
+	follow_links "$1" || {
+		rm -f "$2"
+		echo 'E ELOOP too many levels of symbolic links'
+		return
+	}
+	if [ -n "$3" ] && [ "$(file_digest "$_f" "$3")" != "$3" ]; then
+		rm -f "$2"
+		echo 'E EMODIFIED file changed on disk'
+		return
+	fi
+	if [ -d "$_f" ]; then
+		rm -f "$2"
+		echo 'E EISDIR is a directory'
+		return
+	fi
+	if [ -n "$sync_file" ]; then sync "$2"; fi
+	if ! mv -f "$2" "$_f" 2>"$private/err"; then
+		rm -f "$2"
+		error_from_stderr 'rename failed'
+		return
+	fi
+	# A directory that replaced TARGET after the check above received
+	# TEMP instead: take it back out.
+	if [ -d "$_f" ] && [ -e "$_f/${2##*/}" ]; then
+		rm -f "$_f/${2##*/}"
+		echo 'E EISDIR is a directory'
+		return
+	fi
+	echo OK
+}
+
+# write_inline TARGET PERM DIGEST SUFFIX FORMAT PARENTS: the whole write of
+# a small content, given as a printf format, in one request.
+write_inline() {
+	prepare_temp "$1" "$2" "$4" "$6" || return
+	append_bytes "$_t" "$5" || return
+	commit_temp "$1" "$_t" "$3"
+}
+
+# create_temp TARGET PERM SUFFIX PARENTS: "OK", then the path of a new
+# empty temporary file for TARGET (filled by the client, then committed).
+create_temp() {
+	prepare_temp "$1" "$2" "$3" "$4" || return
+	printf 'OK\n%s' "$_t"
+}
+
+# append_temp TEMP FORMAT appends printf FORMAT to TEMP: "OK" or the error
+# line (TEMP is removed then).
+append_temp() {
+	append_bytes "$1" "$2" && echo OK
+}
+
+# diagnose_write TEMP says why writing to TEMP fails, for a client whose
+# own write (over SFTP, which reports most errors as a plain failure) did:
+# it appends one byte with cat and prints cat's complaint as the error
+# line, or "OK" when the write now succeeds.
+diagnose_write() {
+	if printf x 2>/dev/null | cat >>"$1" 2>"$private/err"; then
+		echo OK
+	else
+		error_from_stderr "cannot write $1"
+	fi
+}
+
+# remove_temp TEMP: "OK" once TEMP is gone.
+remove_temp() {
+	rm -f -- "$1"
+	echo OK
+}
+
+# probe_host: "OK", then the names of the helpers this host has beyond
+# POSIX.
+probe_host() {
+	echo OK
+	for _t in sha256sum readlink; do
+		command -v "$_t" >/dev/null 2>&1 && printf '%s ' "$_t"
+	done
+	find / -maxdepth 0 -printf '' >/dev/null 2>&1 && printf 'gnufind '
+	[ -n "$sync_file" ] && printf 'fsync '
+	echo
+}

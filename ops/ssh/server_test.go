@@ -1,0 +1,248 @@
+package ssh
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testShells are the shells server.sh must run under: dash (Debian's
+// /bin/sh), bash in POSIX mode and BusyBox sh. In CI a missing one fails
+// the test; elsewhere it is left out, saying so.
+func testShells(t *testing.T) [][]string {
+	t.Helper()
+	var shells [][]string
+	for _, sh := range [][]string{{"dash"}, {"bash", "--posix"}, {"busybox", "sh"}} {
+		if _, err := exec.LookPath(sh[0]); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is not installed; CI installs it to run server.sh under it", sh[0])
+			}
+			t.Logf("%s is not installed: server.sh is not tested under it", sh[0])
+			continue
+		}
+		shells = append(shells, sh)
+	}
+	require.NotEmpty(t, shells)
+	return shells
+}
+
+// localServer is server.sh run by a shell of this machine over pipes, as
+// sshd would run it: in a session of its own, with TMPDIR a fresh
+// directory.
+type localServer struct {
+	*server
+	cmd *exec.Cmd
+	tmp string
+}
+
+func startLocal(t *testing.T, sh []string, useSetsid bool) *localServer {
+	t.Helper()
+	l := &localServer{tmp: t.TempDir()}
+	l.cmd = exec.Command(sh[0], append(sh[1:], "-c", bootstrapScript)...)
+	l.cmd.Env = append(os.Environ(), "TMPDIR="+l.tmp)
+	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	stdin, err := l.cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := l.cmd.StdoutPipe()
+	require.NoError(t, err)
+	end := func() error {
+		stdin.Close()
+		return l.cmd.Process.Kill()
+	}
+	l.server = &server{stdin: stdin, stdout: bufio.NewReader(stdout), stderr: &tailBuffer{max: 4096}, end: end}
+	l.cmd.Stderr = l.stderr
+	require.NoError(t, l.cmd.Start())
+	t.Cleanup(func() {
+		l.close()
+		l.cmd.Wait()
+	})
+	require.NoError(t, l.handshake(t.Context(), useSetsid))
+	return l
+}
+
+// do sends one request and returns its status, the output going to w.
+func (l *localServer) do(t *testing.T, w io.Writer, fn string, args ...string) string {
+	t.Helper()
+	require.NoError(t, l.send(fn, args...))
+	status, err := l.readUntilMarker(w)
+	require.NoError(t, err, "stderr: %s", l.stderr.suffix())
+	return status
+}
+
+// run runs a command and returns its status and output.
+func (l *localServer) run(t *testing.T, script string) (string, string) {
+	t.Helper()
+	var out bytes.Buffer
+	status := l.do(t, &out, "run_command", script, "", "", "", "")
+	return status, out.String()
+}
+
+// slowWriter takes its time over every write, like a client behind a slow
+// link.
+type slowWriter struct {
+	bytes.Buffer
+	pause time.Duration
+}
+
+func (s *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(s.pause)
+	return s.Buffer.Write(p)
+}
+
+// sleeping lists the processes running `sleep arg`.
+func sleeping(t *testing.T, arg string) []string {
+	t.Helper()
+	out, err := exec.Command("ps", "-eo", "pid=,args=").Output()
+	require.NoError(t, err)
+	var found []string
+	for line := range strings.Lines(string(out)) {
+		if _, args, _ := strings.Cut(strings.TrimSpace(line), " "); strings.TrimSpace(args) == "sleep "+arg {
+			found = append(found, strings.TrimSpace(line))
+		}
+	}
+	return found
+}
+
+func TestServerScript(t *testing.T) {
+	for _, sh := range testShells(t) {
+		t.Run(strings.Join(sh, " "), func(t *testing.T) {
+			t.Run("background output stays with its command", func(t *testing.T) {
+				l := startLocal(t, sh, true)
+				status, out := l.run(t, `(sleep 0.6; echo LEAKED-FROM-A) & echo A-done`)
+				assert.Equal(t, "0", status)
+				assert.Equal(t, "A-done\n", out)
+				status, out = l.run(t, `sleep 1; echo B-done`)
+				assert.Equal(t, "0", status)
+				assert.Equal(t, "B-done\n", out, "nothing of the first command's child")
+			})
+			t.Run("a slow reader gets all of the output", func(t *testing.T) {
+				l := startLocal(t, sh, true)
+				w := &slowWriter{pause: 20 * time.Millisecond}
+				status := l.do(t, w, "run_command", `awk 'BEGIN { for (i = 1; i <= 100000; i++) print i }'; echo END-MARKER`, "", "", "", "")
+				assert.Equal(t, "0", status)
+				lines := strings.Split(strings.TrimSuffix(w.String(), "\n"), "\n")
+				require.Len(t, lines, 100001)
+				assert.Equal(t, "100000", lines[99999])
+				assert.Equal(t, "END-MARKER", lines[100000])
+			})
+			for _, setsid := range []bool{true, false} {
+				t.Run(fmt.Sprintf("cancel kills the command and its children, setsid %v", setsid), func(t *testing.T) {
+					l := startLocal(t, sh, setsid)
+					marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
+					t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+					require.NoError(t, l.send("run_command", fmt.Sprintf("sleep %s & sleep %s & echo started; wait", marker, marker), "", "", "", ""))
+					require.Eventually(t, func() bool { return len(sleeping(t, marker)) == 2 }, 5*time.Second, 10*time.Millisecond)
+					require.NoError(t, l.cancel())
+					var out bytes.Buffer
+					_, err := l.readUntilMarker(&out)
+					require.NoError(t, err)
+					assert.Equal(t, "started\n", out.String())
+					// SIGKILL is sent before the answer; the processes end a
+					// moment later.
+					assert.Eventually(t, func() bool { return len(sleeping(t, marker)) == 0 }, 5*time.Second, 10*time.Millisecond, "no process of the command is left")
+					status, out2 := l.run(t, "echo still serving")
+					assert.Equal(t, "0", status)
+					assert.Equal(t, "still serving\n", out2)
+				})
+			}
+			t.Run("a cancel after the end is ignored", func(t *testing.T) {
+				l := startLocal(t, sh, true)
+				l.run(t, "true")
+				require.NoError(t, l.cancel())
+				status, out := l.run(t, "echo next")
+				assert.Equal(t, "0", status)
+				assert.Equal(t, "next\n", out)
+			})
+			t.Run("a request of 30,000 lines is read in linear time", func(t *testing.T) {
+				l := startLocal(t, sh, true)
+				target := filepath.Join(t.TempDir(), "quotes")
+				content := strings.Repeat("'\n", 30000)
+				start := time.Now()
+				var out bytes.Buffer
+				l.do(t, &out, "call", "write_inline", target, "644", "", "0123", printfFormat([]byte(content)), "-")
+				assert.Equal(t, "OK\n", out.String())
+				assert.Less(t, time.Since(start), 20*time.Second, "quadratic parsing took 68 s")
+				got, err := os.ReadFile(target)
+				require.NoError(t, err)
+				assert.Equal(t, content, string(got))
+			})
+			t.Run("a failed temporary file is an error answer", func(t *testing.T) {
+				l := startLocal(t, sh, true)
+				dir := "/sys" // not writable, even for root
+				if os.Geteuid() != 0 {
+					dir = t.TempDir()
+					require.NoError(t, os.Chmod(dir, 0o555))
+				}
+				var out bytes.Buffer
+				l.do(t, &out, "call", "write_inline", filepath.Join(dir, "pi-remote-test"), "644", "", "0123", "SECRET CONTENT", "-")
+				assert.True(t, strings.HasPrefix(out.String(), "E EACCES "), "got %q", out.String())
+				assert.NotContains(t, out.String(), "SECRET")
+				status, echo := l.run(t, "echo alive")
+				assert.Equal(t, "0", status)
+				assert.Equal(t, "alive\n", echo)
+			})
+			t.Run("private directories", func(t *testing.T) {
+				tmp := t.TempDir()
+				stale := filepath.Join(tmp, ".pi-remote.999999999.dead")
+				require.NoError(t, os.MkdirAll(filepath.Join(stale, "sub"), 0o700))
+				t.Setenv("TMPDIR", tmp)
+				cmd := exec.Command(sh[0], append(sh[1:], "-c", bootstrapScript)...)
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+				stdin, err := cmd.StdinPipe()
+				require.NoError(t, err)
+				stdout, err := cmd.StdoutPipe()
+				require.NoError(t, err)
+				require.NoError(t, cmd.Start())
+				s := &server{stdin: stdin, stdout: bufio.NewReader(stdout), stderr: &tailBuffer{max: 4096}, end: func() error { return cmd.Process.Kill() }}
+				require.NoError(t, s.handshake(t.Context(), true))
+				entries, err := os.ReadDir(tmp)
+				require.NoError(t, err)
+				require.Len(t, entries, 1, "the dead server's directory is swept, ours made")
+				assert.NotEqual(t, filepath.Base(stale), entries[0].Name())
+				// A server whose client stopped reading dies of SIGPIPE
+				// on its next answer; its directory goes with it.
+				stdout.Close()
+				require.NoError(t, s.send("run_command", "echo bye", "", "", "", ""))
+				done := make(chan error, 1)
+				go func() { done <- cmd.Wait() }()
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second):
+					cmd.Process.Kill()
+					t.Fatal("the server did not exit")
+				}
+				entries, err = os.ReadDir(tmp)
+				require.NoError(t, err)
+				assert.Empty(t, entries)
+			})
+		})
+	}
+}
+
+// A server goes on after its client's context ends mid-handshake: the
+// handshake gives up with the context's error.
+func TestServerHandshakeHonoursContext(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	s := &server{stdin: stdin, stdout: bufio.NewReader(stdout), stderr: &tailBuffer{max: 4096}, end: func() error { return cmd.Process.Kill() }}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, s.handshake(ctx, true), context.DeadlineExceeded)
+}
