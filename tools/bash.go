@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"path"
 	"sync"
@@ -89,9 +88,11 @@ func runBash(ctx context.Context, e *env.ExecutionEnv, opts Options, in bashInpu
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	sink := newBashSink(runCtx, e, spill, onUpdate)
-	execErr := e.Exec(runCtx, ops.Command{Script: script, Output: sink})
-	spillErr := sink.close()
+	sink := &bashSink{onUpdate: onUpdate}
+	// The host keeps the complete output when it is longer than the
+	// result can show: no second transfer, no extra channel.
+	save := &ops.SaveOutput{Path: spill, OverBytes: MaxBytes, OverLines: MaxLines}
+	execErr := e.Exec(runCtx, ops.Command{Script: script, Output: sink, SaveOutput: save})
 
 	details := BashDetails{Command: in.Command}
 	var trailer string
@@ -130,11 +131,11 @@ func runBash(ctx context.Context, e *env.ExecutionEnv, opts Options, in bashInpu
 		if t.PartialLine {
 			shown = fmt.Sprintf("Showing the last %s of line %d (the line is longer than %s)", formatSize(int64(t.OutputBytes)), t.TotalLines, formatSize(MaxBytes))
 		}
-		if spillErr == nil {
+		if save.Saved {
 			details.FullOutputPath = spill
 			notices = append(notices, fmt.Sprintf("%s. Full output (%s): %s; page through it with read offset/limit.", shown, formatSize(int64(t.TotalBytes)), spill))
 		} else {
-			notices = append(notices, fmt.Sprintf("%s. The full output could not be saved: %v.", shown, spillErr))
+			notices = append(notices, fmt.Sprintf("%s. The full output could not be saved on the host.", shown))
 		}
 	}
 	notices = append(notices, trailer)
@@ -153,31 +154,21 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// bashSink collects a command's output: it keeps a tail window for the
-// result and progress updates, and once the output exceeds the limits it
-// streams everything to a spill file on the command's host.
+// bashSink collects a command's output: it counts it and keeps a tail
+// window for the result and for progress updates. It never blocks on
+// anything but the update callback.
 type bashSink struct {
-	ctx      context.Context
-	e        *env.ExecutionEnv
-	spill    string
 	onUpdate func(loop.Result)
 
 	mu         sync.Mutex
-	head       []byte // all output until spilling starts
 	tail       []byte // the last tailWindow bytes
 	total      int
 	lines      int
 	lastNL     bool
-	pw         *io.PipeWriter
-	spillDone  chan error
 	lastUpdate time.Time
 }
 
 const tailWindow = 2 * MaxBytes
-
-func newBashSink(ctx context.Context, e *env.ExecutionEnv, spill string, onUpdate func(loop.Result)) *bashSink {
-	return &bashSink{ctx: ctx, e: e, spill: spill, onUpdate: onUpdate}
-}
 
 func (s *bashSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
@@ -189,52 +180,12 @@ func (s *bashSink) Write(p []byte) (int, error) {
 	if len(s.tail) > tailWindow {
 		s.tail = append(s.tail[:0], s.tail[len(s.tail)-tailWindow:]...)
 	}
-	if s.pw == nil {
-		s.head = append(s.head, p...)
-		if len(s.head) > MaxBytes || s.lines > MaxLines {
-			s.startSpill()
-		}
-	} else if _, err := s.pw.Write(p); err != nil {
-		// The spill failed; keep collecting the tail, report at the end.
-		s.pw = nil
-	}
 	if now := time.Now(); now.Sub(s.lastUpdate) >= updateInterval {
 		s.lastUpdate = now
 		t := truncateTail(string(s.tail), MaxLines, MaxBytes)
 		s.onUpdate(loop.Result{Content: loop.ContentList{&loop.Text{Text: t.Content}}})
 	}
 	return len(p), nil
-}
-
-func (s *bashSink) startSpill() {
-	pr, pw := io.Pipe()
-	s.pw = pw
-	s.spillDone = make(chan error, 1)
-	go func() {
-		// Always drain the pipe so the writer never blocks on a failed upload.
-		err := s.e.WriteFile(context.WithoutCancel(s.ctx), s.spill, pr, ops.WriteOptions{Perm: 0o600})
-		pr.CloseWithError(err)
-		s.spillDone <- err
-	}()
-	head := s.head
-	s.head = nil
-	if _, err := pw.Write(head); err != nil {
-		s.pw = nil
-	}
-}
-
-// close finishes the spill file, if any, and waits for it.
-func (s *bashSink) close() error {
-	s.mu.Lock()
-	pw, done := s.pw, s.spillDone
-	s.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	if pw != nil {
-		pw.Close()
-	}
-	return <-done
 }
 
 func (s *bashSink) result() truncation {
