@@ -115,6 +115,6 @@ func testBash(t *testing.T, h Harness) {
 func processTable(f *fixture) string {
 	var out strings.Builder
 	f.o.Exec(f.t.Context(), ops.Command{Output: &out,
-		Script: `for p in /proc/[0-9]*; do [ "$p" = "/proc/$$" ] || tr '\0' ' ' < "$p/cmdline" 2>/dev/null; echo; done`})
+		Script: `exec 2>/dev/null; for p in /proc/[0-9]*; do [ "$p" = "/proc/$$" ] || tr '\0' ' ' < "$p/cmdline"; echo; done`})
 	return out.String()
 }

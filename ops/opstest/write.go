@@ -1,0 +1,344 @@
+package opstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/ops"
+)
+
+// failingReader yields n bytes, then fails.
+type failingReader struct{ n int }
+
+var errBoom = errors.New("boom")
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, errBoom
+	}
+	k := min(len(p), f.n)
+	for i := range p[:k] {
+		p[i] = 'N'
+	}
+	f.n -= k
+	return k, nil
+}
+
+// cancelReader cancels its context after n bytes and then blocks until the
+// context is done, so the write is interrupted mid-way.
+type cancelReader struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	n      int
+}
+
+func (c *cancelReader) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		c.cancel()
+		<-c.ctx.Done()
+		return 0, c.ctx.Err()
+	}
+	k := min(len(p), c.n)
+	for i := range p[:k] {
+		p[i] = 'C'
+	}
+	c.n -= k
+	return k, nil
+}
+
+// hookReader yields n bytes, calls hook once, then yields n more.
+type hookReader struct {
+	n, left int
+	hook    func()
+}
+
+func (h *hookReader) Read(p []byte) (int, error) {
+	if h.left == 0 && h.hook != nil {
+		h.hook()
+		h.hook = nil
+		h.left = h.n
+	}
+	if h.left == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), h.left)
+	for i := range p[:k] {
+		p[i] = 'h'
+	}
+	h.left -= k
+	return k, nil
+}
+
+func listNames(t *testing.T, o ops.Operations, dir string) []string {
+	t.Helper()
+	entries, err := o.ReadDir(t.Context(), dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func mode(t *testing.T, o ops.Operations, name string) fs.FileMode {
+	t.Helper()
+	fi, err := o.Stat(t.Context(), name)
+	require.NoError(t, err)
+	return fi.Mode().Perm()
+}
+
+func testWrite(t *testing.T, h Harness) {
+	o, root := h.New(t)
+	ctx := t.Context()
+
+	t.Run("create and overwrite", func(t *testing.T) {
+		name := path.Join(root, "a.txt")
+		write(t, o, name, "one")
+		assert.Equal(t, "one", read(t, o, name))
+		assert.Equal(t, ops.DefaultPerm, mode(t, o, name))
+		write(t, o, name, "two, longer")
+		assert.Equal(t, "two, longer", read(t, o, name))
+		write(t, o, name, "")
+		assert.Equal(t, "", read(t, o, name))
+	})
+	t.Run("mode of existing file kept", func(t *testing.T) {
+		name := path.Join(root, "script.sh")
+		write(t, o, name, "#!/bin/sh\n")
+		run(t, o, fmt.Sprintf("chmod 0751 '%s'", name))
+		write(t, o, name, "#!/bin/sh\necho hi\n")
+		assert.Equal(t, fs.FileMode(0o751), mode(t, o, name))
+	})
+	t.Run("new file perm", func(t *testing.T) {
+		name := path.Join(root, "private")
+		require.NoError(t, o.WriteFile(ctx, name, strings.NewReader("s"), ops.WriteOptions{Perm: 0o600}))
+		assert.Equal(t, fs.FileMode(0o600), mode(t, o, name))
+	})
+	t.Run("missing parent", func(t *testing.T) {
+		err := o.WriteFile(ctx, path.Join(root, "no", "such", "f"), strings.NewReader("x"), ops.WriteOptions{})
+		requirePathError(t, err, fs.ErrNotExist)
+	})
+	t.Run("create parents", func(t *testing.T) {
+		for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+			name := path.Join(root, fmt.Sprintf("made%d", size), "x", "f")
+			content := strings.Repeat("p", size)
+			require.NoError(t, o.WriteFile(ctx, name, strings.NewReader(content), ops.WriteOptions{CreateParents: true}))
+			assert.Equal(t, content, read(t, o, name))
+		}
+		write(t, o, path.Join(root, "afile"), "x")
+		err := o.WriteFile(ctx, path.Join(root, "afile", "sub", "f"), strings.NewReader("x"), ops.WriteOptions{CreateParents: true})
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ops.ErrNotDir)
+	})
+	t.Run("mkdirall", func(t *testing.T) {
+		dir := path.Join(root, "p", "q", "r")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		require.NoError(t, o.MkdirAll(ctx, dir), "existing directory is fine")
+		write(t, o, path.Join(dir, "f"), "deep")
+		assert.Equal(t, "deep", read(t, o, path.Join(dir, "f")))
+		write(t, o, path.Join(root, "plain"), "x")
+		err := o.MkdirAll(ctx, path.Join(root, "plain", "sub"))
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ops.ErrNotDir)
+	})
+	t.Run("directory target", func(t *testing.T) {
+		require.NoError(t, o.MkdirAll(ctx, path.Join(root, "isdir")))
+		err := o.WriteFile(ctx, path.Join(root, "isdir"), strings.NewReader("x"), ops.WriteOptions{})
+		requirePathError(t, err, ops.ErrIsDir)
+	})
+	t.Run("non-UTF-8 bytes", func(t *testing.T) {
+		name := path.Join(root, "latin1")
+		content := "caf\xe9 \xff\xfe\x00\x01 end"
+		write(t, o, name, content)
+		assert.Equal(t, content, read(t, o, name))
+	})
+	t.Run("failed write keeps old file", func(t *testing.T) {
+		dir := path.Join(root, "fail")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		name := path.Join(dir, "keep.txt")
+		write(t, o, name, "original")
+		run(t, o, fmt.Sprintf("chmod 0640 '%s'", name))
+		err := o.WriteFile(ctx, name, &failingReader{n: 100 << 10}, ops.WriteOptions{})
+		require.ErrorIs(t, err, errBoom)
+		assert.Equal(t, "original", read(t, o, name))
+		assert.Equal(t, fs.FileMode(0o640), mode(t, o, name))
+		assert.Equal(t, []string{"keep.txt"}, listNames(t, o, dir), "no temporary file left behind")
+	})
+	t.Run("cancelled write keeps old file", func(t *testing.T) {
+		dir := path.Join(root, "cancel")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		name := path.Join(dir, "keep.txt")
+		write(t, o, name, "original")
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		err := o.WriteFile(cctx, name, &cancelReader{ctx: cctx, cancel: cancel, n: 256 << 10}, ops.WriteOptions{})
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, "original", read(t, o, name))
+		assert.Equal(t, []string{"keep.txt"}, listNames(t, o, dir), "no temporary file left behind")
+	})
+	t.Run("Guard refuses a changed file", func(t *testing.T) {
+		dir := path.Join(root, "guard")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		name := path.Join(dir, "g.txt")
+		write(t, o, name, "theirs")
+		for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+			write(t, o, name, "theirs")
+			mine := strings.Repeat("m", size)
+			err := o.WriteFile(ctx, name, strings.NewReader(mine), ops.WriteOptions{Guard: &ops.Guard{Content: []byte("what I read")}})
+			requirePathError(t, err, ops.ErrModified)
+			assert.Equal(t, "theirs", read(t, o, name))
+			assert.Equal(t, []string{"g.txt"}, listNames(t, o, dir), "no temporary file left behind")
+			err = o.WriteFile(ctx, name, strings.NewReader(mine), ops.WriteOptions{Guard: &ops.Guard{Content: []byte("theirs")}})
+			require.NoError(t, err)
+			assert.Equal(t, mine, read(t, o, name))
+		}
+	})
+	t.Run("write through symlink keeps link", func(t *testing.T) {
+		dir := path.Join(root, "link")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		write(t, o, path.Join(dir, "target.txt"), "old")
+		run(t, o, fmt.Sprintf("cd '%s' && ln -s target.txt alias.txt", dir))
+		write(t, o, path.Join(dir, "alias.txt"), "new")
+		assert.Equal(t, "new", read(t, o, path.Join(dir, "target.txt")))
+		entries, err := o.ReadDir(ctx, dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			if e.Name == "alias.txt" {
+				assert.True(t, e.IsSymlink, "alias.txt is still a symlink")
+			}
+		}
+	})
+	t.Run("many short lines", func(t *testing.T) {
+		// The worst case of a line-by-line parser on the host: it took
+		// 68 s to take this 60 KB in.
+		name := path.Join(root, "quotes")
+		content := strings.Repeat("'\n", 30000)
+		start := time.Now()
+		write(t, o, name, content)
+		assert.Equal(t, content, read(t, o, name))
+		assert.Less(t, time.Since(start), 20*time.Second)
+	})
+	t.Run("a directory that may not be written is a permission error", func(t *testing.T) {
+		dir := path.Join(root, "readonly")
+		if hostIsRoot(t, o) {
+			// Not even root may create files in /sys.
+			if run(t, o, "[ -d /sys/kernel ] && echo yes || echo no") != "yes\n" {
+				t.Skip("the host has no /sys")
+			}
+			dir = "/sys"
+		} else {
+			require.NoError(t, o.MkdirAll(ctx, dir))
+			run(t, o, "chmod 0555 "+q(dir))
+			t.Cleanup(func() { o.Exec(context.WithoutCancel(ctx), ops.Command{Script: "chmod 0755 " + q(dir)}) })
+		}
+		for _, size := range []int{10, 200 << 10} {
+			err := o.WriteFile(ctx, path.Join(dir, "pi-remote-test"), strings.NewReader(strings.Repeat("SECRET", size/6+1)), ops.WriteOptions{})
+			requirePathError(t, err, fs.ErrPermission)
+			assert.NotContains(t, err.Error(), "SECRET", "errors never carry content")
+		}
+	})
+	t.Run("a name of 240 bytes", func(t *testing.T) {
+		for _, size := range []int{10, 200 << 10} {
+			name := path.Join(root, strings.Repeat("n", 239)+fmt.Sprint(size%10))
+			content := strings.Repeat("l", size)
+			write(t, o, name, content)
+			assert.Equal(t, content, read(t, o, name))
+		}
+	})
+	t.Run("Guard on a file deleted meanwhile", func(t *testing.T) {
+		dir := path.Join(root, "deleted")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		name := path.Join(dir, "gone.txt")
+		for _, size := range []int{10, 200 << 10} {
+			write(t, o, name, "read once")
+			run(t, o, "rm "+q(name))
+			err := o.WriteFile(ctx, name, strings.NewReader(strings.Repeat("m", size)), ops.WriteOptions{Guard: &ops.Guard{Content: []byte("read once")}})
+			requirePathError(t, err, ops.ErrModified)
+			assert.Empty(t, listNames(t, o, dir), "no file and no temporary file")
+		}
+	})
+	t.Run("no space left", func(t *testing.T) {
+		needRoot(t, o)
+		dir := path.Join(root, "full")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		run(t, o, "mount -t tmpfs -o size=16k pi-remote-test "+q(dir))
+		t.Cleanup(func() { o.Exec(context.WithoutCancel(ctx), ops.Command{Script: "umount " + q(dir)}) })
+		name := path.Join(dir, "f")
+		write(t, o, name, "small")
+		for _, size := range []int{40 << 10, 200 << 10} {
+			err := o.WriteFile(ctx, name, strings.NewReader(strings.Repeat("s", size)), ops.WriteOptions{})
+			require.Error(t, err)
+			assert.ErrorIs(t, err, syscall.ENOSPC, "%v", err)
+			assert.Equal(t, "small", read(t, o, name))
+			assert.Equal(t, []string{"f"}, listNames(t, o, dir), "no temporary file left behind")
+		}
+	})
+	t.Run("write through a dangling symlink creates its target", func(t *testing.T) {
+		dir := path.Join(root, "dangling")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		run(t, o, "cd "+q(dir)+" && ln -s target.txt link.txt")
+		write(t, o, path.Join(dir, "link.txt"), "through")
+		assert.Equal(t, "through", read(t, o, path.Join(dir, "target.txt")))
+		entries, err := o.ReadDir(ctx, dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			if e.Name == "link.txt" {
+				assert.True(t, e.IsSymlink, "link.txt is still a symlink")
+			}
+		}
+	})
+	t.Run("setuid and setgid bits and the owner are kept", func(t *testing.T) {
+		needRoot(t, o)
+		name := path.Join(root, "suid")
+		write(t, o, name, "one")
+		run(t, o, "chmod 4755 "+q(name))
+		write(t, o, name, "two")
+		fi, err := o.Stat(ctx, name)
+		require.NoError(t, err)
+		assert.Equal(t, fs.ModeSetuid|0o755, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid))
+
+		theirs := path.Join(root, "theirs")
+		write(t, o, theirs, "one")
+		run(t, o, "chown 65534:65534 "+q(theirs)+" && chmod 6751 "+q(theirs))
+		write(t, o, theirs, "two")
+		fi, err = o.Stat(ctx, theirs)
+		require.NoError(t, err)
+		assert.Equal(t, fs.ModeSetuid|fs.ModeSetgid|0o751, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid))
+		assert.Equal(t, "65534 65534", strings.TrimSpace(run(t, o, "ls -ln "+q(theirs)+" | awk '{print $3, $4}'")))
+	})
+	t.Run("a target that became a directory is not written into", func(t *testing.T) {
+		dir := path.Join(root, "becomes")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		name := path.Join(dir, "x")
+		write(t, o, name, "file")
+		// A content too large for one request, and the swap in the middle.
+		r := &hookReader{n: 100 << 10, left: 100 << 10, hook: func() { run(t, o, "rm "+q(name)+" && mkdir "+q(name)) }}
+		err := o.WriteFile(ctx, name, r, ops.WriteOptions{})
+		requirePathError(t, err, ops.ErrIsDir)
+		assert.Empty(t, listNames(t, o, name), "nothing was moved into the directory")
+		assert.Equal(t, []string{"x"}, listNames(t, o, dir))
+	})
+	t.Run("concurrent writers never tear", func(t *testing.T) {
+		name := path.Join(root, "race.txt")
+		a, b := strings.Repeat("a", 1<<20), strings.Repeat("b", 1<<20)
+		errs := make(chan error, 2)
+		go func() { errs <- o.WriteFile(ctx, name, strings.NewReader(a), ops.WriteOptions{}) }()
+		go func() { errs <- o.WriteFile(ctx, name, strings.NewReader(b), ops.WriteOptions{}) }()
+		require.NoError(t, <-errs)
+		require.NoError(t, <-errs)
+		got := read(t, o, name)
+		assert.True(t, got == a || got == b, "file is one of the two writes, never a mix")
+	})
+}
