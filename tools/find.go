@@ -91,22 +91,29 @@ func nameFilter(pattern string) string {
 	return last
 }
 
+// findScript builds the search command for the host's engine. The
+// engine's complaints (an unreadable directory) come after its
+// NUL-terminated paths, behind an empty record, so they are never taken
+// for paths.
 func findScript(caps env.Capabilities, pattern, dir string) (string, string) {
 	name := nameFilter(pattern)
+	var search, engine string
 	if caps.Fd != "" {
-		w := []string{caps.Fd, "--type", "f", "--type", "l", "--hidden", "--exclude", ".git", "--exclude", "node_modules", "--color=never", "--print0", "--glob"}
+		w := []string{caps.Fd, "--type", "f", "--type", "l", "--hidden", "--exclude", ".git", "--exclude", "node_modules", "--color=never", "--show-errors", "--print0", "--glob"}
 		if name != "" {
 			w = append(w, name)
 		} else {
 			w = append(w, "*")
 		}
-		return "cd " + shellquote.Quote(dir) + " && " + shellquote.Join(w...), "fd"
+		search, engine = shellquote.Join(w...), "fd"
+	} else {
+		search = `find . \( -name .git -o -name node_modules \) -prune -o \( -type f -o -type l \)`
+		if name != "" {
+			search += " -name " + shellquote.Quote(name)
+		}
+		search, engine = search+" -print0", "find"
 	}
-	script := "cd " + shellquote.Quote(dir) + ` && find . \( -name .git -o -name node_modules \) -prune -o \( -type f -o -type l \)`
-	if name != "" {
-		script += " -name " + shellquote.Quote(name)
-	}
-	return script + " -print0", "find"
+	return "cd " + shellquote.Quote(dir) + " && { errors=$(" + search + " 2>&1 >&3); } 3>&1; status=$?; printf '\\0%s' \"$errors\"; exit $status", engine
 }
 
 func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Result, error) {
@@ -135,8 +142,12 @@ func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Resul
 	} else if err != nil && out.Len() == 0 {
 		return fileError(in.Path, err)
 	}
+	paths, complaints, _ := strings.Cut(out.String(), "\x00\x00")
+	if strings.HasPrefix(out.String(), "\x00") {
+		paths, complaints = "", out.String()[1:]
+	}
 	var found []string
-	for _, p := range strings.Split(out.String(), "\x00") {
+	for _, p := range strings.Split(paths, "\x00") {
 		p = strings.TrimPrefix(p, "./")
 		if p == "" {
 			continue
@@ -151,8 +162,20 @@ func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Resul
 		limit = defaultFindLimit
 	}
 	details := FindDetails{Path: abs, Engine: engine}
+	var skipped string
+	if complaints = strings.TrimSpace(complaints); complaints != "" {
+		lines := strings.Split(strings.ToValidUTF8(complaints, "\uFFFD"), "\n")
+		skipped = fmt.Sprintf("Some directories could not be searched (%d): %s", len(lines), lines[0])
+		if len(lines) > 1 {
+			skipped += " ..."
+		}
+	}
 	if len(found) == 0 {
-		return loop.Result{Content: loop.ContentList{&loop.Text{Text: fmt.Sprintf("No files found matching %s.", in.Pattern)}}, Details: details}, nil
+		text := fmt.Sprintf("No files found matching %s.", in.Pattern)
+		if skipped != "" {
+			text = withNotice(text, skipped+".")
+		}
+		return loop.Result{Content: loop.ContentList{&loop.Text{Text: text}}, Details: details}, nil
 	}
 	total := len(found)
 	if len(found) > limit {
@@ -167,6 +190,9 @@ func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Resul
 	}
 	if t.Truncated {
 		notices = append(notices, fmt.Sprintf("Output cut at the %s limit after %d results. Refine the pattern or search a narrower path.", formatSize(MaxBytes), t.OutputLines))
+	}
+	if skipped != "" {
+		notices = append(notices, skipped+".")
 	}
 	return loop.Result{Content: loop.ContentList{&loop.Text{Text: listText(t, notices...)}}, Details: details}, nil
 }

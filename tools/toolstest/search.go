@@ -113,6 +113,25 @@ func testFind(t *testing.T, h Harness) {
 			f.fails("find", map[string]any{"pattern": "*.go", "path": "notes.txt"}, "Not a directory")
 		})
 	}
+	t.Run("an unreadable directory is reported, not listed", func(t *testing.T) {
+		if f.run("id -u") == "0\n" {
+			t.Skip("root reads every directory: the unprivileged runs of this suite cover it")
+		}
+		g := newFixture(t, h)
+		g.write("open/a.go", "package a\n")
+		g.write("closed/b.go", "package b\n")
+		g.run("chmod 000 " + shellquote.Quote(g.path("closed")))
+		for name, caps := range engines(t, g) {
+			t.Run(name, func(t *testing.T) {
+				g.env.SetCapabilities(caps)
+				got := g.ok("find", map[string]any{"pattern": "*"})
+				list, notice, _ := strings.Cut(got, "\n\n")
+				assert.Equal(t, "open/a.go", list, "only real paths")
+				assert.Contains(t, notice, "could not be searched")
+				assert.Contains(t, notice, "closed")
+			})
+		}
+	})
 }
 
 func testLs(t *testing.T, h Harness) {

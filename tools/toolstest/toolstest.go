@@ -84,7 +84,8 @@ func newFixture(t *testing.T, h Harness) *fixture {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		f.o.Exec(ctx, ops.Command{Script: "rm -rf " + shellquote.Quote(tmp)})
+		// Tests may leave directories closed to their user.
+		f.o.Exec(ctx, ops.Command{Script: "chmod -R u+rwx " + shellquote.Quote(tmp) + "; rm -rf " + shellquote.Quote(tmp)})
 	})
 	root, err := ops.RealPath(t.Context(), f.o, tmp)
 	require.NoError(t, err)
