@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pi-remote/pi-remote/internal/unprivileged"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/local"
 	"github.com/pi-remote/pi-remote/tools/toolstest"
@@ -25,4 +26,9 @@ func TestTools(t *testing.T) {
 		}
 	}
 	toolstest.Run(t, h)
+}
+
+// The tables' permission cases need a user that permission bits stop.
+func TestToolsUnprivileged(t *testing.T) {
+	unprivileged.Rerun(t, "TestTools")
 }

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pi-remote/pi-remote/internal/unprivileged"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/local"
 	"github.com/pi-remote/pi-remote/ops/opstest"
@@ -17,4 +18,9 @@ func TestConformance(t *testing.T) {
 		}
 		return local.New(), dir
 	}})
+}
+
+// The suite's permission checks need a user that permission bits stop.
+func TestConformanceUnprivileged(t *testing.T) {
+	unprivileged.Rerun(t, "TestConformance")
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/pi-remote/pi-remote/internal/unprivileged"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/opstest"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
@@ -30,6 +31,12 @@ func TestConformance(t *testing.T) {
 // A bare POSIX host: no SFTP subsystem, no GNU find, no setsid.
 func TestConformanceWithoutSFTP(t *testing.T) {
 	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{NoGNUFind: true, NoSetsid: true}))
+}
+
+// The suite's permission checks need a user that permission bits stop: the
+// in-process server runs commands as the test's own user.
+func TestConformanceUnprivileged(t *testing.T) {
+	unprivileged.Rerun(t, "TestConformance")
 }
 
 // Every tool's table, over SSH to a server on this machine.

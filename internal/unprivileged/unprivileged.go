@@ -1,0 +1,91 @@
+// Package unprivileged re-runs a test of the running test binary as an
+// unprivileged user. Suites that check permission errors skip those checks
+// as root (permission bits do not stop root), and CI runs as root: this is
+// how they run there anyway.
+package unprivileged
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// User is the account the tests are re-run as.
+const User = "nobody"
+
+// Rerun runs the top-level test name of this test binary again as User and
+// fails t when it fails or did not run. When the binary is not root, name
+// already ran unprivileged in this very run, and Rerun skips saying so.
+func Rerun(t *testing.T, name string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("not root: %s already ran unprivileged", name)
+	}
+	u, err := user.Lookup(User)
+	if err != nil {
+		t.Fatalf("looking up %s: %v", User, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+
+	// The binary and a home the user can reach: go test's own directories
+	// are private to root.
+	dir, err := os.MkdirTemp("", "pi-remote-unprivileged-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	home := filepath.Join(dir, "home")
+	bin := filepath.Join(dir, filepath.Base(os.Args[0]))
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(bin, "-test.run=^"+name+"$", "-test.v", "-test.count=1", "-test.timeout=10m")
+	cmd.Dir = home
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home, "USER=" + User, "LANG=C.UTF-8"}
+	if ci := os.Getenv("CI"); ci != "" {
+		cmd.Env = append(cmd.Env, "CI="+ci)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	if err != nil || !strings.Contains(out.String(), "--- PASS: "+name+" ") {
+		t.Fatalf("%s as %s: %v\n%s", name, User, err, out.String())
+	}
+	t.Logf("%s passed as %s (%d skipped subtests)", name, User, strings.Count(out.String(), "--- SKIP"))
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
