@@ -227,10 +227,13 @@ func testKill(t *testing.T, h Harness) {
 			if tc.cancel {
 				ctx, cancel = context.WithCancel(t.Context())
 				defer cancel()
+				// Watched over another connection: on a host that allows
+				// one session per connection, the command holds this one's.
+				observer, _ := h.New(t)
 				watcher.Go(func() {
 					// Cancel once the processes exist.
 					for ctx.Err() == nil {
-						if procs, err := procsWith(t.Context(), o, marker); err == nil && len(procs) >= 3 {
+						if procs, err := procsWith(t.Context(), observer, marker); err == nil && len(procs) >= 3 {
 							cancel()
 							return
 						}

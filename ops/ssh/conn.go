@@ -35,6 +35,7 @@ type conn struct {
 	limit     int
 	max       int
 	loweredAt time.Time
+	closedAt  time.Time // when we last closed a channel
 	used      int
 	idle      []*server
 	freed     chan struct{} // closed and replaced when a slot or server frees
@@ -191,6 +192,7 @@ func (c *conn) acquire(ctx context.Context, wantServer bool) (*server, error) {
 		if !wantServer && len(c.idle) > 0 {
 			s := c.idle[0]
 			c.idle = c.idle[1:]
+			c.closedAt = time.Now()
 			c.mu.Unlock()
 			s.close()
 			return nil, nil
@@ -218,6 +220,7 @@ func (c *conn) release(s *server) {
 			s.close()
 		}
 		c.used--
+		c.closedAt = time.Now()
 	}
 	c.notifyLocked()
 }
@@ -228,11 +231,11 @@ func (c *conn) notifyLocked() {
 }
 
 // refused handles a channel the server would not open: it allows fewer
-// sessions than we assumed, so the limit drops to what is open now (at
-// least one) and SFTP makes room for servers. It reports whether the
-// caller should wait for a slot (false: nothing of ours is open, a real
-// refusal).
-func (c *conn) refused() bool {
+// sessions than we assumed, so the limit drops to what is open now and SFTP
+// makes room for servers. It reports whether the caller may try again, and
+// after how long: with nothing of ours open, a refusal is real unless a
+// channel closed a moment ago (the host may not have let go of it yet).
+func (c *conn) refused() (time.Duration, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.used--
@@ -242,11 +245,14 @@ func (c *conn) refused() bool {
 		c.closeSFTPLocked()
 	}
 	if open == 0 {
-		return false
+		if time.Since(c.closedAt) < 2*time.Second {
+			return 100 * time.Millisecond, true
+		}
+		return 0, false
 	}
 	c.limit = open
 	c.loweredAt = time.Now()
-	return true
+	return 0, true
 }
 
 func isOpenRefused(err error) bool {
@@ -257,35 +263,32 @@ func isOpenRefused(err error) bool {
 // server returns a command server for one request: idle, or newly started.
 // Give it back with release.
 func (c *conn) server(ctx context.Context) (*server, error) {
-	s, err := c.acquire(ctx, true)
-	if err != nil || s != nil {
-		return s, err
-	}
-	return openChannel(ctx, c, func() (*server, error) { return startServer(ctx, c.d.client, !c.host.opts.NoSetsid) })
-}
-
-// openChannel opens a channel with start in the slot the caller holds.
-// When the server refuses it (it allows fewer sessions than we assumed),
-// the limit drops to what is open and the call waits for a slot.
-func openChannel[T any](ctx context.Context, c *conn, start func() (T, error)) (T, error) {
-	var zero T
 	for {
-		v, err := start()
+		s, err := c.acquire(ctx, true)
+		if err != nil || s != nil {
+			return s, err
+		}
+		s, err = startServer(ctx, c.d.client, !c.host.opts.NoSetsid)
 		switch {
 		case err == nil:
-			return v, nil
+			return s, nil
 		case !isOpenRefused(err):
 			c.release(nil)
 			if ctx.Err() != nil {
-				return zero, ctx.Err()
+				return nil, ctx.Err()
 			}
-			return zero, c.lost(err)
-		case !c.refused():
-			return zero, c.lost(err)
+			return nil, c.lost(err)
 		}
-		if _, err := c.acquire(ctx, false); err != nil {
-			return zero, err
+		if wait, ok := c.refused(); !ok {
+			return nil, c.lost(err)
+		} else if wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
+		// Wait for a slot, or take the server that frees first.
 	}
 }
 
@@ -347,6 +350,7 @@ func (c *conn) closeSFTPLocked() {
 	c.sftpSess.Close()
 	c.sftp, c.sftpSess = nil, nil
 	c.used--
+	c.closedAt = time.Now()
 }
 
 // openSFTP starts the subsystem in a slot of its own. A host without it,
@@ -358,7 +362,7 @@ func (c *conn) openSFTP(ctx context.Context) error {
 	sess, err := c.d.client.NewSession()
 	if err != nil {
 		if isOpenRefused(err) {
-			c.refused()
+			c.refused() // turns SFTP off
 			return nil
 		}
 		c.release(nil)

@@ -118,3 +118,55 @@ func TestAgentHoldsEncryptedKey(t *testing.T) {
 	require.True(t, errors.As(err, &ae), "%v", err)
 	assert.Contains(t, err.Error(), "needs a passphrase and no ssh-agent holds it (run: ssh-add "+locked+")")
 }
+
+// A refused channel lowers the pool to what the host accepted; once the
+// host accepts more again, the pool grows back (it never did).
+func TestSessionLimitRecovers(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	srv.SetMaxSessions(1)
+	h := rssh.New(srv.Config(), rssh.HostOptions{SessionRetry: 50 * time.Millisecond})
+	t.Cleanup(func() { h.Close() })
+	batch := func() {
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() { assert.NoError(t, h.Exec(t.Context(), ops.Command{Script: "sleep 0.3"})) })
+		}
+		wg.Wait()
+	}
+	batch()
+	require.Equal(t, 1, srv.MostSessionsOpen(), "the host's limit held")
+	srv.SetMaxSessions(0)
+	require.Eventually(t, func() bool {
+		batch()
+		return srv.MostSessionsOpen() >= 3
+	}, 20*time.Second, 10*time.Millisecond, "the pool grew back to run the batch in parallel")
+}
+
+// Concurrent first calls that need the host's probe, some of them given
+// up at once: the probe is asked again after a failure without racing
+// the callers still waiting for it (go test -race).
+func TestProbeSharedAndRetried(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	h := rssh.New(srv.Config(), rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			ctx := t.Context()
+			if i%2 == 0 {
+				// Given up at various points of the dial and the probe.
+				c, cancel := context.WithTimeout(ctx, time.Duration(i)*time.Millisecond)
+				defer cancel()
+				ctx = c
+			}
+			_, err := h.ReadDir(ctx, dir)
+			if i%2 == 1 {
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	_, err := h.ReadDir(t.Context(), dir)
+	require.NoError(t, err)
+}

@@ -47,11 +47,11 @@ type localServer struct {
 	tmp string
 }
 
-func startLocal(t *testing.T, sh []string, useSetsid bool) *localServer {
+func startLocal(t *testing.T, sh []string, useSetsid bool, env ...string) *localServer {
 	t.Helper()
 	l := &localServer{tmp: t.TempDir()}
 	l.cmd = exec.Command(sh[0], append(sh[1:], "-c", bootstrapScript)...)
-	l.cmd.Env = append(os.Environ(), "TMPDIR="+l.tmp)
+	l.cmd.Env = append(append(os.Environ(), "TMPDIR="+l.tmp), env...)
 	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	stdin, err := l.cmd.StdinPipe()
 	require.NoError(t, err)
@@ -192,6 +192,26 @@ func TestServerScript(t *testing.T) {
 				status, echo := l.run(t, "echo alive")
 				assert.Equal(t, "0", status)
 				assert.Equal(t, "alive\n", echo)
+			})
+			t.Run("the temporary file is synced before the rename", func(t *testing.T) {
+				if out, _ := exec.Command(sh[0], append(sh[1:], "-c", "command -v sync")...).Output(); !strings.HasPrefix(string(out), "/") {
+					t.Skipf("%s runs its own sync, which cannot be watched from PATH", sh[0])
+				}
+				// A sync that notes what it is asked to sync.
+				shim := t.TempDir()
+				journal := filepath.Join(shim, "journal")
+				real, err := exec.LookPath("sync")
+				require.NoError(t, err)
+				script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >>" + journal + "\nexec " + real + " \"$@\"\n"
+				require.NoError(t, os.WriteFile(filepath.Join(shim, "sync"), []byte(script), 0o755))
+				l := startLocal(t, sh, true, "PATH="+shim+":"+os.Getenv("PATH"))
+				target := filepath.Join(t.TempDir(), "f")
+				var out bytes.Buffer
+				l.do(t, &out, "call", "write_inline", target, "644", "", "0123", "data", "-")
+				require.Equal(t, "OK\n", out.String())
+				synced, err := os.ReadFile(journal)
+				require.NoError(t, err)
+				assert.Contains(t, string(synced), filepath.Join(filepath.Dir(target), ".f.pi-remote-0123"))
 			})
 			t.Run("private directories", func(t *testing.T) {
 				tmp := t.TempDir()

@@ -44,6 +44,9 @@ type Server struct {
 	mu          sync.Mutex
 	sessions    int
 	connections int
+	maxSessions int                      // per connection; 0 = no limit
+	open        map[*gossh.ServerConn]int // session channels open per connection
+	mostOpen    int                      // the most ever open on one connection
 }
 
 // Options change the server's behaviour.
@@ -89,8 +92,10 @@ func Start(t testing.TB, opts Options) *Server {
 		t.Fatal(err)
 	}
 
+	s.open = map[*gossh.ServerConn]int{}
 	srv := &glssh.Server{
-		Handler: s.handle,
+		ChannelHandlers: map[string]glssh.ChannelHandler{"session": s.session},
+		Handler:         s.handle,
 		PublicKeyHandler: func(_ glssh.Context, key glssh.PublicKey) bool {
 			return glssh.KeysEqual(key, allowed)
 		},
@@ -127,6 +132,43 @@ func (s *Server) Config() rssh.Config {
 		IdentityFiles: []string{s.ClientKey}, IdentityAgent: "none",
 		KnownHostsFiles: []string{s.KnownHosts},
 	}
+}
+
+// SetMaxSessions makes the server refuse session channels beyond n open
+// at once on one connection, as OpenSSH's MaxSessions does (0: no limit).
+func (s *Server) SetMaxSessions(n int) {
+	s.mu.Lock()
+	s.maxSessions = n
+	s.mu.Unlock()
+}
+
+// MostSessionsOpen is the most session channels ever open at once on one
+// connection.
+func (s *Server) MostSessionsOpen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mostOpen
+}
+
+// session admits a session channel within the limit, then serves it.
+func (s *Server) session(srv *glssh.Server, conn *gossh.ServerConn, ch gossh.NewChannel, ctx glssh.Context) {
+	s.mu.Lock()
+	if s.maxSessions > 0 && s.open[conn] >= s.maxSessions {
+		s.mu.Unlock()
+		ch.Reject(gossh.ConnectionFailed, "open failed")
+		return
+	}
+	s.open[conn]++
+	s.mostOpen = max(s.mostOpen, s.open[conn])
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.open[conn]--; s.open[conn] == 0 {
+			delete(s.open, conn)
+		}
+		s.mu.Unlock()
+	}()
+	glssh.DefaultSessionHandler(srv, conn, ch, ctx)
 }
 
 // Sessions is how many session channels the server has accepted.
