@@ -78,6 +78,10 @@ type rpcServer struct {
 	toolCtx  context.Context
 	toolStop context.CancelFunc
 	toolSeq  atomic.Int64
+	// admitted is closed when the latest tool command has passed its
+	// prepare stage; the next one waits for it, so admissions keep the
+	// arrival order without holding up the input loop.
+	admitted chan struct{}
 }
 
 func rpcRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions) error {
@@ -86,7 +90,8 @@ func rpcRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions)
 		return err
 	}
 	defer setup.ts.close()
-	s := &rpcServer{setup: setup, opts: o, out: bufio.NewWriter(ios.out), model: o.model}
+	s := &rpcServer{setup: setup, opts: o, out: bufio.NewWriter(ios.out), model: o.model, admitted: make(chan struct{})}
+	close(s.admitted)
 	// Interrupts do not end the server; abort does, per command.
 	base := context.WithoutCancel(ctx)
 	s.toolCtx, s.toolStop = context.WithCancel(base)
@@ -252,8 +257,11 @@ func (s *rpcServer) setModel(provider, model string) error {
 }
 
 // tool runs one tool directly. Its prepare stage (validation and its place
-// in a file's mutation queue) happens here, in arrival order; execution
-// then runs concurrently with other commands.
+// in a file's mutation queue, which may ask the host for the file's
+// canonical path) runs after the previous command's, so same-file edits
+// apply in arrival order; execution then runs concurrently with other
+// commands. Neither stage runs in the input loop: an abort sent while the
+// host is slow to answer is read and answered at once.
 func (s *rpcServer) tool(c rpcCommand) {
 	args := c.Args
 	if len(args) == 0 {
@@ -281,10 +289,18 @@ func (s *rpcServer) tool(c rpcCommand) {
 	}
 	s.mu.Lock()
 	ctx := s.toolCtx
+	prev, mine := s.admitted, make(chan struct{})
+	s.admitted = mine
 	s.mu.Unlock()
 	cfg := loop.Config{Tools: s.setup.cfg.Tools, MaxArgumentBytes: maxArgsInput}
-	run := loop.StartTool(ctx, cfg, &loop.ToolCall{ID: id, Name: c.Name, Arguments: args}, nil)
 	s.tools.Go(func() {
+		select {
+		case <-prev:
+		case <-ctx.Done():
+			// Aborted: the prepare stage fails at once, in any order.
+		}
+		run := loop.StartTool(ctx, cfg, &loop.ToolCall{ID: id, Name: c.Name, Arguments: args}, nil)
+		close(mine)
 		m := run()
 		s.reply(c, map[string]any{"content": m.Content, "details": m.Details, "isError": m.IsError}, nil)
 	})

@@ -1,7 +1,7 @@
 // Package netfault is a TCP proxy for tests that puts faults between a
-// client and a server on loopback: added latency, a black hole (bytes stop
-// flowing, connections stay open), and resets. netem is not available on
-// every kernel; this works anywhere.
+// client and a server on loopback: added latency, a bandwidth limit per
+// direction, a black hole (bytes stop flowing, connections stay open), and
+// resets. netem is not available on every kernel; this works anywhere.
 package netfault
 
 import (
@@ -20,6 +20,7 @@ type Proxy struct {
 
 	mu        sync.Mutex
 	delay     time.Duration // one way
+	rate      [2]int        // bytes per second client→server, server→client; 0 = unlimited
 	blackhole bool
 	unblock   chan struct{} // closed when the black hole ends
 	conns     map[*pair]bool
@@ -51,6 +52,15 @@ func Start(t testing.TB, target string) *Proxy {
 func (p *Proxy) SetRTT(rtt time.Duration) {
 	p.mu.Lock()
 	p.delay = rtt / 2
+	p.mu.Unlock()
+}
+
+// SetRate limits the bandwidth of each direction in bytes per second (0:
+// unlimited): up is client to server, down server to client. It applies to
+// connections open now and later.
+func (p *Proxy) SetRate(up, down int) {
+	p.mu.Lock()
+	p.rate = [2]int{up, down}
 	p.mu.Unlock()
 }
 
@@ -112,8 +122,8 @@ func (p *Proxy) handle(client *net.TCPConn) {
 	p.conns[pr] = true
 	p.mu.Unlock()
 	var wg sync.WaitGroup
-	wg.Go(func() { p.pipe(pr.server, pr.client) })
-	wg.Go(func() { p.pipe(pr.client, pr.server) })
+	wg.Go(func() { p.pipe(pr.server, pr.client, up) })
+	wg.Go(func() { p.pipe(pr.client, pr.server, down) })
 	wg.Wait()
 	pr.client.Close()
 	pr.server.Close()
@@ -122,21 +132,43 @@ func (p *Proxy) handle(client *net.TCPConn) {
 	p.mu.Unlock()
 }
 
+const (
+	up   = 0
+	down = 1
+)
+
 type chunk struct {
 	at   time.Time
 	data []byte
 }
 
-// pipe copies src to dst, releasing each chunk after the one-way delay and
-// holding everything while the black hole is on.
-func (p *Proxy) pipe(dst, src *net.TCPConn) {
+// pipe copies src to dst in direction dir, releasing each chunk after the
+// one-way delay, no faster than the direction's rate, and holding
+// everything while the black hole is on.
+func (p *Proxy) pipe(dst, src *net.TCPConn, dir int) {
 	queue := make(chan chunk, 256)
 	go func() {
 		defer close(queue)
+		var next time.Time // when the link is free again
 		for {
 			buf := make([]byte, 32<<10)
+			p.mu.Lock()
+			rate := p.rate[dir]
+			p.mu.Unlock()
+			if rate > 0 {
+				// Small reads, paced: the sender sees the link's speed
+				// through TCP's flow control.
+				buf = buf[:min(len(buf), max(rate/50, 512))]
+			}
 			n, err := src.Read(buf)
 			if n > 0 {
+				if rate > 0 {
+					if now := time.Now(); next.Before(now) {
+						next = now
+					}
+					next = next.Add(time.Duration(n) * time.Second / time.Duration(rate))
+					time.Sleep(time.Until(next))
+				}
 				queue <- chunk{at: time.Now(), data: buf[:n]}
 			}
 			if err != nil {

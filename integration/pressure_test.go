@@ -1,0 +1,245 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/integration/netfault"
+	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/opstest"
+	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/tools/toolstest"
+)
+
+// Conditions users meet and the first tests did not: a host that allows one
+// or two sessions per connection, a user without privileges, a slow link,
+// many large outputs at once.
+
+// The whole contract and every tool for a plain user, whose permission
+// errors are real.
+func TestUnprivilegedUser(t *testing.T) {
+	home := ensureUser(t, "pi-plain", "/bin/sh")
+	srv := sshd.Start(t, sshd.Options{User: "pi-plain"})
+	t.Run("ops", func(t *testing.T) {
+		opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
+			h := host(t, srv, rssh.HostOptions{})
+			dir := path.Join(home, fmt.Sprintf("pi-test-%d", time.Now().UnixNano()))
+			require.NoError(t, h.MkdirAll(t.Context(), dir))
+			t.Cleanup(func() { exec.Command("rm", "-rf", dir).Run() })
+			return h, dir
+		}})
+	})
+	t.Run("tools", func(t *testing.T) {
+		toolstest.Run(t, toolstest.Harness{RequireEngines: os.Getenv("CI") != "", New: func(t *testing.T) ops.Operations {
+			return host(t, srv, rssh.HostOptions{})
+		}})
+	})
+}
+
+// A host that allows one or two sessions per connection (MaxSessions)
+// serves everything: the contract holds, a timed-out command dies on the
+// host, large outputs do not deadlock.
+func TestFewSessions(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("MaxSessions %d", n), func(t *testing.T) {
+			srv := sshd.Start(t, sshd.Options{Config: []string{fmt.Sprintf("MaxSessions %d", n)}})
+			t.Run("ops", func(t *testing.T) {
+				opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
+					return host(t, srv, rssh.HostOptions{}), t.TempDir()
+				}})
+			})
+			t.Run("read through the CLI", func(t *testing.T) {
+				dir := t.TempDir()
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "f.txt"), []byte("hello\n"), 0o644))
+				code, out, errOut := cli(t, "", append(srv.Flags(), "tool", "read", mustString(t, map[string]any{"path": filepath.Join(dir, "f.txt")}))...)
+				require.Equal(t, 0, code, errOut)
+				assert.Equal(t, "hello\n", out)
+			})
+			t.Run("a timed-out command is killed", func(t *testing.T) {
+				marker := fmt.Sprintf("31.%d", time.Now().UnixNano()%1000000007)
+				t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+				te := newToolEnv(t, host(t, srv, rssh.HostOptions{}), "tight", t.TempDir())
+				start := time.Now()
+				m := te.call("bash", map[string]any{"command": "sleep " + marker + "; echo x", "timeout": 2})
+				require.True(t, m.IsError)
+				assert.Contains(t, m.Content.Text(), "timed out")
+				assert.Less(t, time.Since(start), 8*time.Second)
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					assert.Empty(c, psMatching(t, "sleep "+marker))
+				}, 5*time.Second, 100*time.Millisecond)
+			})
+			t.Run("large outputs at once", func(t *testing.T) {
+				te := newToolEnv(t, host(t, srv, rssh.HostOptions{}), "tight", t.TempDir())
+				concurrentLargeOutputs(t, te, 3)
+			})
+		})
+	}
+}
+
+// Seven commands whose output passes the tool's limit, at once, on a
+// default sshd: every one completes with its output saved on the host.
+func TestConcurrentLargeOutputs(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	te := newToolEnv(t, host(t, srv, rssh.HostOptions{}), "box", t.TempDir())
+	concurrentLargeOutputs(t, te, 7)
+}
+
+func concurrentLargeOutputs(t *testing.T, te *toolEnv, n int) {
+	t.Helper()
+	results := make([]string, n)
+	errs := make([]bool, n)
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	for i := range n {
+		wg.Go(func() {
+			m := te.callCtx(ctx, "bash", map[string]any{"command": "seq 1 100000; echo END", "timeout": 30})
+			results[i], errs[i] = m.Content.Text(), m.IsError
+		})
+	}
+	wg.Wait()
+	require.NoError(t, ctx.Err(), "every call answered")
+	for i := range n {
+		require.False(t, errs[i], "call %d: %s", i, results[i])
+		assert.Contains(t, results[i], "99999\n100000\nEND", "call %d ends with the end of its output", i)
+		assert.Contains(t, results[i], "Full output (", "call %d saved its output on the host", i)
+	}
+}
+
+// A slow link delays output, it never cuts it: a command that is done long
+// before its output has crossed gives all of it, through the CLI too.
+func TestSlowLinkGetsAllOutput(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	p.SetRate(0, 512<<10)
+	h := rssh.New(viaProxy(t, srv, p), rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	var out bytes.Buffer
+	require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "seq 1 300000; echo END-MARKER", Output: &out}))
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, lines, 300001, "every line")
+	assert.Equal(t, "300000", lines[299999])
+	assert.Equal(t, "END-MARKER", lines[300000])
+}
+
+// A write whose caller gave up never lands after the call returned: a later
+// write to the same file is not overwritten by it.
+func TestSlowLinkCancelledWriteNeverLandsLater(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	h := rssh.New(viaProxy(t, srv, p), rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f.txt")
+	require.NoError(t, os.WriteFile(name, []byte("original\n"), 0o644))
+	_, err := h.Stat(t.Context(), name) // connected
+	require.NoError(t, err)
+
+	p.SetRate(40<<10, 0) // the 60 KB request takes 1.5 s to cross
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	first := strings.Repeat("'\n", 30000)
+	err = h.WriteFile(ctx, name, strings.NewReader(first), ops.WriteOptions{})
+	p.SetRate(0, 0)
+	if err != nil {
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, "original\n", readFile(t, name), "a write that failed changed nothing")
+	} else {
+		assert.Equal(t, first, readFile(t, name), "a write that succeeded is there")
+	}
+	require.NoError(t, h.WriteFile(t.Context(), name, strings.NewReader("later\n"), ops.WriteOptions{}))
+	// The first request, had it been left on its way, would have landed
+	// about now.
+	time.Sleep(2 * time.Second)
+	assert.Equal(t, "later\n", readFile(t, name), "the later write stands")
+}
+
+// Keepalives stuck behind a long upload on a slow uplink do not end the
+// connection: bytes from the host prove it alive.
+func TestSlowUplinkKeepsTheConnection(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	cfg := viaProxy(t, srv, p)
+	cfg.KeepaliveInterval, cfg.KeepaliveCount = 300*time.Millisecond, 3
+	h := rssh.New(cfg, rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	dir := t.TempDir()
+	_, err := h.Stat(t.Context(), dir)
+	require.NoError(t, err)
+	p.SetRate(128<<10, 0)
+	content := bytes.Repeat([]byte("0123456789abcdef"), 48<<10) // 768 KiB: 6 s at 128 KiB/s
+	require.NoError(t, h.WriteFile(t.Context(), filepath.Join(dir, "up.bin"), bytes.NewReader(content), ops.WriteOptions{}))
+	assert.Equal(t, string(content), readFile(t, filepath.Join(dir, "up.bin")))
+	assert.Equal(t, int64(1), p.Accepted(), "on the first connection")
+}
+
+// rpc: a background child of one command does not write into the next
+// one's result, and abort is answered at once while the host does not
+// answer at all.
+func TestRPCUnderPressure(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	t.Run("output stays with its command", func(t *testing.T) {
+		c := startRPC(t, srv.Flags()...)
+		c.send(`{"id":"a","type":"tool","name":"bash","args":{"command":"(sleep 1.5; echo LEAKED-FROM-A) & echo A-done"}}`)
+		assert.Equal(t, "A-done\n", toolText(t, c.response("a")))
+		c.send(`{"id":"b","type":"tool","name":"bash","args":{"command":"sleep 2; echo B-done"}}`)
+		assert.Equal(t, "B-done\n", toolText(t, c.response("b")))
+	})
+	t.Run("abort while the host is silent", func(t *testing.T) {
+		p := netfault.Start(t, srv.Addr)
+		c := startRPC(t, proxyFlags(t, srv, p)...)
+		dir := t.TempDir()
+		c.send(`{"id":"warm","type":"tool","name":"bash","args":{"command":"true"}}`)
+		c.response("warm")
+		p.Blackhole(true)
+		c.send(fmt.Sprintf(`{"id":"w","type":"tool","name":"write","args":{"path":%q,"content":"x"}}`, filepath.Join(dir, "f")))
+		start := time.Now()
+		c.send(`{"id":"stop","type":"abort"}`)
+		r := c.response("stop")
+		assert.Less(t, time.Since(start), 2*time.Second, "abort answered while the write waits for the host")
+		assert.Equal(t, true, r["success"])
+		w := c.response("w")
+		data, _ := w["data"].(map[string]any)
+		assert.Equal(t, true, data["isError"], "the write was aborted: %v", w)
+		assert.Less(t, time.Since(start), 4*time.Second)
+		p.Blackhole(false)
+	})
+}
+
+func toolText(t *testing.T, resp map[string]any) string {
+	t.Helper()
+	data, ok := resp["data"].(map[string]any)
+	require.True(t, ok, "%v", resp)
+	raw, err := json.Marshal(data["content"])
+	require.NoError(t, err)
+	var blocks []struct{ Text string }
+	require.NoError(t, json.Unmarshal(raw, &blocks))
+	var b strings.Builder
+	for _, bl := range blocks {
+		b.WriteString(bl.Text)
+	}
+	return b.String()
+}
+
+// proxyFlags are the CLI flags that reach srv through p.
+func proxyFlags(t *testing.T, srv *sshd.Server, p *netfault.Proxy) []string {
+	t.Helper()
+	cfg := viaProxy(t, srv, p)
+	return []string{"--host", fmt.Sprintf("%s@%s:%d", srv.User, cfg.HostName, cfg.Port), "--identity", srv.ClientKey, "--known-hosts", cfg.KnownHostsFiles[0], "--ssh-config", "none"}
+}
+
+func mustString(t *testing.T, v any) string { return string(mustJSON(t, v)) }
