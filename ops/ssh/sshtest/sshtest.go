@@ -44,9 +44,9 @@ type Server struct {
 	mu          sync.Mutex
 	sessions    int
 	connections int
-	maxSessions int                      // per connection; 0 = no limit
+	maxSessions int                       // per connection; 0 = no limit
 	open        map[*gossh.ServerConn]int // session channels open per connection
-	mostOpen    int                      // the most ever open on one connection
+	mostOpen    int                       // the most ever open on one connection
 }
 
 // Options change the server's behaviour.
