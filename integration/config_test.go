@@ -19,6 +19,7 @@ import (
 // UserKnownHostsFile and a ProxyJump chain through Include, and the same
 // with --jump: traffic goes through the jump host.
 func TestSSHConfigAndProxyJump(t *testing.T) {
+	t.Parallel()
 	jump := sshd.Start(t, sshd.Options{})
 	target := sshd.Start(t, sshd.Options{})
 	// The jump host is reached through a proxy that counts connections, so
@@ -80,6 +81,7 @@ Host *
 }
 
 func TestCLIOverSSH(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hi there\n"), 0o644))

@@ -21,6 +21,7 @@ import (
 
 // Every tool works through 20 ms of round-trip latency.
 func TestFaultLatency(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	p := netfault.Start(t, srv.Addr)
 	p.SetRTT(20 * time.Millisecond)
@@ -42,6 +43,7 @@ func TestFaultLatency(t *testing.T) {
 // A reset in the middle of an upload leaves the old file as it was, and the
 // next call works on a new connection.
 func TestFaultResetDuringWrite(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	p := netfault.Start(t, srv.Addr)
 	p.SetRTT(10 * time.Millisecond)

@@ -20,6 +20,7 @@ import (
 )
 
 func TestHostKeys(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	dir := t.TempDir()
 
@@ -89,6 +90,7 @@ func TestHostKeys(t *testing.T) {
 }
 
 func TestAuthFailureIsActionable(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)

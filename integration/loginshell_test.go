@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,10 +19,15 @@ import (
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
 )
 
+// usersMu serializes useradd and usermod, which lock /etc/passwd.
+var usersMu sync.Mutex
+
 // ensureUser creates (or updates) a local user with the given login shell,
 // unlocked for public-key login.
 func ensureUser(t *testing.T, name, shell string) string {
 	t.Helper()
+	usersMu.Lock()
+	defer usersMu.Unlock()
 	sshd.RequireRoot(t, "creating a user with a non-POSIX login shell")
 	if _, err := os.Stat(shell); err != nil {
 		if os.Getenv("CI") != "" {
@@ -42,11 +48,13 @@ func ensureUser(t *testing.T, name, shell string) string {
 // fish or csh: nothing pi-remote sends is parsed as POSIX by the login
 // shell except one quoted word.
 func TestNonPOSIXLoginShells(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ user, shell string }{
 		{"pi-fish", "/usr/bin/fish"},
 		{"pi-csh", "/bin/csh"},
 	} {
 		t.Run(path.Base(tc.shell), func(t *testing.T) {
+			t.Parallel()
 			home := ensureUser(t, tc.user, tc.shell)
 			srv := sshd.Start(t, sshd.Options{User: tc.user})
 			scratch := func(t *testing.T, h *rssh.Host) string {

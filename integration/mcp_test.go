@@ -22,6 +22,7 @@ import (
 // progress, gets tool failures as isError results, and cancels a long bash
 // (the remote process goes).
 func TestMCPServer(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("alpha\nTODO beta\n"), 0o644))

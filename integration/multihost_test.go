@@ -38,6 +38,7 @@ func isolatedServer(t *testing.T) *sshd.Server {
 // at the same time, through the same path. Each host ends with exactly its
 // own edits; the queues and files never mix.
 func TestTwoHostsWithIdenticalPathsStayIsolated(t *testing.T) {
+	t.Parallel()
 	a, b := isolatedServer(t), isolatedServer(t)
 	name := workspace + "/shared.txt"
 	var base strings.Builder
@@ -93,6 +94,7 @@ func TestTwoHostsWithIdenticalPathsStayIsolated(t *testing.T) {
 // the host argument picks one, the first is the default, check reports
 // both.
 func TestCLIWithTwoHosts(t *testing.T) {
+	t.Parallel()
 	dev, db := isolatedServer(t), isolatedServer(t)
 	kh := filepath.Join(t.TempDir(), "known_hosts")
 	require.NoError(t, os.WriteFile(kh, []byte(readFile(t, dev.KnownHosts)+readFile(t, db.KnownHosts)), 0o600))

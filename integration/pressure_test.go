@@ -32,6 +32,7 @@ import (
 // The whole contract and every tool for a plain user, whose permission
 // errors are real.
 func TestUnprivilegedUser(t *testing.T) {
+	t.Parallel()
 	home := ensureUser(t, "pi-plain", "/bin/sh")
 	srv := sshd.Start(t, sshd.Options{User: "pi-plain"})
 	t.Run("ops", func(t *testing.T) {
@@ -54,8 +55,10 @@ func TestUnprivilegedUser(t *testing.T) {
 // serves everything: the contract holds, a timed-out command dies on the
 // host, large outputs do not deadlock.
 func TestFewSessions(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{1, 2} {
 		t.Run(fmt.Sprintf("MaxSessions %d", n), func(t *testing.T) {
+			t.Parallel()
 			srv := sshd.Start(t, sshd.Options{Config: []string{fmt.Sprintf("MaxSessions %d", n)}})
 			t.Run("ops", func(t *testing.T) {
 				opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
@@ -93,6 +96,7 @@ func TestFewSessions(t *testing.T) {
 // Seven commands whose output passes the tool's limit, at once, on a
 // default sshd: every one completes with its output saved on the host.
 func TestConcurrentLargeOutputs(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	te := newToolEnv(t, host(t, srv, rssh.HostOptions{}), "box", t.TempDir())
 	concurrentLargeOutputs(t, te, 7)
@@ -123,6 +127,7 @@ func concurrentLargeOutputs(t *testing.T, te *toolEnv, n int) {
 // A slow link delays output, it never cuts it: a command that is done long
 // before its output has crossed gives all of it, through the CLI too.
 func TestSlowLinkGetsAllOutput(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	p := netfault.Start(t, srv.Addr)
 	p.SetRate(0, 512<<10)
@@ -139,6 +144,7 @@ func TestSlowLinkGetsAllOutput(t *testing.T) {
 // A write whose caller gave up never lands after the call returned: a later
 // write to the same file is not overwritten by it.
 func TestSlowLinkCancelledWriteNeverLandsLater(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	p := netfault.Start(t, srv.Addr)
 	h := rssh.New(viaProxy(t, srv, p), rssh.HostOptions{})

@@ -51,6 +51,7 @@ func TestBashTimeoutKillsRemoteGroup(t *testing.T) {
 // A host that allows fewer sessions than we assume still serves every
 // parallel call: the pool shrinks to what the server accepts.
 func TestMaxSessionsAdapts(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{Config: []string{"MaxSessions 3"}})
 	h := host(t, srv, rssh.HostOptions{})
 	var wg sync.WaitGroup

@@ -89,6 +89,7 @@ func (c *rpcClient) find(pred func(map[string]any) bool) map[string]any {
 }
 
 func TestRPC(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "real"), 0o755))

@@ -20,6 +20,7 @@ func host(t *testing.T, srv *sshd.Server, opts rssh.HostOptions) *rssh.Host {
 }
 
 func TestOpsConformance(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
 		return host(t, srv, rssh.HostOptions{}), t.TempDir()
@@ -27,6 +28,7 @@ func TestOpsConformance(t *testing.T) {
 }
 
 func TestOpsConformanceWithoutSFTP(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{NoSFTP: true})
 	opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
 		return host(t, srv, rssh.HostOptions{NoGNUFind: true, NoSetsid: true}), t.TempDir()
@@ -34,6 +36,7 @@ func TestOpsConformanceWithoutSFTP(t *testing.T) {
 }
 
 func TestTools(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	toolstest.Run(t, toolstest.Harness{RequireEngines: os.Getenv("CI") != "", New: func(t *testing.T) ops.Operations {
 		return host(t, srv, rssh.HostOptions{})

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# The project's test command: formatting, vet, and every test under the race
-# detector. .ci/run calls this after installing what the tests need.
+# The project's test command: formatting, vet, shellcheck of the shell code
+# sent to hosts, and every test under the race detector. .ci/run calls this
+# after installing what the tests need.
+#
+# Time budget: each package's tests get at most 20 minutes (go test
+# -timeout); on a 2-core machine with two other CPU-bound processes the
+# whole command takes well under that (see the README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,4 +16,10 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 go vet ./...
-go test -race -count=1 ./... "$@"
+if ! command -v shellcheck >/dev/null; then
+	echo "shellcheck is not installed (apt-get install shellcheck)" >&2
+	exit 1
+fi
+shellcheck -s sh $(git ls-files 'ops/*.sh')
+# -parallel 4: the integration tests mostly wait (sshd, sleeps, slow links).
+go test -race -count=1 -timeout 20m -parallel 4 ./... "$@"

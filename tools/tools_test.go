@@ -14,6 +14,7 @@ import (
 // The behaviour tables live in toolstest so that ops/ssh and the
 // integration tests run them over SSH too; here they run on this machine.
 func TestTools(t *testing.T) {
+	t.Parallel()
 	h := toolstest.Harness{
 		New:            func(*testing.T) ops.Operations { return local.New() },
 		RequireEngines: os.Getenv("CI") != "",
@@ -30,5 +31,6 @@ func TestTools(t *testing.T) {
 
 // The tables' permission cases need a user that permission bits stop.
 func TestToolsUnprivileged(t *testing.T) {
+	t.Parallel()
 	unprivileged.Rerun(t, "TestTools")
 }

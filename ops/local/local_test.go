@@ -11,6 +11,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
 		dir, err := filepath.EvalSymlinks(t.TempDir())
 		if err != nil {
@@ -22,5 +23,6 @@ func TestConformance(t *testing.T) {
 
 // The suite's permission checks need a user that permission bits stop.
 func TestConformanceUnprivileged(t *testing.T) {
+	t.Parallel()
 	unprivileged.Rerun(t, "TestConformance")
 }

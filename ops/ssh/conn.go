@@ -435,11 +435,11 @@ type answer struct {
 	err    error
 }
 
-// serve sends fn(args...) to s and copies the answer's output to w
+// serve sends r to s and copies the answer's output to w
 // (never after serve returns) until the marker; it returns the status. s
 // goes back to the pool, or is closed when its state is unknown. See
 // requestKind for what cancellation does.
-func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writer, fn string, args ...string) (string, error) {
+func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writer, r request) (string, error) {
 	if err := ctx.Err(); err != nil {
 		c.release(s)
 		return "", err
@@ -448,7 +448,7 @@ func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writ
 	sent := make(chan error, 1)
 	done := make(chan answer, 1)
 	go func() {
-		err := s.send(fn, args...)
+		err := s.send(r)
 		sent <- err
 		if err != nil {
 			done <- answer{err: err}

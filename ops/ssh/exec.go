@@ -42,7 +42,7 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 		so.Saved = false
 		save, overBytes, overLines = so.Path, strconv.FormatInt(so.OverBytes, 10), strconv.FormatInt(so.OverLines, 10)
 	}
-	status, err := c.serve(ctx, s, job, out, "run_command", script, cmd.Dir, save, overBytes, overLines)
+	status, err := c.serve(ctx, s, job, out, call("run_command", script, cmd.Dir, save, overBytes, overLines))
 	if err != nil {
 		return err
 	}

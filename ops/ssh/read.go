@@ -31,7 +31,7 @@ func (h *Host) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	r := &reader{ctx: ctx, cancel: cancel, name: name, spool: sp, br: bufio.NewReaderSize(sp, 32<<10)}
 	// Ends with the request: at the end of the file, or soon after Close.
 	go func() {
-		status, err := c.serve(rctx, s, job, sp, "open_file", name)
+		status, err := c.serve(rctx, s, job, sp, call("open_file", name))
 		if err == nil && status != "0" {
 			_, _, err = checkStatus("read", name, status, nil)
 		}

@@ -154,16 +154,28 @@ func (s *server) close() {
 	s.end()
 }
 
-// send writes the request line fn(args...).
-func (s *server) send(fn string, args ...string) error {
+// request is one call of a server.sh function.
+type request struct {
+	fn   string
+	args []string
+	// data follows the request line on the stream, raw: the function
+	// reads exactly len(data) bytes of it (receive_temp).
+	data []byte
+}
+
+func call(fn string, args ...string) request { return request{fn: fn, args: args} }
+
+// send writes the request line (and its data).
+func (s *server) send(r request) error {
 	var b strings.Builder
 	b.Write(s.marker)
-	b.WriteString(fn)
-	for _, a := range args {
+	b.WriteString(r.fn)
+	for _, a := range r.args {
 		b.WriteByte(' ')
 		b.WriteString(shellquote.QuoteLine(a))
 	}
 	b.WriteByte('\n')
+	b.Write(r.data)
 	return s.write(b.String())
 }
 

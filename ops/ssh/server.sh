@@ -317,7 +317,9 @@ error_from_message() {
 }
 
 # error_from_stderr DEFAULT maps the first line of $private/err (where the
-# failed operation wrote its complaint), or DEFAULT when it is empty.
+# failed operation wrote its complaint), or DEFAULT when it is empty. A
+# command whose own redirection may fail names 2>"$private/err" first: the
+# shell reports a failed redirection on the stderr it has at that moment.
 error_from_stderr() {
 	_efs_line=
 	IFS= read -r _efs_line <"$private/err"
@@ -547,7 +549,7 @@ append_bytes() {
 		return 0
 	fi
 	# shellcheck disable=SC2059
-	printf "$2" 2>/dev/null | cat >>"$1" 2>"$private/err"
+	printf "$2" 2>/dev/null | cat 2>"$private/err" >>"$1"
 	rm -f "$1"
 	error_from_stderr "cannot write $1"
 	return 1
@@ -603,10 +605,25 @@ create_temp() {
 	printf 'OK\n%s' "$_t"
 }
 
-# append_temp TEMP FORMAT appends printf FORMAT to TEMP: "OK" or the error
-# line (TEMP is removed then).
-append_temp() {
-	append_bytes "$1" "$2" && echo OK
+# receive_temp TEMP COUNT appends to TEMP the COUNT raw bytes that follow
+# the request on the request stream. They are always all read, so the next
+# request comes whole even when the write fails (TEMP is removed then).
+# head -c reads no further than the client sent: it sends nothing more
+# until the answer.
+receive_temp() {
+	rm -f "$private/failed"
+	head -c "$2" <&3 | {
+		cat 2>"$private/err" >>"$1" || {
+			command : >"$private/failed"
+			cat >/dev/null
+		}
+	}
+	if [ -e "$private/failed" ]; then
+		rm -f "$1"
+		error_from_stderr "cannot write $1"
+	else
+		echo OK
+	fi
 }
 
 # diagnose_write TEMP says why writing to TEMP fails, for a client whose
@@ -614,7 +631,7 @@ append_temp() {
 # it appends one byte with cat and prints cat's complaint as the error
 # line, or "OK" when the write now succeeds.
 diagnose_write() {
-	if printf x 2>/dev/null | cat >>"$1" 2>"$private/err"; then
+	if printf x 2>/dev/null | cat 2>"$private/err" >>"$1"; then
 		echo OK
 	else
 		error_from_stderr "cannot write $1"

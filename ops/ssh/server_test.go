@@ -75,7 +75,7 @@ func startLocal(t *testing.T, sh []string, useSetsid bool, env ...string) *local
 // do sends one request and returns its status, the output going to w.
 func (l *localServer) do(t *testing.T, w io.Writer, fn string, args ...string) string {
 	t.Helper()
-	require.NoError(t, l.send(fn, args...))
+	require.NoError(t, l.send(call(fn, args...)))
 	status, err := l.readUntilMarker(w)
 	require.NoError(t, err, "stderr: %s", l.stderr.suffix())
 	return status
@@ -116,8 +116,10 @@ func sleeping(t *testing.T, arg string) []string {
 }
 
 func TestServerScript(t *testing.T) {
+	t.Parallel()
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
+			t.Parallel()
 			t.Run("background output stays with its command", func(t *testing.T) {
 				l := startLocal(t, sh, true)
 				status, out := l.run(t, `(sleep 0.6; echo LEAKED-FROM-A) & echo A-done`)
@@ -142,7 +144,7 @@ func TestServerScript(t *testing.T) {
 					l := startLocal(t, sh, setsid)
 					marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
 					t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
-					require.NoError(t, l.send("run_command", fmt.Sprintf("sleep %s & sleep %s & echo started; wait", marker, marker), "", "", "", ""))
+					require.NoError(t, l.send(call("run_command", fmt.Sprintf("sleep %s & sleep %s & echo started; wait", marker, marker), "", "", "", "")))
 					require.Eventually(t, func() bool { return len(sleeping(t, marker)) == 2 }, 5*time.Second, 10*time.Millisecond)
 					require.NoError(t, l.cancel())
 					var out bytes.Buffer
@@ -177,6 +179,34 @@ func TestServerScript(t *testing.T) {
 				got, err := os.ReadFile(target)
 				require.NoError(t, err)
 				assert.Equal(t, content, string(got))
+			})
+			t.Run("raw data after a request is read exactly", func(t *testing.T) {
+				l := startLocal(t, sh, true)
+				dir := t.TempDir()
+				tmp := filepath.Join(dir, "tmp")
+				require.NoError(t, os.WriteFile(tmp, nil, 0o600))
+				data := make([]byte, 3<<20)
+				for i := range data {
+					data[i] = byte(i * 7)
+				}
+				var out bytes.Buffer
+				require.NoError(t, l.send(request{fn: "call", args: []string{"receive_temp", tmp, fmt.Sprint(len(data))}, data: data}))
+				_, err := l.readUntilMarker(&out)
+				require.NoError(t, err)
+				assert.Equal(t, "OK\n", out.String())
+				got, err := os.ReadFile(tmp)
+				require.NoError(t, err)
+				assert.True(t, bytes.Equal(data, got), "the bytes, all of them")
+				// A failed write still reads its data: the next request
+				// comes whole.
+				out.Reset()
+				require.NoError(t, l.send(request{fn: "call", args: []string{"receive_temp", filepath.Join(dir, "no", "such"), "5"}, data: []byte("12345")}))
+				_, err = l.readUntilMarker(&out)
+				require.NoError(t, err)
+				assert.True(t, strings.HasPrefix(out.String(), "E ENOENT"), "got %q", out.String())
+				status, echo := l.run(t, "echo in step")
+				assert.Equal(t, "0", status)
+				assert.Equal(t, "in step\n", echo)
 			})
 			t.Run("a failed temporary file is an error answer", func(t *testing.T) {
 				l := startLocal(t, sh, true)
@@ -217,8 +247,8 @@ func TestServerScript(t *testing.T) {
 				tmp := t.TempDir()
 				stale := filepath.Join(tmp, ".pi-remote.999999999.dead")
 				require.NoError(t, os.MkdirAll(filepath.Join(stale, "sub"), 0o700))
-				t.Setenv("TMPDIR", tmp)
 				cmd := exec.Command(sh[0], append(sh[1:], "-c", bootstrapScript)...)
+				cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 				stdin, err := cmd.StdinPipe()
 				require.NoError(t, err)
@@ -234,7 +264,7 @@ func TestServerScript(t *testing.T) {
 				// A server whose client stopped reading dies of SIGPIPE
 				// on its next answer; its directory goes with it.
 				stdout.Close()
-				require.NoError(t, s.send("run_command", "echo bye", "", "", "", ""))
+				require.NoError(t, s.send(call("run_command", "echo bye", "", "", "", "")))
 				done := make(chan error, 1)
 				go func() { done <- cmd.Wait() }()
 				select {

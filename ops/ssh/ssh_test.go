@@ -25,22 +25,26 @@ func harness(opts sshtest.Options, hopts rssh.HostOptions) opstest.Harness {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	opstest.Run(t, harness(sshtest.Options{}, rssh.HostOptions{}))
 }
 
 // A bare POSIX host: no SFTP subsystem, no GNU find, no setsid.
 func TestConformanceWithoutSFTP(t *testing.T) {
+	t.Parallel()
 	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{NoGNUFind: true, NoSetsid: true}))
 }
 
 // The suite's permission checks need a user that permission bits stop: the
 // in-process server runs commands as the test's own user.
 func TestConformanceUnprivileged(t *testing.T) {
+	t.Parallel()
 	unprivileged.Rerun(t, "TestConformance")
 }
 
 // Every tool's table, over SSH to a server on this machine.
 func TestTools(t *testing.T) {
+	t.Parallel()
 	toolstest.Run(t, toolstest.Harness{RequireEngines: os.Getenv("CI") != "", New: func(t *testing.T) ops.Operations {
 		srv := sshtest.Start(t, sshtest.Options{})
 		h := rssh.New(srv.Config(), rssh.HostOptions{})

@@ -152,15 +152,19 @@ func (s *sourceReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// uploadInChunks appends r to tmp through the command servers, one
-// request of about encodedMax per chunk: slower than SFTP, but it needs no
-// session of its own.
+// uploadChunk is how much of a content one request carries when it goes
+// through the command servers.
+const uploadChunk = 4 << 20
+
+// uploadInChunks appends r to tmp through the command servers: each
+// request is followed by up to uploadChunk raw bytes that the host reads
+// exactly (receive_temp). It needs no session of its own.
 func (h *Host) uploadInChunks(ctx context.Context, c *conn, tmp string, r io.Reader) error {
-	buf := make([]byte, encodedMax/4)
+	buf := make([]byte, uploadChunk)
 	for {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
-			if _, _, werr := c.call(ctx, change, "write", tmp, "append_temp", tmp, printfFormat(buf[:n])); werr != nil {
+			if _, _, werr := c.callData(ctx, change, "write", tmp, buf[:n], "receive_temp", tmp, strconv.Itoa(n)); werr != nil {
 				return werr
 			}
 		}
