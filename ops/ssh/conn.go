@@ -173,6 +173,14 @@ func (c *conn) acquire(ctx context.Context, wantServer bool) (*server, error) {
 		if wantServer && len(c.idle) > 0 {
 			s := c.idle[len(c.idle)-1]
 			c.idle = c.idle[:len(c.idle)-1]
+			if s.broken.Load() {
+				// Its shell ended while it was idle.
+				c.used--
+				c.closedAt = time.Now()
+				c.mu.Unlock()
+				s.close()
+				continue
+			}
 			c.mu.Unlock()
 			return s, nil
 		}

@@ -101,6 +101,11 @@ func startServer(ctx context.Context, client *gossh.Client, useSetsid bool) (*se
 	if err := sess.Start(bootstrap); err != nil {
 		return fail(err)
 	}
+	// A server whose shell ended is never handed out again.
+	go func() {
+		sess.Wait()
+		s.broken.Store(true)
+	}()
 	if err := s.handshake(ctx, useSetsid); err != nil {
 		return fail(err)
 	}

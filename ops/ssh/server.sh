@@ -121,7 +121,8 @@ call() {
 # watcher reads the request stream: "k" or the end of the stream kills the
 # job. At the end of the stream (the client is gone, and the server may be
 # too) the watcher also kills the job's helper processes, which would
-# otherwise outlive a killed server. Sets job_status.
+# otherwise outlive a killed server; a HELPER "@FILE" is the pid written in
+# FILE, if any. Sets job_status.
 wait_job() {
 	watch_for_cancel "$@" &
 	_wj_watcher=$!
@@ -140,7 +141,12 @@ watch_for_cancel() {
 	done
 	kill_job "$1"
 	shift
-	kill -s KILL "$@" 2>/dev/null
+	for _wfc_pid in "$@"; do
+		case $_wfc_pid in
+		@*) read -r _wfc_pid <"${_wfc_pid#@}" 2>/dev/null || continue ;;
+		esac
+		kill -s KILL "$_wfc_pid" 2>/dev/null
+	done
 }
 
 # kill_job PID kills a job: its process group when commands get their own
@@ -194,15 +200,16 @@ EOF
 #
 # The output goes through a FIFO to a file in the private directory; a
 # relay drains the FIFO at disk speed, so a slow client never holds up the
-# command and nothing of it is lost. tail follows the file, and tee sends
-# it to stdout and keeps a copy that says how much was sent. When the
-# command exits, its background children get GRACE seconds to finish
-# writing before the relay stops (they then get SIGPIPE, as they would
-# locally); tail is stopped and the part of the file it had not sent yet
-# is sent from the copy's length on. Every request has its own files, so
-# nothing a child writes later reaches another request. (tail and tee
-# share an anonymous pipe: a FIFO between them could leave tee waiting
-# for ever in open(2) for a tail killed before it opened its end.)
+# command and nothing of it is lost. When the command exits, its background
+# children get GRACE seconds to finish writing before the relay stops (they
+# then get SIGPIPE, as they would locally), and the file is sent. A command
+# that runs longer than a moment streams meanwhile: tail follows the file,
+# and tee sends it to stdout and keeps a copy that says how much was sent;
+# at the end tail is stopped and the rest goes from the copy's length on.
+# Every request has its own files, so nothing a child writes later reaches
+# another request. (tail and tee share an anonymous pipe: a FIFO between
+# them could leave tee waiting for ever in open(2) for a tail killed before
+# it opened its end.)
 #
 # With SAVE set, the complete output is kept at SAVE when it is longer than
 # SAVE_BYTES bytes or SAVE_LINES lines. Status: the exit code, followed by
@@ -222,9 +229,12 @@ run_command() {
 	seq=$((seq + 1))
 	_rc_out=$private/out.$seq
 	_rc_fifo=$private/fifo.$seq
-	_rc_pid=$private/pid.$seq
+	_rc_claim=$private/claim.$seq
+	_rc_tail=$private/tail.$seq
 	_rc_copy=$private/copy.$seq
-	if ! { command : >"$_rc_out" && mkfifo "$_rc_fifo" "$_rc_pid"; } 2>/dev/null; then
+	# The FIFO may have been made ahead, at the end of the last command.
+	[ -p "$_rc_fifo" ] || mkfifo "$_rc_fifo" 2>/dev/null
+	if ! { command : >"$_rc_out" && [ -p "$_rc_fifo" ]; } 2>/dev/null; then
 		finish "!EIO cannot create files in $private"
 		return
 	fi
@@ -235,27 +245,74 @@ run_command() {
 		exec $setsid_cmd sh -c "$1"
 	) >"$_rc_fifo" 2>&1 3<&- &
 	_rc_job=$!
-	# shellcheck disable=SC2016 # $$ and $1 belong to the inner sh
-	sh -c 'echo "$$" >&3; exec tail -c +1 -f "$1"' sh "$_rc_out" 3>"$_rc_pid" 2>/dev/null |
-		tee "$_rc_copy" 2>/dev/null &
-	_rc_tee=$!
-	read -r _rc_tail <"$_rc_pid"
+	# The live stream starts only for a command still running after a
+	# moment: most end sooner, and their output then goes out in one
+	# piece. Whoever creates the claim file first decides.
+	(
+		sleep 0.05 2>/dev/null || sleep 1
+		set -C
+		command : 2>/dev/null >"$_rc_claim" || exit 0
+		# shellcheck disable=SC2016 # $$, $1 and $2 belong to the inner sh
+		sh -c 'echo "$$" >"$2"; exec tail -c +1 -f "$1"' sh "$_rc_out" "$_rc_tail" 2>/dev/null |
+			tee "$_rc_copy" 2>/dev/null
+	) &
+	_rc_stream=$!
 
-	wait_job "$_rc_job" "$_rc_relay" "$_rc_tail" "$_rc_tee"
+	wait_job "$_rc_job" "$_rc_relay" "$_rc_stream" "@$_rc_tail"
 	_rc_status=$job_status
-	( sleep "$grace" 2>/dev/null || sleep 1; kill -s KILL "$_rc_relay" 2>/dev/null ) &
-	_rc_timer=$!
-	wait "$_rc_relay"
-	kill -s KILL "$_rc_timer" "$_rc_tail" 2>/dev/null
-	wait "$_rc_tee"
-	_rc_sent=$(wc -c <"$_rc_copy")
-	tail -c +$((_rc_sent + 1)) "$_rc_out"
+	# (kill -0 fails once the relay has ended: wait reaps every child.)
+	if kill -s 0 "$_rc_relay" 2>/dev/null; then
+		( sleep "$grace" 2>/dev/null || sleep 1; kill -s KILL "$_rc_relay" 2>/dev/null ) &
+		_rc_timer=$!
+		wait "$_rc_relay"
+		kill -s KILL "$_rc_timer" 2>/dev/null
+	fi
+	set -C
+	if command : 2>/dev/null >"$_rc_claim"; then
+		set +C
+		kill -s KILL "$_rc_stream" 2>/dev/null
+		if [ -s "$_rc_out" ]; then cat "$_rc_out"; fi
+	else
+		set +C
+		# Streaming: stop tail (its pid comes a moment after the claim),
+		# and send what it had not sent yet.
+		if ! read_pid "$_rc_tail"; then
+			# A tee left writing could interleave with later answers: this
+			# server is done.
+			kill -s KILL "$_rc_stream" 2>/dev/null
+			finish '!EIO the output stream did not start'
+			exit 1
+		fi
+		kill -s KILL "$_rp_pid" 2>/dev/null
+		wait "$_rc_stream"
+		_rc_sent=$(wc -c <"$_rc_copy")
+		tail -c +$((_rc_sent + 1)) "$_rc_out"
+	fi
 
 	if [ -n "$3" ]; then
 		save_output "$_rc_out" "$3" "$4" "$5"
 	fi
-	rm -f "$_rc_out" "$_rc_fifo" "$_rc_pid" "$_rc_copy"
 	finish "$_rc_status$_rc_saved"
+	# Housekeeping after the answer: this request's files go, the next
+	# one's FIFO comes.
+	{
+		rm -f "$_rc_out" "$_rc_fifo" "$_rc_claim" "$_rc_tail" "$_rc_copy"
+		mkfifo "$private/fifo.$((seq + 1))"
+	} 2>/dev/null &
+}
+
+# read_pid FILE sets _rp_pid to the pid another process is about to write
+# to FILE, waiting for it up to about 5 seconds.
+read_pid() {
+	_rp_pid=
+	_rp_tries=0
+	while [ -z "$_rp_pid" ]; do
+		read -r _rp_pid <"$1" 2>/dev/null && [ -n "$_rp_pid" ] && return 0
+		_rp_tries=$((_rp_tries + 1))
+		[ "$_rp_tries" -le 500 ] && continue
+		[ "$_rp_tries" -le 1000 ] || return 1
+		sleep 0.01 2>/dev/null || sleep 1
+	done
 }
 
 # save_output FILE DEST BYTES LINES moves FILE to DEST when it is longer
