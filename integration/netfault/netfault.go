@@ -57,7 +57,8 @@ func (p *Proxy) SetRTT(rtt time.Duration) {
 
 // SetRate limits the bandwidth of each direction in bytes per second (0:
 // unlimited): up is client to server, down server to client. It applies to
-// connections open now and later.
+// connections open now and later; connections made while a direction is
+// limited also get a small receive buffer for it.
 func (p *Proxy) SetRate(up, down int) {
 	p.mu.Lock()
 	p.rate = [2]int{up, down}
@@ -118,6 +119,18 @@ func (p *Proxy) handle(client *net.TCPConn) {
 		return
 	}
 	pr := &pair{client: client, server: s.(*net.TCPConn)}
+	p.mu.Lock()
+	rate := p.rate
+	p.mu.Unlock()
+	// A limited direction gets a small receive buffer, as on a real slow
+	// link: the sender feels the limit instead of filling megabytes of
+	// loopback buffers first.
+	if rate[up] > 0 {
+		pr.client.SetReadBuffer(64 << 10)
+	}
+	if rate[down] > 0 {
+		pr.server.SetReadBuffer(64 << 10)
+	}
 	p.mu.Lock()
 	p.conns[pr] = true
 	p.mu.Unlock()

@@ -151,9 +151,14 @@ func (r *relay) writeLoop() {
 			r.mu.Unlock()
 			return
 		}
+		// Everything queued goes in one write: a slow Output is slow per
+		// call as often as per byte.
 		chunk := r.queue[0]
-		r.queue = r.queue[1:]
-		r.queued -= len(chunk)
+		if len(r.queue) > 1 {
+			chunk = bytes.Join(r.queue, nil)
+		}
+		r.queue = nil
+		r.queued = 0
 		r.cond.Broadcast()
 		r.mu.Unlock()
 		r.out.Write(chunk)

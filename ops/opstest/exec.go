@@ -88,14 +88,22 @@ func testExec(t *testing.T, h Harness) {
 		assert.Equal(t, "B-done\n", run(t, o, "sleep 1; echo B-done"), "nothing of the first command's child")
 	})
 	t.Run("a slow reader gets all of the output", func(t *testing.T) {
-		// The command is done long before its output is read: a second or
-		// more for the reader, against ops.GraceAfterExit.
-		w := &slowWriter{pause: 30 * time.Millisecond}
-		require.NoError(t, o.Exec(ctx, ops.Command{Script: "awk 'BEGIN { for (i = 1; i <= 150000; i++) print i }'; echo END-MARKER", Output: w}))
-		lines := strings.Split(strings.TrimSuffix(w.String(), "\n"), "\n")
-		require.Len(t, lines, 150001, "every line arrived")
-		assert.Equal(t, "150000", lines[149999])
-		assert.Equal(t, "END-MARKER", lines[150000])
+		// The command is done long before its output is read: the reader
+		// takes 10 ms a write, and 150 ms a write over the last 200 KB, so
+		// what a pipe or a channel still holds when the command exits
+		// takes longer than ops.GraceAfterExit to be read. (A slow link,
+		// where a remote host's 2 MB channel window matters, is
+		// integration's TestSlowLinkGetsAllOutput.)
+		const lines = 400000 // 2.6 MB
+		total := 0
+		for i := 1; i <= lines; i++ {
+			total += len(fmt.Sprint(i)) + 1
+		}
+		w := &slowWriter{pause: 10 * time.Millisecond, slowAfter: total - 200<<10, slowPause: 150 * time.Millisecond}
+		require.NoError(t, o.Exec(ctx, ops.Command{Script: fmt.Sprintf("awk 'BEGIN { for (i = 1; i <= %d; i++) print i }'; echo END-MARKER", lines), Output: w}))
+		out := w.String()
+		require.Equal(t, lines+1, strings.Count(out, "\n"), "every line arrived")
+		assert.True(t, strings.HasSuffix(out, fmt.Sprintf("\n%d\nEND-MARKER\n", lines)), "ends with %q", out[max(0, len(out)-40):])
 	})
 	t.Run("SaveOutput keeps long output on the host", func(t *testing.T) {
 		for _, tc := range []struct {
@@ -133,15 +141,24 @@ func testExec(t *testing.T, h Harness) {
 }
 
 // slowWriter takes its time over every write, like a client behind a slow
-// link or a front end whose reader lags.
+// link or a front end whose reader lags: pause, and slowPause once
+// slowAfter bytes have come.
 type slowWriter struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	pause time.Duration
+	mu        sync.Mutex
+	buf       bytes.Buffer
+	pause     time.Duration
+	slowAfter int
+	slowPause time.Duration
 }
 
 func (s *slowWriter) Write(p []byte) (int, error) {
-	time.Sleep(s.pause)
+	s.mu.Lock()
+	pause := s.pause
+	if s.slowPause > 0 && s.buf.Len() >= s.slowAfter {
+		pause = s.slowPause
+	}
+	s.mu.Unlock()
+	time.Sleep(pause)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buf.Write(p)

@@ -228,7 +228,7 @@ func testWrite(t *testing.T, h Harness) {
 		start := time.Now()
 		write(t, o, name, content)
 		assert.Equal(t, content, read(t, o, name))
-		assert.Less(t, time.Since(start), 20*time.Second)
+		assert.Less(t, time.Since(start), 3*time.Second, "linear parsing takes ~0.1 s")
 	})
 	t.Run("a directory that may not be written is a permission error", func(t *testing.T) {
 		dir := path.Join(root, "readonly")

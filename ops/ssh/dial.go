@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -156,4 +157,18 @@ func (e *AuthError) Unwrap() error { return e.Err }
 
 func authError(c *Config, a *auth, err error) error {
 	return &AuthError{User: c.User, Tried: a.tried, Skipped: a.skipped, Err: err}
+}
+
+// lastRead records when bytes last arrived from the host.
+type lastRead struct {
+	net.Conn
+	at atomic.Int64 // unix nanoseconds
+}
+
+func (l *lastRead) Read(p []byte) (int, error) {
+	n, err := l.Conn.Read(p)
+	if n > 0 {
+		l.at.Store(time.Now().UnixNano())
+	}
+	return n, err
 }

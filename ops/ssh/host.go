@@ -11,7 +11,6 @@
 package ssh
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -267,26 +266,4 @@ func (c *conn) probed(ctx context.Context) (probe, error) {
 	}
 	c.probe = &p
 	return p, nil
-}
-
-// call runs one of server.sh's file functions through its call wrapper
-// and splits the status line ("OK ..." or "E CODE message") from the
-// payload; an error status becomes a *fs.PathError for op and name.
-func (c *conn) call(ctx context.Context, kind requestKind, op, name, fn string, args ...string) (string, []byte, error) {
-	return c.callData(ctx, kind, op, name, nil, fn, args...)
-}
-
-// callData is call with raw data after the request line.
-func (c *conn) callData(ctx context.Context, kind requestKind, op, name string, data []byte, fn string, args ...string) (string, []byte, error) {
-	s, err := c.server(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	var buf bytes.Buffer
-	r := request{fn: "call", args: append([]string{fn}, args...), data: data}
-	if _, err := c.serve(ctx, s, kind, &buf, r); err != nil {
-		return "", nil, err
-	}
-	status, payload, _ := bytes.Cut(buf.Bytes(), []byte("\n"))
-	return checkStatus(op, name, string(status), payload)
 }

@@ -159,17 +159,6 @@ func (s *server) close() {
 	s.end()
 }
 
-// request is one call of a server.sh function.
-type request struct {
-	fn   string
-	args []string
-	// data follows the request line on the stream, raw: the function
-	// reads exactly len(data) bytes of it (receive_temp).
-	data []byte
-}
-
-func call(fn string, args ...string) request { return request{fn: fn, args: args} }
-
 // send writes the request line (and its data).
 func (s *server) send(r request) error {
 	var b strings.Builder

@@ -1,0 +1,259 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/pkg/sftp"
+	gossh "golang.org/x/crypto/ssh"
+)
+
+// acquire takes a channel slot, waiting while all are in use. It returns
+// an idle server instead when one is available (and wantServer is set).
+func (c *conn) acquire(ctx context.Context, wantServer bool) (*server, error) {
+	for {
+		c.mu.Lock()
+		if wantServer && len(c.idle) > 0 {
+			s := c.idle[len(c.idle)-1]
+			c.idle = c.idle[:len(c.idle)-1]
+			if s.broken.Load() {
+				// Its shell ended while it was idle.
+				c.used--
+				c.closedAt = time.Now()
+				c.mu.Unlock()
+				s.close()
+				continue
+			}
+			c.mu.Unlock()
+			return s, nil
+		}
+		if c.used >= c.limit && c.limit < c.max && time.Since(c.loweredAt) >= c.host.sessionRetry() {
+			// The refusal that lowered the limit may have been passing:
+			// try one more channel (refused again, it waits as long).
+			c.limit++
+			c.loweredAt = time.Now()
+		}
+		if c.used < c.limit {
+			c.used++
+			c.mu.Unlock()
+			return nil, nil
+		}
+		// With every slot held by an idle server, close one for a new
+		// session of another kind.
+		if !wantServer && len(c.idle) > 0 {
+			s := c.idle[0]
+			c.idle = c.idle[1:]
+			c.closedAt = time.Now()
+			c.mu.Unlock()
+			s.close()
+			return nil, nil
+		}
+		freed := c.freed
+		c.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.dead:
+			return nil, c.lost(io.EOF)
+		}
+	}
+}
+
+// release gives back a slot (s == nil) or returns a server to the pool.
+func (c *conn) release(s *server) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s != nil && !s.broken.Load() && !c.isDead() {
+		c.idle = append(c.idle, s)
+	} else {
+		if s != nil {
+			s.close()
+		}
+		c.used--
+		c.closedAt = time.Now()
+	}
+	c.notifyLocked()
+}
+
+func (c *conn) notifyLocked() {
+	close(c.freed)
+	c.freed = make(chan struct{})
+}
+
+// refused handles a channel the server would not open: it allows fewer
+// sessions than we assumed, so the limit drops to what is open now and SFTP
+// makes room for servers. It reports whether the caller may try again, and
+// after how long: with nothing of ours open, a refusal is real unless a
+// channel closed a moment ago (the host may not have let go of it yet).
+func (c *conn) refused() (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.used--
+	open := c.used
+	c.sftpOff = true
+	if c.sftp != nil && c.sftpUsers == 0 {
+		c.closeSFTPLocked()
+	}
+	if open == 0 {
+		if time.Since(c.closedAt) < 2*time.Second {
+			return 100 * time.Millisecond, true
+		}
+		return 0, false
+	}
+	c.limit = open
+	c.loweredAt = time.Now()
+	return 0, true
+}
+
+func isOpenRefused(err error) bool {
+	var oce *gossh.OpenChannelError
+	return errors.As(err, &oce)
+}
+
+// server returns a command server for one request: idle, or newly started.
+// Give it back with release.
+func (c *conn) server(ctx context.Context) (*server, error) {
+	for {
+		s, err := c.acquire(ctx, true)
+		if err != nil || s != nil {
+			return s, err
+		}
+		s, err = startServer(ctx, c.d.client, !c.host.opts.NoSetsid)
+		switch {
+		case err == nil:
+			return s, nil
+		case !isOpenRefused(err):
+			c.release(nil)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, c.lost(err)
+		}
+		if wait, ok := c.refused(); !ok {
+			return nil, c.lost(err)
+		} else if wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		// Wait for a slot, or take the server that frees first.
+	}
+}
+
+// useSFTP returns the SFTP client for an upload, opening it on first use,
+// and a function to call when the upload is done. It returns a nil client
+// when SFTP is not to be used: the host has none, or too few sessions to
+// spare one.
+func (c *conn) useSFTP(ctx context.Context) (*sftp.Client, func(), error) {
+	if c.host.opts.NoSFTP {
+		return nil, nil, nil
+	}
+	for {
+		c.mu.Lock()
+		switch {
+		case c.sftp != nil && !c.sftpOff:
+			c.sftpUsers++
+			sc := c.sftp
+			c.mu.Unlock()
+			return sc, c.doneSFTP, nil
+		case c.sftpOff || c.limit < 3:
+			c.mu.Unlock()
+			return nil, nil, nil
+		case c.sftpOpening != nil:
+			opening := c.sftpOpening
+			c.mu.Unlock()
+			select {
+			case <-opening:
+				continue
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		}
+		opening := make(chan struct{})
+		c.sftpOpening = opening
+		c.mu.Unlock()
+		err := c.openSFTP(ctx)
+		c.mu.Lock()
+		c.sftpOpening = nil
+		close(opening)
+		c.mu.Unlock()
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+func (c *conn) doneSFTP() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sftpUsers--
+	if c.sftpOff && c.sftpUsers == 0 && c.sftp != nil {
+		c.closeSFTPLocked()
+		c.notifyLocked()
+	}
+}
+
+func (c *conn) closeSFTPLocked() {
+	c.sftp.Close()
+	c.sftpSess.Close()
+	c.sftp, c.sftpSess = nil, nil
+	c.used--
+	c.closedAt = time.Now()
+}
+
+// openSFTP starts the subsystem in a slot of its own. A host without it,
+// or one that refuses the channel, turns SFTP off for the connection.
+func (c *conn) openSFTP(ctx context.Context) error {
+	if _, err := c.acquire(ctx, false); err != nil {
+		return err
+	}
+	sess, err := c.d.client.NewSession()
+	if err != nil {
+		if isOpenRefused(err) {
+			c.refused() // turns SFTP off
+			return nil
+		}
+		c.release(nil)
+		return c.lost(err)
+	}
+	off := func() error {
+		sess.Close()
+		c.mu.Lock()
+		c.sftpOff = true
+		c.mu.Unlock()
+		c.release(nil)
+		return nil
+	}
+	w, err := sess.StdinPipe()
+	if err != nil {
+		return off()
+	}
+	r, err := sess.StdoutPipe()
+	if err != nil {
+		return off()
+	}
+	if err := sess.RequestSubsystem("sftp"); err != nil {
+		return off()
+	}
+	stop := context.AfterFunc(ctx, func() { sess.Close() })
+	client, err := sftp.NewClientPipe(r, w, sftp.UseConcurrentWrites(true), sftp.UseConcurrentReads(true))
+	if !stop() {
+		if client != nil {
+			client.Close()
+		}
+		off()
+		return ctx.Err()
+	}
+	if err != nil {
+		return off()
+	}
+	c.mu.Lock()
+	c.sftp, c.sftpSess = client, sess
+	c.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,204 @@
+package ssh
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// request is one call of a server.sh function.
+type request struct {
+	fn   string
+	args []string
+	// data follows the request line on the stream, raw: the function
+	// reads exactly len(data) bytes of it (receive_temp).
+	data []byte
+}
+
+func call(fn string, args ...string) request { return request{fn: fn, args: args} }
+
+// requestKind says what a caller that gives up (ctx done) may do about a
+// request already sent.
+type requestKind int
+
+const (
+	// query only reads: the caller gets ctx's error at once; the answer is
+	// drained in the background and the server goes back to the pool.
+	query requestKind = iota
+	// change alters the host. A request that reached the host runs, so
+	// the caller waits for its answer (or for the connection to die):
+	// nothing it asked for can happen after it returned.
+	change
+	// job runs until it ends or is killed: the caller has it killed on
+	// the host and waits for that.
+	job
+)
+
+// drainLimit bounds how long a server may take to answer a request its
+// caller gave up on before it is closed; killWait, how long a job takes to
+// die.
+const (
+	drainLimit = 30 * time.Second
+	killWait   = 10 * time.Second
+)
+
+type answer struct {
+	status string
+	err    error
+}
+
+// serve sends r to s and copies the answer's output to w
+// (never after serve returns) until the marker; it returns the status. s
+// goes back to the pool, or is closed when its state is unknown. See
+// requestKind for what cancellation does.
+func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writer, r request) (string, error) {
+	if err := ctx.Err(); err != nil {
+		c.release(s)
+		return "", err
+	}
+	gate := &gatedWriter{w: w}
+	sent := make(chan error, 1)
+	done := make(chan answer, 1)
+	go func() {
+		err := s.send(r)
+		sent <- err
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		st, err := s.readUntilMarker(gate)
+		done <- answer{st, err}
+	}()
+	select {
+	case a := <-done:
+		return c.finish(s, gate, a)
+	case <-c.dead:
+		return "", c.abandon(s, gate, done)
+	case <-ctx.Done():
+	}
+	switch kind {
+	case query:
+		gate.shut()
+		// Finishes within drainLimit, or when the connection dies.
+		go func() {
+			select {
+			case a := <-done:
+				c.finish(s, gate, a)
+				return
+			case <-c.dead:
+			case <-time.After(drainLimit):
+			}
+			c.abandon(s, gate, done)
+		}()
+		return "", ctx.Err()
+	case change:
+		select {
+		case a := <-done:
+			return c.finish(s, gate, a)
+		case <-c.dead:
+			return "", c.abandon(s, gate, done)
+		}
+	}
+	// A job: kill it once the request is out, and wait for the end.
+	select {
+	case err := <-sent:
+		if err == nil {
+			err = s.cancel()
+		}
+		if err != nil {
+			return "", c.abandon(s, gate, done)
+		}
+	case <-c.dead:
+		return "", c.abandon(s, gate, done)
+	}
+	select {
+	case a := <-done:
+		if _, err := c.finish(s, gate, a); err != nil {
+			return "", err
+		}
+		return "", ctx.Err()
+	case <-c.dead:
+		return "", c.abandon(s, gate, done)
+	case <-time.After(killWait):
+		c.abandon(s, gate, done)
+		return "", ctx.Err()
+	}
+}
+
+// finish ends a request that got its answer.
+func (c *conn) finish(s *server, gate *gatedWriter, a answer) (string, error) {
+	gate.shut()
+	c.release(s)
+	if a.err != nil {
+		return "", c.lost(fmt.Errorf("command server: %w%s", a.err, s.stderr.suffix()))
+	}
+	return a.status, nil
+}
+
+// abandon closes a server whose request will not be answered (the
+// connection died, or the server stopped responding) and frees its slot
+// once its reader has stopped.
+func (c *conn) abandon(s *server, gate *gatedWriter, done <-chan answer) error {
+	gate.shut()
+	s.close()
+	var a answer
+	select {
+	case a = <-done:
+		c.release(s)
+	case <-time.After(2 * time.Second):
+		// The reader stops once the closed channel drains.
+		go func() { <-done; c.release(s) }()
+		a.err = errServerExited
+	}
+	if a.err == nil {
+		a.err = errServerExited
+	}
+	return c.lost(a.err)
+}
+
+// gatedWriter passes writes through until shut, then drops them.
+type gatedWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+func (g *gatedWriter) shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// call runs one of server.sh's file functions through its call wrapper
+// and splits the status line ("OK ..." or "E CODE message") from the
+// payload; an error status becomes a *fs.PathError for op and name.
+func (c *conn) call(ctx context.Context, kind requestKind, op, name, fn string, args ...string) (string, []byte, error) {
+	return c.callData(ctx, kind, op, name, nil, fn, args...)
+}
+
+// callData is call with raw data after the request line.
+func (c *conn) callData(ctx context.Context, kind requestKind, op, name string, data []byte, fn string, args ...string) (string, []byte, error) {
+	s, err := c.server(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	var buf bytes.Buffer
+	r := request{fn: "call", args: append([]string{fn}, args...), data: data}
+	if _, err := c.serve(ctx, s, kind, &buf, r); err != nil {
+		return "", nil, err
+	}
+	status, payload, _ := bytes.Cut(buf.Bytes(), []byte("\n"))
+	return checkStatus(op, name, string(status), payload)
+}
