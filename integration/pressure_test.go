@@ -204,6 +204,34 @@ func TestSlowUplinkKeepsTheConnection(t *testing.T) {
 	assert.Equal(t, int64(1), p.Accepted(), "on the first connection")
 }
 
+// The command servers' private directories do not outlive them, on a host
+// without setsid too, where a cancelled command used to take its server
+// down by SIGKILL and leave the directory behind (25 in one review).
+func TestPrivateDirectoriesAreRemoved(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv TMPDIR=" + tmp}})
+	private := func() []string {
+		matches, err := filepath.Glob(filepath.Join(tmp, ".pi-remote.*"))
+		require.NoError(t, err)
+		return matches
+	}
+	for _, setsid := range []bool{true, false} {
+		h := rssh.New(srv.Config(), rssh.HostOptions{NoSetsid: !setsid})
+		for range 3 {
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			err := h.Exec(ctx, ops.Command{Script: "sleep 30"})
+			cancel()
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		}
+		require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "true"}))
+		require.NotEmpty(t, private(), "servers at work have their directory")
+		h.Close()
+		require.Eventually(t, func() bool { return len(private()) == 0 }, 10*time.Second, 50*time.Millisecond,
+			"setsid %v: left %v", setsid, private())
+	}
+}
+
 // rpc: a background child of one command does not write into the next
 // one's result, and abort is answered at once while the host does not
 // answer at all.

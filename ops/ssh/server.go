@@ -118,15 +118,17 @@ func (s *server) handshake(ctx context.Context, useSetsid bool) error {
 	s.marker = []byte("\x1e@pi-remote:" + randomHex(12) + ":")
 	call := "serve " + shellquote.Join(string(s.marker), graceSeconds, yesNo(useSetsid), randomHex(6))
 	stop := context.AfterFunc(ctx, func() { s.end() })
-	defer stop()
-	if _, err := io.WriteString(s.stdin, serverProgram+call+"\n"+programEnd+"\n"); err != nil {
-		return err
+	_, err := io.WriteString(s.stdin, serverProgram+call+"\n"+programEnd+"\n")
+	var status string
+	if err == nil {
+		status, err = s.readUntilMarker(io.Discard)
 	}
-	status, err := s.readUntilMarker(io.Discard)
+	if !stop() {
+		// ctx ended and closed the channel, perhaps just after the
+		// server became ready.
+		return ctx.Err()
+	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		return fmt.Errorf("starting command server: %w%s", err, s.stderr.suffix())
 	}
 	// READY <server's process group, 0 if it leads none> [setsid]

@@ -50,7 +50,8 @@ serve() {
 		printf '%sFAIL cannot create %s\n' "$marker" "$private"
 		exit 1
 	fi
-	trap 'rm -rf "$private"' EXIT
+	housekeeping=
+	trap '[ -z "$housekeeping" ] || wait "$housekeeping"; rm -rf "$private"' EXIT
 	trap 'exit 129' HUP
 	trap 'exit 141' PIPE
 	trap 'exit 143' TERM
@@ -150,37 +151,46 @@ watch_for_cancel() {
 }
 
 # kill_job PID kills a job: its process group when commands get their own
-# session, its process tree otherwise (the server shares that group). The
-# group goes in one kill(2).
+# session, its process tree otherwise (the server shares that group). A job
+# cancelled the moment it started may become its group's leader (exec
+# setsid) between the first group kill and the tree kill: its children are
+# then in that group, which the second group kill reaches.
 kill_job() {
 	if [ -n "$setsid_cmd" ]; then
 		kill -s KILL -- "-$1" 2>/dev/null
+		kill_tree "$1"
+		kill -s KILL -- "-$1" 2>/dev/null
+	else
+		kill_tree "$1"
 	fi
-	kill_tree "$1"
 }
 
 # kill_tree PID kills PID and every process descended from it, found with
-# ps (or /proc where ps lacks -o). PID goes last: the moment it dies the
-# server's wait returns and the watcher that called this may be stopped.
+# ps (or /proc where ps lacks -o). Each one is stopped as soon as it is
+# found, so none forks behind the search; PID is killed last: the moment it
+# dies the server's wait returns and the watcher that called this may be
+# stopped.
 kill_tree() {
+	kill -s STOP "$1" 2>/dev/null
 	_kt_all=" $1 "
-	_kt_table=$(ps -A -o pid= -o ppid= 2>/dev/null) || _kt_table=
-	if [ -z "$_kt_table" ]; then
-		_kt_table=$(for _kt_stat in /proc/[0-9]*/stat; do
-			read -r _kt_pid _kt_rest <"$_kt_stat" || continue
-			_kt_rest=${_kt_rest##*) }
-			# shellcheck disable=SC2086 # the fields after the name
-			set -- $_kt_rest
-			echo "$_kt_pid $2"
-		done 2>/dev/null)
-	fi
 	_kt_more=yes
 	while [ -n "$_kt_more" ]; do
 		_kt_more=
+		_kt_table=$(ps -A -o pid= -o ppid= 2>/dev/null) || _kt_table=
+		if [ -z "$_kt_table" ]; then
+			_kt_table=$(for _kt_stat in /proc/[0-9]*/stat; do
+				read -r _kt_pid _kt_rest <"$_kt_stat" || continue
+				_kt_rest=${_kt_rest##*) }
+				# shellcheck disable=SC2086 # the fields after the name
+				set -- $_kt_rest
+				echo "$_kt_pid $2"
+			done 2>/dev/null)
+		fi
 		while read -r _kt_pid _kt_ppid; do
 			case $_kt_all in
 			*" $_kt_pid "*) ;;
 			*" $_kt_ppid "*)
+				kill -s STOP "$_kt_pid" 2>/dev/null
 				_kt_all="$_kt_all$_kt_pid "
 				_kt_more=yes
 				;;
@@ -226,6 +236,7 @@ run_command() {
 			return
 		fi
 	fi
+	[ -z "$housekeeping" ] || wait "$housekeeping"
 	seq=$((seq + 1))
 	_rc_out=$private/out.$seq
 	_rc_fifo=$private/fifo.$seq
@@ -293,12 +304,14 @@ run_command() {
 		save_output "$_rc_out" "$3" "$4" "$5"
 	fi
 	finish "$_rc_status$_rc_saved"
-	# Housekeeping after the answer: this request's files go, the next
-	# one's FIFO comes.
+	# Housekeeping after the answer, while the client reads it: this
+	# request's files go, the next one's FIFO comes. Waited for before the
+	# next command and before the directory goes.
 	{
 		rm -f "$_rc_out" "$_rc_fifo" "$_rc_claim" "$_rc_tail" "$_rc_copy"
 		mkfifo "$private/fifo.$((seq + 1))"
 	} 2>/dev/null &
+	housekeeping=$!
 }
 
 # read_pid FILE sets _rp_pid to the pid another process is about to write

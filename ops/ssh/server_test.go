@@ -65,8 +65,20 @@ func startLocal(t *testing.T, sh []string, useSetsid bool, env ...string) *local
 	l.cmd.Stderr = l.stderr
 	require.NoError(t, l.cmd.Start())
 	t.Cleanup(func() {
-		l.close()
-		l.cmd.Wait()
+		// As a client leaves: the end of the request stream, and the
+		// server's own cleanup; killed only if it does not go.
+		stdin.Close()
+		done := make(chan struct{})
+		go func() {
+			l.cmd.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			l.close()
+			<-done
+		}
 	})
 	require.NoError(t, l.handshake(t.Context(), useSetsid))
 	return l
