@@ -9,6 +9,7 @@ package opstest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -89,6 +90,14 @@ func needRoot(t *testing.T, o ops.Operations) {
 	if !hostIsRoot(t, o) {
 		t.Skip("needs root on the host: the root runs of this suite cover it")
 	}
+}
+
+// restrict gives dir the mode until the test ends (then 0755, so that it
+// can be cleaned up).
+func restrict(t *testing.T, o ops.Operations, dir, mode string) {
+	t.Helper()
+	run(t, o, "chmod "+mode+" "+q(dir))
+	t.Cleanup(func() { o.Exec(context.WithoutCancel(t.Context()), ops.Command{Script: "chmod 0755 " + q(dir)}) })
 }
 
 func requirePathError(t *testing.T, err error, target error) {

@@ -240,8 +240,7 @@ func testWrite(t *testing.T, h Harness) {
 			dir = "/sys"
 		} else {
 			require.NoError(t, o.MkdirAll(ctx, dir))
-			run(t, o, "chmod 0555 "+q(dir))
-			t.Cleanup(func() { o.Exec(context.WithoutCancel(ctx), ops.Command{Script: "chmod 0755 " + q(dir)}) })
+			restrict(t, o, dir, "0555")
 		}
 		for _, size := range []int{10, 200 << 10} {
 			err := o.WriteFile(ctx, path.Join(dir, "pi-remote-test"), strings.NewReader(strings.Repeat("SECRET", size/6+1)), ops.WriteOptions{})
