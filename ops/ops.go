@@ -114,9 +114,11 @@ type Command struct {
 	// environment for this command.
 	Env []string
 	// Output receives stdout and stderr merged in arrival order, all of it
-	// however slowly it writes. Writes come from one goroutine at a time
-	// and never after Exec returns. A Write that blocks holds up only this
-	// command's delivery. Nil discards the output.
+	// however slowly it writes: a slow Output delays the delivery, never
+	// the command, and loses nothing. Writes come from one goroutine at a
+	// time and never after Exec returns, so Exec waits for a Write in
+	// progress (a Write that never returns holds Exec). Nil discards the
+	// output.
 	Output io.Writer
 	// SaveOutput, when set, keeps the complete output in a file on the
 	// host if it is long; Exec reports whether it did.
