@@ -114,8 +114,8 @@ type Command struct {
 	// environment for this command.
 	Env []string
 	// Output receives stdout and stderr merged in arrival order, all of it
-	// however slowly it writes: a slow Output delays the delivery, never
-	// the command, and loses nothing. Writes come from one goroutine at a
+	// however slowly it writes: a slow Output delays the delivery and
+	// loses nothing. Writes come from one goroutine at a
 	// time and never after Exec returns, so Exec waits for a Write in
 	// progress (a Write that never returns holds Exec). Nil discards the
 	// output.
