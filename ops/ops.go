@@ -115,10 +115,9 @@ type Command struct {
 	Env []string
 	// Output receives stdout and stderr merged in arrival order, all of it
 	// however slowly it writes: a slow Output delays the delivery and
-	// loses nothing. Writes come from one goroutine at a
-	// time and never after Exec returns, so Exec waits for a Write in
-	// progress (a Write that never returns holds Exec). Nil discards the
-	// output.
+	// loses nothing. Writes come from one goroutine at a time and never
+	// after Exec returns, so Exec waits for a Write in progress (a Write
+	// that never returns holds Exec). Nil discards the output.
 	Output io.Writer
 	// SaveOutput, when set, keeps the complete output in a file on the
 	// host if it is long; Exec reports whether it did.
