@@ -16,6 +16,12 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 go vet ./...
+# The client is used from macOS and Windows too: the program, and every test
+# binary, must build there (vet type-checks the tests as well).
+for goos in darwin windows; do
+	GOOS=$goos go vet ./...
+	GOOS=$goos go build -o /dev/null ./cmd/pi-remote
+done
 if ! command -v shellcheck >/dev/null; then
 	echo "shellcheck is not installed (apt-get install shellcheck)" >&2
 	exit 1

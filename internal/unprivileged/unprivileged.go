@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -63,7 +62,7 @@ func Rerun(t *testing.T, name string) {
 	if ci := os.Getenv("CI"); ci != "" {
 		cmd.Env = append(cmd.Env, "CI="+ci)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	runAs(cmd, uid, gid)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()

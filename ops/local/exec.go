@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/pi-remote/pi-remote/ops"
@@ -27,12 +26,15 @@ func (l *FS) Exec(ctx context.Context, c ops.Command) error {
 	}
 	shell := l.Shell
 	if shell == "" {
-		shell = "/bin/sh"
+		var err error
+		if shell, err = defaultShell(); err != nil {
+			return err
+		}
 	}
 	cmd := exec.Command(shell, "-c", c.Script)
 	cmd.Dir = c.Dir
 	cmd.Env = append(os.Environ(), c.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	newGroup(cmd)
 	if c.Dir != "" {
 		if fi, err := os.Stat(c.Dir); err != nil {
 			return err
@@ -60,10 +62,9 @@ func (l *FS) Exec(ctx context.Context, c ops.Command) error {
 	}
 	rl := startRelay(pr, out, newSaver(c.SaveOutput))
 
-	pgid := cmd.Process.Pid
 	done := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
-		killGroup(pgid)
+		killGroup(cmd.Process)
 		close(done)
 	})
 	err = cmd.Wait()
@@ -77,10 +78,7 @@ func (l *FS) Exec(ctx context.Context, c ops.Command) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return &ops.ExitError{Code: 128 + int(ws.Signal()), Signal: signalName(ws.Signal())}
-		}
-		return &ops.ExitError{Code: ee.ExitCode()}
+		return exitError(ee)
 	default:
 		return err
 	}
@@ -229,24 +227,4 @@ func (s *saver) close() {
 		s.err = err
 	}
 	s.so.Saved = s.err == nil
-}
-
-func killGroup(pgid int) {
-	// The group may already be gone; ESRCH is the expected answer then and
-	// there is nothing else to do on failure.
-	syscall.Kill(-pgid, syscall.SIGKILL)
-}
-
-func signalName(s syscall.Signal) string {
-	names := map[syscall.Signal]string{
-		syscall.SIGKILL: "KILL", syscall.SIGTERM: "TERM", syscall.SIGINT: "INT",
-		syscall.SIGHUP: "HUP", syscall.SIGQUIT: "QUIT", syscall.SIGSEGV: "SEGV",
-		syscall.SIGABRT: "ABRT", syscall.SIGPIPE: "PIPE", syscall.SIGUSR1: "USR1",
-		syscall.SIGUSR2: "USR2", syscall.SIGALRM: "ALRM", syscall.SIGBUS: "BUS",
-		syscall.SIGFPE: "FPE", syscall.SIGILL: "ILL",
-	}
-	if n, ok := names[s]; ok {
-		return n
-	}
-	return s.String()
 }

@@ -237,15 +237,3 @@ func followLinks(name string) (string, error) {
 	}
 	return "", &fs.PathError{Op: "write", Path: name, Err: syscall.ELOOP}
 }
-
-// keepOwner gives f the owner and group of old where we may.
-func keepOwner(f *os.File, old fs.FileInfo) error {
-	st, ok := old.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, fs.ErrPermission) {
-		return err
-	}
-	return nil
-}

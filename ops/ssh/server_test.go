@@ -1,3 +1,7 @@
+//go:build unix
+
+// The host side is run directly under the local dash, bash and BusyBox sh.
+
 package ssh
 
 import (
@@ -307,4 +311,18 @@ func TestServerHandshakeHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	assert.ErrorIs(t, s.handshake(ctx, true), context.DeadlineExceeded)
+}
+
+// The printf format survives the shells that run server.sh, as one line.
+func TestPrintfFormatRoundTrip(t *testing.T) {
+	content := "line 1\nit's 100% \\ done\n\x00\x01\x1e\xff caf\xc3\xa9\n-dash\n'\n\t\n"
+	for _, sh := range testShells(t) {
+		cmd := exec.Command(sh[0], append(sh[1:], "-c", `IFS= read -r f; printf "$f"`)...)
+		format := printfFormat([]byte(content))
+		assert.NotContains(t, format, "\n")
+		cmd.Stdin = strings.NewReader(format + "\n")
+		out, err := cmd.Output()
+		require.NoError(t, err, "%v", sh)
+		assert.Equal(t, content, string(out), "%v", sh)
+	}
 }

@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 
 	glssh "github.com/gliderlabs/ssh"
@@ -193,15 +192,14 @@ func (s *Server) count() {
 
 func (s *Server) handle(sess glssh.Session) {
 	s.count()
-	cmd := exec.Command("/bin/sh", "-c", sess.RawCommand())
+	cmd := exec.Command(shell, "-c", sess.RawCommand())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = sess, sess, sess.Stderr()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	newSession(cmd)
 	if err := cmd.Start(); err != nil {
 		io.WriteString(sess.Stderr(), err.Error()+"\n")
 		sess.Exit(127)
 		return
 	}
-	pgid := cmd.Process.Pid
 	signals := make(chan glssh.Signal, 4)
 	sess.Signals(signals)
 	done := make(chan struct{})
@@ -209,7 +207,7 @@ func (s *Server) handle(sess glssh.Session) {
 		for {
 			select {
 			case sig := <-signals:
-				syscall.Kill(-pgid, signalNumber(sig))
+				signalGroup(cmd.Process, sig)
 			case <-sess.Context().Done():
 				// Like sshd without a pty: closing the channel does not
 				// kill the command.
@@ -224,26 +222,9 @@ func (s *Server) handle(sess glssh.Session) {
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
+		code = exitCode(ee)
 	}
 	sess.Exit(code)
-}
-
-func signalNumber(s glssh.Signal) syscall.Signal {
-	switch s {
-	case glssh.SIGKILL:
-		return syscall.SIGKILL
-	case glssh.SIGINT:
-		return syscall.SIGINT
-	case glssh.SIGHUP:
-		return syscall.SIGHUP
-	case glssh.SIGUSR1:
-		return syscall.SIGUSR1
-	}
-	return syscall.SIGTERM
 }
 
 func (s *Server) sftp(sess glssh.Session) {
