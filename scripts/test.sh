@@ -26,6 +26,6 @@ if ! command -v shellcheck >/dev/null; then
 	echo "shellcheck is not installed (apt-get install shellcheck)" >&2
 	exit 1
 fi
-shellcheck -s sh $(git ls-files 'ops/*.sh')
+shellcheck -s sh $(git ls-files 'ops/*.sh' 'tools/*.sh')
 # -parallel 4: the integration tests mostly wait (sshd, sleeps, slow links).
 go test -race -count=1 -timeout 20m -parallel 4 ./... "$@"

@@ -36,8 +36,8 @@ const defaultFindLimit = 1000
 func findTool(e *env.ExecutionEnv) Definition {
 	return define(Definition{
 		Name: "find",
-		Description: fmt.Sprintf("Find files by glob pattern on the host. Uses fd when available (respects .gitignore, includes hidden files), "+
-			"otherwise find; .git and node_modules are always skipped. Returns paths relative to the search directory, one per line, sorted; "+
+		Description: fmt.Sprintf("Find files by glob pattern on the host. Respects .gitignore and .ignore, includes hidden files, skips .git and node_modules "+
+			"(with fd when the host has it, otherwise find(1)). Returns paths relative to the search directory, one per line, sorted; "+
 			"at most %d results by default (change with limit) or %dKB.", defaultFindLimit, MaxBytes/1024),
 		PromptSnippet: "Find files by glob pattern",
 		RenderCall:    func(args json.RawMessage) string { return renderPathCall("find", args) },
@@ -91,29 +91,49 @@ func nameFilter(pattern string) string {
 	return last
 }
 
-// findScript builds the search command for the host's engine. The
-// engine's complaints (an unreadable directory) come after its
-// NUL-terminated paths, behind an empty record, so they are never taken
-// for paths.
-func findScript(caps env.Capabilities, pattern, dir string) (string, string) {
+// fdScript is the fd command for a search. fd's complaints (an unreadable
+// directory) come after its NUL-terminated paths, behind an empty record,
+// so they are never taken for paths.
+func fdScript(fd, pattern, dir string) string {
 	name := nameFilter(pattern)
-	var search, engine string
-	if caps.Fd != "" {
-		w := []string{caps.Fd, "--type", "f", "--type", "l", "--hidden", "--exclude", ".git", "--exclude", "node_modules", "--color=never", "--show-errors", "--print0", "--glob"}
-		if name != "" {
-			w = append(w, name)
-		} else {
-			w = append(w, "*")
-		}
-		search, engine = shellquote.Join(w...), "fd"
-	} else {
-		search = `find . \( -name .git -o -name node_modules \) -prune -o \( -type f -o -type l \)`
-		if name != "" {
-			search += " -name " + shellquote.Quote(name)
-		}
-		search, engine = search+" -print0", "find"
+	if name == "" {
+		name = "*"
 	}
-	return "cd " + shellquote.Quote(dir) + " && { errors=$(" + search + " 2>&1 >&3); } 3>&1; status=$?; printf '\\0%s' \"$errors\"; exit $status", engine
+	search := shellquote.Join(fd, "--type", "f", "--type", "l", "--hidden", "--exclude", ".git", "--exclude", "node_modules", "--color=never", "--show-errors", "--print0", "--glob", name)
+	return "cd " + shellquote.Quote(dir) + " && { errors=$(" + search + " 2>&1 >&3); } 3>&1; status=$?; printf '\\0%s' \"$errors\"; exit $status"
+}
+
+// searchFiles lists the files and links below dir that pattern may match,
+// relative to dir, with the directories that could not be read: by fd, or
+// without it by walking the tree as fd would.
+func searchFiles(ctx context.Context, e *env.ExecutionEnv, fd, pattern, dir string) (paths, complaints []string, err error) {
+	if fd == "" {
+		tree, err := describeTree(ctx, e, dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tree.visible("fl"), tree.complaints, nil
+	}
+	var out bytes.Buffer
+	err = e.Exec(ctx, ops.Command{Script: fdScript(fd, pattern, dir), Dir: dir, Output: &out})
+	if err != nil && (ctx.Err() != nil || out.Len() == 0) {
+		return nil, nil, err
+	}
+	list, rest, _ := strings.Cut(out.String(), "\x00\x00")
+	if strings.HasPrefix(out.String(), "\x00") {
+		list, rest = "", out.String()[1:]
+	}
+	for _, p := range strings.Split(list, "\x00") {
+		if p = strings.TrimPrefix(p, "./"); p != "" {
+			paths = append(paths, p)
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(rest), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			complaints = append(complaints, l)
+		}
+	}
+	return paths, complaints, nil
 }
 
 func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Result, error) {
@@ -132,26 +152,21 @@ func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Resul
 	if err != nil {
 		return fileError(in.Path, err)
 	}
-	script, engine := findScript(caps, in.Pattern, dir)
-	var out bytes.Buffer
-	if err := e.Exec(ctx, ops.Command{Script: script, Dir: dir, Output: &out}); err != nil && ctx.Err() != nil {
+	engine := "fd"
+	if caps.Fd == "" {
+		engine = "find"
+	}
+	paths, complaints, err := searchFiles(ctx, e, caps.Fd, in.Pattern, dir)
+	if err != nil && ctx.Err() != nil {
 		return errorResult("Search aborted.")
-	} else if errors.Is(err, ops.ErrNotDir) && out.Len() == 0 {
+	} else if errors.Is(err, ops.ErrNotDir) {
 		// The search starts by entering the path (no separate stat).
 		return errorResult("Not a directory: %s. find searches directories.", in.Path)
-	} else if err != nil && out.Len() == 0 {
+	} else if err != nil {
 		return fileError(in.Path, err)
 	}
-	paths, complaints, _ := strings.Cut(out.String(), "\x00\x00")
-	if strings.HasPrefix(out.String(), "\x00") {
-		paths, complaints = "", out.String()[1:]
-	}
 	var found []string
-	for _, p := range strings.Split(paths, "\x00") {
-		p = strings.TrimPrefix(p, "./")
-		if p == "" {
-			continue
-		}
+	for _, p := range paths {
 		if globMatch(in.Pattern, p) {
 			found = append(found, strings.ToValidUTF8(p, "\uFFFD"))
 		}
@@ -163,10 +178,9 @@ func runFind(ctx context.Context, e *env.ExecutionEnv, in findInput) (loop.Resul
 	}
 	details := FindDetails{Path: abs, Engine: engine}
 	var skipped string
-	if complaints = strings.TrimSpace(complaints); complaints != "" {
-		lines := strings.Split(strings.ToValidUTF8(complaints, "\uFFFD"), "\n")
-		skipped = fmt.Sprintf("Some directories could not be searched (%d): %s", len(lines), lines[0])
-		if len(lines) > 1 {
+	if len(complaints) > 0 {
+		skipped = fmt.Sprintf("Some directories could not be searched (%d): %s", len(complaints), strings.ToValidUTF8(complaints[0], "\uFFFD"))
+		if len(complaints) > 1 {
 			skipped += " ..."
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"slices"
+	"regexp"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -41,11 +41,14 @@ type GrepDetails struct {
 
 const defaultGrepLimit = 100
 
+// rgOnlySyntax finds Rust regex syntax that POSIX grep -E may not know.
+var rgOnlySyntax = regexp.MustCompile(`\\[dDwWsSbB]|\(\?`)
+
 func grepTool(e *env.ExecutionEnv) Definition {
 	return define(Definition{
 		Name: "grep",
-		Description: fmt.Sprintf("Search file contents on the host. Uses ripgrep when available (respects .gitignore, includes hidden files, skips .git and node_modules), "+
-			"otherwise grep. Output lines are 'path:LINE: text' for matches and 'path-LINE- text' for context, with paths relative to the searched directory. "+
+		Description: fmt.Sprintf("Search file contents on the host. Respects .gitignore and .ignore, includes hidden files, skips binary files, .git and node_modules. "+
+			"Uses ripgrep (Rust regex syntax) when the host has it, otherwise grep -E (POSIX extended regex: no \\d, \\w or lookaround). Output lines are 'path:LINE: text' for matches and 'path-LINE- text' for context, with paths relative to the searched directory. "+
 			"Returns at most %d matches by default (change with limit) or %dKB; long lines are cut at %d characters.", defaultGrepLimit, MaxBytes/1024, MaxGrepLine),
 		PromptSnippet: "Search file contents for patterns",
 		RenderCall:    func(args json.RawMessage) string { return renderPathCall("grep", args) },
@@ -71,69 +74,54 @@ func searchTarget(ctx context.Context, e *env.ExecutionEnv, p string) (abs strin
 	return abs, nil
 }
 
-// grepScript builds the search command for the host's engine.
-func grepScript(caps env.Capabilities, in grepInput, dir, file string) (string, string) {
-	var w []string
-	engine := "rg"
-	if caps.Rg != "" {
-		w = []string{caps.Rg, "--line-number", "--with-filename", "--no-heading", "--color=never", "--null", "--hidden", "--sort", "path", "--glob", "!.git", "--glob", "!node_modules"}
-		if in.IgnoreCase {
-			w = append(w, "--ignore-case")
-		}
-		if in.Literal {
-			w = append(w, "--fixed-strings")
-		}
-		if in.Context > 0 {
-			w = append(w, "--context", fmt.Sprint(in.Context))
-		}
-		if in.Glob != "" {
-			w = append(w, "--glob", in.Glob)
-		}
-		w = append(w, "--regexp", in.Pattern)
-		if file != "" {
-			w = append(w, "--", file)
-		}
-	} else {
-		engine = "grep"
-		w = []string{"grep", "--line-number", "--with-filename", "--null", "--binary-files=without-match"}
-		if file == "" {
-			w = append(w, "--recursive", "--exclude-dir=.git", "--exclude-dir=node_modules")
-		}
-		if in.IgnoreCase {
-			w = append(w, "--ignore-case")
-		}
-		if in.Literal {
-			w = append(w, "--fixed-strings")
-		} else {
-			w = append(w, "--extended-regexp")
-		}
-		if in.Context > 0 {
-			w = append(w, "--context="+fmt.Sprint(in.Context))
-		}
-		if in.Glob != "" {
-			w = append(w, "--include="+in.Glob)
-		}
-		w = append(w, "--regexp="+in.Pattern, "--")
-		if file != "" {
-			w = append(w, file)
-		} else {
-			w = append(w, ".")
-		}
+// rgScript is the ripgrep command for a search of dir, or of file in it.
+func rgScript(rg string, in grepInput, dir, file string) string {
+	w := []string{rg, "--line-number", "--with-filename", "--no-heading", "--color=never", "--null", "--hidden", "--sort", "path", "--glob", "!.git", "--glob", "!node_modules"}
+	if in.IgnoreCase {
+		w = append(w, "--ignore-case")
 	}
-	return "cd " + shellquote.Quote(dir) + " && " + shellquote.Join(w...), engine
+	if in.Literal {
+		w = append(w, "--fixed-strings")
+	}
+	if in.Context > 0 {
+		w = append(w, "--context", fmt.Sprint(in.Context))
+	}
+	if in.Glob != "" {
+		w = append(w, "--glob", in.Glob)
+	}
+	w = append(w, "--regexp", in.Pattern)
+	if file != "" {
+		w = append(w, "--", file)
+	}
+	return "cd " + shellquote.Quote(dir) + " && " + shellquote.Join(w...)
 }
 
-// grepCollector parses NUL-separated search output as it streams and stops
-// the search once the match limit is passed.
+// grepScript is the POSIX grep command for files (each "./"-prefixed, so
+// none reads as an option) in dir: search_text_files of search.sh.
+func grepScript(in grepInput, dir string, files []string) string {
+	args := []string{fmt.Sprint(in.Context)}
+	if in.IgnoreCase {
+		args = append(args, "-i")
+	}
+	if in.Literal {
+		args = append(args, "-F")
+	} else {
+		args = append(args, "-E")
+	}
+	args = append(args, "-e", in.Pattern)
+	return hostScript(dir, "printf '%s\\0' "+shellquote.Join(files...)+" | search_text_files "+shellquote.Join(args...))
+}
+
+// grepCollector parses search output as it streams and stops the search
+// once the match limit is passed.
 type grepCollector struct {
 	limit  int
 	cancel context.CancelFunc
-	// sorted collects every line first and replays them in path order
-	// (grep walks directories in readdir order; rg with --sort path in
-	// name order), so both engines give the same result.
-	sorted   bool
-	held     []heldLine
-	overflow bool // held lines hit maxHeldLines; the rest was not read
+	// files, when set, are the files POSIX grep searches, in its order. Its
+	// lines, "FILE:N:text" or "FILE-N-text", have no NUL after the name
+	// (rg's have): the name is found by trying the files in turn.
+	files []string
+	next  int
 
 	mu           sync.Mutex
 	partial      []byte
@@ -159,16 +147,6 @@ func (g *grepCollector) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// heldLine is one output line kept for sorting.
-type heldLine struct {
-	path string
-	line string
-}
-
-// maxHeldLines bounds what a sorted search keeps before giving up on the
-// rest (it then reports the match limit as reached).
-const maxHeldLines = 200000
-
 func (g *grepCollector) flush() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -176,17 +154,29 @@ func (g *grepCollector) flush() {
 		g.line(string(g.partial))
 		g.partial = nil
 	}
-	if g.sorted {
-		held := g.held
-		g.sorted, g.held = false, nil
-		slices.SortStableFunc(held, func(a, b heldLine) int { return comparePaths(a.path, b.path) })
-		for _, h := range held {
-			g.line(h.line)
+}
+
+// split separates a line's file name from "N:text" or "N-text".
+func (g *grepCollector) split(l string) (name, rest string, ok bool) {
+	if g.files == nil {
+		return strings.Cut(l, "\x00")
+	}
+	for i := g.next; i < len(g.files); i++ {
+		f := g.files[i]
+		if !strings.HasPrefix(l, f) || len(l) < len(f)+3 {
+			continue
 		}
-		if g.overflow {
-			g.limitReached = true
+		sep, rest := l[len(f)], l[len(f)+1:]
+		n := 0
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if (sep == ':' || sep == '-') && n > 0 && n < len(rest) && rest[n] == sep {
+			g.next = i
+			return f, rest, true
 		}
 	}
+	return "", "", false
 }
 
 // comparePaths orders paths component by component, as a sorted directory
@@ -205,32 +195,7 @@ func (g *grepCollector) line(l string) {
 	if g.limitReached {
 		return
 	}
-	if g.sorted {
-		if g.overflow {
-			return
-		}
-		name, _, ok := strings.Cut(l, "\x00")
-		if !ok {
-			g.line0(l)
-			return
-		}
-		if len(g.held) == maxHeldLines {
-			g.overflow = true
-			g.cancel()
-			return
-		}
-		g.held = append(g.held, heldLine{path: strings.TrimPrefix(name, "./"), line: l})
-		return
-	}
-	g.line0(l)
-}
-
-// line0 handles one line in output order.
-func (g *grepCollector) line0(l string) {
-	if g.limitReached {
-		return
-	}
-	name, rest, ok := strings.Cut(l, "\x00")
+	name, rest, ok := g.split(l)
 	if !ok {
 		if l != "--" && l != "" {
 			g.messages = append(g.messages, l)
@@ -284,13 +249,39 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 		limit = defaultGrepLimit
 	}
 	search := func(dir, file string) (*grepCollector, string, error) {
-		script, engine := grepScript(caps, in, dir, file)
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		g := &grepCollector{limit: limit, cancel: cancel, sorted: engine == "grep" && file == ""}
-		err := e.Exec(runCtx, ops.Command{Script: script, Dir: dir, Output: g})
+		g := &grepCollector{limit: limit, cancel: cancel}
+		if caps.Rg != "" {
+			err := e.Exec(runCtx, ops.Command{Script: rgScript(caps.Rg, in, dir, file), Dir: dir, Output: g})
+			g.flush()
+			return g, "rg", err
+		}
+		// Without rg: the tree as rg would walk it, then grep on its files.
+		files := []string{file}
+		if file == "" {
+			tree, err := describeTree(runCtx, e, dir)
+			if err != nil {
+				return g, "grep", err
+			}
+			files = files[:0]
+			for _, f := range tree.visible("f") {
+				if (in.Glob == "" || globMatch(in.Glob, f)) && !strings.Contains(f, "\n") {
+					files = append(files, f)
+				}
+			}
+			g.messages = tree.complaints
+		}
+		for i, f := range files {
+			files[i] = "./" + f
+		}
+		if len(files) == 0 {
+			return g, "grep", nil
+		}
+		g.files = files
+		err := e.Exec(runCtx, ops.Command{Script: grepScript(in, dir, files), Dir: dir, Output: g})
 		g.flush()
-		return g, engine, err
+		return g, "grep", err
 	}
 	g, engine, execErr := search(abs, "")
 	if errors.Is(execErr, ops.ErrNotDir) && ctx.Err() == nil {
@@ -305,21 +296,28 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 		return errorResult("Search aborted.")
 	}
 	var exit *ops.ExitError
-	failed := false
+	// Complaints (an unreadable file or directory) make a search that
+	// found nothing a failure, and are a notice beside what it found.
+	failed := len(g.messages) > 0
 	switch {
 	case execErr == nil, g.limitReached && errors.Is(execErr, context.Canceled):
-	case errors.As(execErr, &exit) && exit.Code == 1 && len(g.messages) == 0:
+	case errors.As(execErr, &exit) && (exit.Code == 1 || exit.Code == 123):
+		// No match (123: xargs saying a grep found none).
 	case errors.As(execErr, &exit):
 		failed = true
 	default:
 		return fileError(in.Path, execErr)
 	}
 	details := GrepDetails{Path: abs, Matches: g.matches, LimitReached: g.limitReached, LinesCut: g.linesCut, Engine: engine}
+	var dialect string
+	if engine == "grep" && !in.Literal && rgOnlySyntax.MatchString(in.Pattern) {
+		dialect = "This host has no ripgrep: the pattern is a POSIX extended regex, where \\d, \\w, \\s, \\b and (?...) may not work; use [0-9], [[:alnum:]_], [[:space:]] instead."
+	}
 	if g.matches == 0 {
 		if failed {
-			return loop.Result{Content: loop.ContentList{&loop.Text{Text: fmt.Sprintf("Search failed: %s", strings.Join(g.messages, "\n"))}}, Details: details, IsError: true}, nil
+			return loop.Result{Content: loop.ContentList{&loop.Text{Text: withNotice(fmt.Sprintf("Search failed: %s", strings.Join(g.messages, "\n")), dialect)}}, Details: details, IsError: true}, nil
 		}
-		return loop.Result{Content: loop.ContentList{&loop.Text{Text: "No matches found."}}, Details: details}, nil
+		return loop.Result{Content: loop.ContentList{&loop.Text{Text: withNotice("No matches found.", dialect)}}, Details: details}, nil
 	}
 	t := truncateHead(g.out.String(), 1<<30, MaxBytes)
 	details.Truncated = t.Truncated
@@ -335,6 +333,9 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 	}
 	if failed && len(g.messages) > 0 {
 		notices = append(notices, "Some files could not be searched: "+strings.Join(g.messages, "; "))
+	}
+	if dialect != "" {
+		notices = append(notices, dialect)
 	}
 	return loop.Result{Content: loop.ContentList{&loop.Text{Text: listText(t, notices...)}}, Details: details}, nil
 }

@@ -125,8 +125,8 @@ func printReport(w io.Writer, r checkReport, remote bool) {
 	}
 	fmt.Fprintf(w, "home:      %s\n", r.Home)
 	fmt.Fprintf(w, "bash:      %s\n", yesNo(r.Bash, "yes", "no (bash tool uses sh)"))
-	fmt.Fprintf(w, "rg:        %s\n", yesNo(r.Rg, "yes", "no (grep falls back to grep -r)"))
-	fmt.Fprintf(w, "fd:        %s\n", yesNo(r.Fd != "", r.Fd, "no (find falls back to find(1))"))
+	fmt.Fprintf(w, "rg:        %s\n", yesNo(r.Rg, "yes", "no (grep walks the tree with find(1), skips what .gitignore/.ignore exclude as rg would, and runs grep -E: POSIX regex syntax, one more round trip)"))
+	fmt.Fprintf(w, "fd:        %s\n", yesNo(r.Fd != "", r.Fd, "no (find walks the tree with find(1) and skips what .gitignore/.ignore exclude, as fd would)"))
 	if len(r.Helpers) > 0 {
 		fmt.Fprintf(w, "helpers:   %s\n", strings.Join(r.Helpers, " "))
 	}

@@ -31,7 +31,32 @@ func (l *FS) Exec(ctx context.Context, c ops.Command) error {
 			return err
 		}
 	}
-	cmd := exec.Command(shell, "-c", c.Script)
+	script := c.Script
+	if len(script) > maxScriptArg {
+		// One argument may not exceed 128 KiB on Linux: a longer script
+		// is read from a file (it then sees that file as $0).
+		f, err := os.CreateTemp("", "pi-remote-script-")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name())
+		_, err = f.WriteString(script + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		return l.execScript(ctx, shell, []string{"-c", `. "$0"`, f.Name()}, c)
+	}
+	return l.execScript(ctx, shell, []string{"-c", script}, c)
+}
+
+// maxScriptArg is the longest script passed as an argument.
+const maxScriptArg = 64 << 10
+
+func (l *FS) execScript(ctx context.Context, shell string, args []string, c ops.Command) error {
+	cmd := exec.Command(shell, args...)
 	cmd.Dir = c.Dir
 	cmd.Env = append(os.Environ(), c.Env...)
 	newGroup(cmd)

@@ -59,6 +59,12 @@ func testExec(t *testing.T, h Harness) {
 		got := run(t, o, `x=1; if [ "$x" = 1 ]; then echo posix; fi; f() { echo "fn $1"; }; f ok`)
 		assert.Equal(t, "posix\nfn ok\n", got)
 	})
+	t.Run("a script longer than one argument may be", func(t *testing.T) {
+		// Linux refuses a single argument over 128 KiB (E2BIG).
+		long := strings.Repeat("a", 300<<10)
+		got := run(t, o, "x='"+long+"'\necho \"${#x} $1\"; f() { echo \"fn $1\"; }; f ok")
+		assert.Equal(t, fmt.Sprintf("%d \nfn ok\n", len(long)), got)
+	})
 	t.Run("large output", func(t *testing.T) {
 		got := run(t, o, "i=0; while [ $i -lt 20000 ]; do echo line$i; i=$((i+1)); done")
 		assert.Equal(t, 20000, strings.Count(got, "\n"))

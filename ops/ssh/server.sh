@@ -243,6 +243,7 @@ run_command() {
 	_rc_claim=$private/claim.$seq
 	_rc_tail=$private/tail.$seq
 	_rc_copy=$private/copy.$seq
+	_rc_script=$private/script.$seq
 	# The FIFO may have been made ahead, at the end of the last command.
 	[ -p "$_rc_fifo" ] || mkfifo "$_rc_fifo" 2>/dev/null
 	if ! { command : >"$_rc_out" && [ -p "$_rc_fifo" ]; } 2>/dev/null; then
@@ -253,7 +254,14 @@ run_command() {
 	_rc_relay=$!
 	(
 		if [ -n "$2" ]; then cd "$2" || exit 126; fi
-		exec $setsid_cmd sh -c "$1"
+		# One argument may not exceed 128 KiB on Linux: a longer script
+		# is read from a file (it then sees that file as $0).
+		if [ "${#1}" -le 65536 ]; then
+			exec $setsid_cmd sh -c "$1"
+		fi
+		printf '%s\n' "$1" >"$_rc_script" || exit 126
+		# shellcheck disable=SC2016 # expanded by the inner sh
+		exec $setsid_cmd sh -c '. "$0"' "$_rc_script"
 	) >"$_rc_fifo" 2>&1 3<&- &
 	_rc_job=$!
 	# The live stream starts only for a command still running after a
@@ -308,7 +316,7 @@ run_command() {
 	# request's files go, the next one's FIFO comes. Waited for before the
 	# next command and before the directory goes.
 	{
-		rm -f "$_rc_out" "$_rc_fifo" "$_rc_claim" "$_rc_tail" "$_rc_copy"
+		rm -f "$_rc_out" "$_rc_fifo" "$_rc_claim" "$_rc_tail" "$_rc_copy" "$_rc_script"
 		mkfifo "$private/fifo.$((seq + 1))"
 	} 2>/dev/null &
 	housekeeping=$!

@@ -82,6 +82,13 @@ func testGrep(t *testing.T, h Harness) {
 			assert.Contains(t, long, "Some lines were cut at 500 characters")
 
 			f.fails("grep", map[string]any{"pattern": "x", "path": "missing-dir"}, "File not found")
+
+			dialect := f.ok("grep", map[string]any{"pattern": `zzz\d`})
+			if name == "posix" {
+				assert.Contains(t, dialect, "POSIX extended regex", "the difference from rg is stated")
+			} else {
+				assert.Equal(t, "No matches found.", dialect)
+			}
 		})
 	}
 }
@@ -148,4 +155,76 @@ func testLs(t *testing.T, h Harness) {
 	assert.Equal(t, "(empty directory)", f.ok("ls", map[string]any{"path": "emptydir"}))
 	f.fails("ls", map[string]any{"path": "nope"}, "File not found: nope")
 	f.fails("ls", map[string]any{"path": "b.txt"}, "Not a directory: b.txt")
+}
+
+// ignoreTree is a repository whose ignore files exercise what rg and fd
+// honour: root and nested .gitignore, negation, anchoring, directory-only
+// patterns, a .ignore file, .git/info/exclude.
+func ignoreTree(f *fixture) {
+	f.write(".git/info/exclude", "excluded.go\n")
+	f.write(".gitignore", "# build output\nbuild/\n*.log\n!keep.log\n/rootonly.go\ntmp*/\n")
+	f.write(".ignore", "secret.go\n")
+	f.write("main.go", "package main // needle\n")
+	f.write("rootonly.go", "needle\n")
+	f.write("excluded.go", "needle\n")
+	f.write("secret.go", "needle\n")
+	f.write("app.log", "needle\n")
+	f.write("keep.log", "needle\n")
+	f.write("build/out.go", "needle\n")
+	f.write("build/keep.log", "needle\n")
+	f.write("tmpfile", "needle\n")
+	f.write("tmpdir/x.go", "needle\n")
+	f.write("src/rootonly.go", "needle\n")
+	f.write("src/.gitignore", "gen/\n!app.log\nlocal.go\n")
+	f.write("src/app.log", "needle\n")
+	f.write("src/local.go", "needle\n")
+	f.write("src/gen/g.go", "needle\n")
+	f.write("src/deep/build", "needle, a file: build/ names directories only\n")
+	f.write("vendor/lib.go", "needle\n")
+	f.write("vendor/.gitignore", "*\n!.gitignore\n")
+	f.write("bin.dat", "needle\x00\x01\x02\n")
+}
+
+// testIgnoreFiles checks that the POSIX fallbacks skip what rg and fd skip.
+func testIgnoreFiles(t *testing.T, h Harness) {
+	f := newFixture(t, h)
+	ignoreTree(f)
+	wantFind := ".gitignore\n.ignore\nbin.dat\nkeep.log\nmain.go\nsrc/.gitignore\nsrc/app.log\nsrc/deep/build\nsrc/rootonly.go\ntmpfile\nvendor/.gitignore"
+	wantGrep := []string{"keep.log:1: needle", "main.go:1: package main // needle", "src/app.log:1: needle",
+		"src/deep/build:1: needle, a file: build/ names directories only", "src/rootonly.go:1: needle", "tmpfile:1: needle"}
+	results := map[string][]string{}
+	for name, caps := range engines(t, f) {
+		t.Run(name, func(t *testing.T) {
+			f.env.SetCapabilities(caps)
+			find := f.ok("find", map[string]any{"pattern": "*"})
+			assert.Equal(t, wantFind, find)
+			grep := f.ok("grep", map[string]any{"pattern": "needle"})
+			assert.Equal(t, strings.Join(wantGrep, "\n"), grep)
+			// The root's rules hold in a search of a subdirectory.
+			sub := f.ok("find", map[string]any{"pattern": "*.go", "path": "src"})
+			assert.Equal(t, "rootonly.go", sub)
+			subGrep := f.ok("grep", map[string]any{"pattern": "needle", "path": "src", "glob": "*.log"})
+			assert.Equal(t, "app.log:1: needle", subGrep)
+			// An explicit file is searched even when ignored.
+			assert.Equal(t, "out.go:1: needle", f.ok("grep", map[string]any{"pattern": "needle", "path": "build/out.go"}))
+			results[name] = []string{find, grep, sub, subGrep}
+		})
+	}
+	if len(results) == 2 {
+		assert.Equal(t, results["rg+fd"], results["posix"], "the same output with and without rg and fd")
+	}
+
+	t.Run("outside a repository .gitignore does not count, .ignore does", func(t *testing.T) {
+		g := newFixture(t, h)
+		g.write(".gitignore", "a.go\n")
+		g.write(".ignore", "b.go\n")
+		g.write("a.go", "package a\n")
+		g.write("b.go", "package b\n")
+		for name, caps := range engines(t, g) {
+			t.Run(name, func(t *testing.T) {
+				g.env.SetCapabilities(caps)
+				assert.Equal(t, "a.go", g.ok("find", map[string]any{"pattern": "*.go"}))
+			})
+		}
+	})
 }

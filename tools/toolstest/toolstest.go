@@ -61,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 		{"BadInputLeavesFilesAlone", testBadInputLeavesFilesAlone},
 		{"Grep", testGrep},
 		{"Find", testFind},
+		{"IgnoreFiles", testIgnoreFiles},
 		{"Ls", testLs},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
