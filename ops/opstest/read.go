@@ -162,6 +162,30 @@ func testReadDir(t *testing.T, h Harness) {
 		}
 	}
 
+	t.Run("odd names, modes and sizes", func(t *testing.T) {
+		dir := path.Join(root, "odd")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		names := []string{"-dash", ".hidden", "it's here", "new\nline", "tab\tx", "caf\xe9", "a -> b"}
+		for i, n := range names {
+			write(t, o, path.Join(dir, n), strings.Repeat("x", i))
+		}
+		run(t, o, "chmod 4750 "+q(path.Join(dir, "-dash"))+" && mkdir "+q(path.Join(dir, "new\ndir")))
+		entries, err := o.ReadDir(ctx, dir)
+		require.NoError(t, err)
+		got := map[string]ops.DirEntry{}
+		for _, e := range entries {
+			got[e.Name] = e
+		}
+		require.Len(t, got, len(names)+1, "%q", entries)
+		for i, n := range names {
+			assert.Equal(t, int64(i), got[n].Size, "%q", n)
+			assert.False(t, got[n].IsDir, "%q", n)
+		}
+		assert.Equal(t, fs.ModeSetuid|0o750, got["-dash"].Mode, "%v", got["-dash"].Mode)
+		assert.True(t, got["new\ndir"].IsDir)
+		assert.True(t, got["new\ndir"].Mode.IsDir())
+	})
+
 	_, err = o.ReadDir(ctx, path.Join(root, "nope"))
 	requirePathError(t, err, fs.ErrNotExist)
 	_, err = o.ReadDir(ctx, path.Join(root, "d", "f.txt"))

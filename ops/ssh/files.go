@@ -146,17 +146,19 @@ func (h *Host) ReadDir(ctx context.Context, name string) ([]ops.DirEntry, error)
 		return nil, err
 	}
 	flavour := "posix"
-	if p.gnuFind {
+	switch {
+	case p.gnuFind:
 		flavour = "gnu"
+	case p.statC:
+		flavour = "stat"
 	}
 	_, payload, err := c.call(ctx, query, "readdir", name, "list_dir", name, flavour)
 	if err != nil {
 		return nil, err
 	}
-	fields := strings.Split(string(payload), "\x00")
 	var out []ops.DirEntry
-	if p.gnuFind {
-		for _, rec := range fields {
+	if flavour == "gnu" {
+		for rec := range strings.SplitSeq(string(payload), "\x00") {
 			if rec == "" {
 				continue
 			}
@@ -166,16 +168,7 @@ func (h *Host) ReadDir(ctx context.Context, name string) ([]ops.DirEntry, error)
 			}
 			perm, _ := strconv.ParseUint(parts[1], 8, 32)
 			size, _ := strconv.ParseInt(parts[2], 10, 64)
-			mode := fs.FileMode(perm) & fs.ModePerm
-			if perm&0o4000 != 0 {
-				mode |= fs.ModeSetuid
-			}
-			if perm&0o2000 != 0 {
-				mode |= fs.ModeSetgid
-			}
-			if perm&0o1000 != 0 {
-				mode |= fs.ModeSticky
-			}
+			mode := unixMode(uint32(perm)) &^ fs.ModeType
 			mode |= parseLsMode(string(parts[0][0])+"---------") &^ fs.ModePerm
 			if parts[0][0] == 'f' {
 				mode &^= fs.ModeType
@@ -184,14 +177,112 @@ func (h *Host) ReadDir(ctx context.Context, name string) ([]ops.DirEntry, error)
 		}
 		return out, nil
 	}
-	for i := 0; i+2 < len(fields); i += 3 {
-		mode, size, err := parseLs(fields[i+2])
-		if err != nil {
-			return nil, fmt.Errorf("readdir %s: %w", name, err)
+	// Names and kinds, an empty record, then the lines of stat or ls for
+	// those names in the same order: each line is found by its name.
+	data := string(payload)
+	type named struct{ name, kind string }
+	var names []named
+	for {
+		i := strings.IndexByte(data, 0)
+		if i < 0 {
+			return nil, fmt.Errorf("readdir %s: the listing was cut short", name)
 		}
-		out = append(out, ops.DirEntry{Name: fields[i], IsDir: fields[i+1] == "d", IsSymlink: mode&fs.ModeSymlink != 0, Size: size, Mode: mode})
+		if i == 0 {
+			data = data[1:]
+			break
+		}
+		j := strings.IndexByte(data[i+1:], 0)
+		if j < 0 {
+			return nil, fmt.Errorf("readdir %s: the listing was cut short", name)
+		}
+		names = append(names, named{data[:i], data[i+1 : i+1+j]})
+		data = data[i+1+j+1:]
+	}
+	for _, n := range names {
+		var mode fs.FileMode
+		var size int64
+		var ok bool
+		if flavour == "stat" {
+			mode, size, data, ok = statLine(data, n.name)
+		} else {
+			mode, size, data, ok = lsLine(data, n.name)
+		}
+		if !ok {
+			continue // gone between the listing and stat or ls
+		}
+		out = append(out, ops.DirEntry{Name: n.name, IsDir: n.kind == "d", IsSymlink: mode&fs.ModeSymlink != 0, Size: size, Mode: mode})
 	}
 	return out, nil
+}
+
+// statLine reads "RAWMODE SIZE ./NAME\n" (stat -c '%f %s %n') for name at
+// the start of data, returning the rest; ok is false, and data is
+// unchanged, when the line there is not name's.
+func statLine(data, name string) (fs.FileMode, int64, string, bool) {
+	hex, rest, ok := strings.Cut(data, " ")
+	if !ok {
+		return 0, 0, data, false
+	}
+	num, rest, ok := strings.Cut(rest, " ")
+	if !ok {
+		return 0, 0, data, false
+	}
+	rest, ok = strings.CutPrefix(rest, "./"+name+"\n")
+	raw, err1 := strconv.ParseUint(hex, 16, 32)
+	size, err2 := strconv.ParseInt(num, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, data, false
+	}
+	return unixMode(uint32(raw)), size, rest, true
+}
+
+// lsLine reads an `ls -ldn ./NAME` line for name at the start of data.
+func lsLine(data, name string) (fs.FileMode, int64, string, bool) {
+	k := strings.Index(data, " ./"+name)
+	if k < 0 || strings.Contains(data[:k], "\n") {
+		return 0, 0, data, false
+	}
+	mode, size, err := parseLs(data[:k])
+	if err != nil {
+		return 0, 0, data, false
+	}
+	rest := data[k+3+len(name):]
+	// A symlink's line goes on with " -> TARGET".
+	if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
+		rest = rest[nl+1:]
+	} else {
+		rest = ""
+	}
+	return mode, size, rest, true
+}
+
+// unixMode converts a st_mode value.
+func unixMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m) & fs.ModePerm
+	switch m & 0o170000 {
+	case 0o040000:
+		mode |= fs.ModeDir
+	case 0o120000:
+		mode |= fs.ModeSymlink
+	case 0o010000:
+		mode |= fs.ModeNamedPipe
+	case 0o140000:
+		mode |= fs.ModeSocket
+	case 0o020000:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case 0o060000:
+		mode |= fs.ModeDevice
+	}
+	if m&0o4000 != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&0o2000 != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&0o1000 != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
 }
 
 // RealPath implements ops.Resolver on the host: symlinks and ".."

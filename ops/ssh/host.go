@@ -37,6 +37,8 @@ type HostOptions struct {
 	// NoGNUFind pretends the host lacks GNU find, to exercise the POSIX
 	// directory listing.
 	NoGNUFind bool
+	// NoStatC pretends the host lacks stat -c, to exercise ls -ldn.
+	NoStatC bool
 	// NoSetsid pretends the host lacks setsid (macOS, for one): commands
 	// then share their server's process group, and cancelling one kills
 	// that server with it.
@@ -240,6 +242,7 @@ type probe struct {
 	names   []string
 	sha256  bool
 	gnuFind bool
+	statC   bool // stat -c and xargs -0 (GNU or BusyBox)
 }
 
 // probed asks the host once per connection; a failed probe is asked again
@@ -261,6 +264,8 @@ func (c *conn) probed(ctx context.Context) (probe, error) {
 			p.sha256 = true
 		case "gnufind":
 			p.gnuFind = !c.host.opts.NoGNUFind
+		case "statc":
+			p.statC = !c.host.opts.NoStatC
 		}
 		p.names = append(p.names, n)
 	}

@@ -35,6 +35,13 @@ func TestConformanceWithoutSFTP(t *testing.T) {
 	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{NoGNUFind: true, NoSetsid: true}))
 }
 
+// A host with neither GNU find nor stat -c (macOS, some embedded systems):
+// directories are listed with an ls per entry.
+func TestConformanceWithoutStat(t *testing.T) {
+	t.Parallel()
+	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{NoGNUFind: true, NoStatC: true}))
+}
+
 // The suite's permission checks need a user that permission bits stop: the
 // in-process server runs commands as the test's own user.
 func TestConformanceUnprivileged(t *testing.T) {
