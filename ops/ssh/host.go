@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,9 @@ type HostOptions struct {
 	NoGNUFind bool
 	// NoStatC pretends the host lacks stat -c, to exercise ls -ldn.
 	NoStatC bool
+	// NoTools pretends the host lacks these commands (among the digest
+	// tools and cmp), to exercise the guarded write's other methods.
+	NoTools []string
 	// NoSetsid pretends the host lacks setsid (macOS, for one): commands
 	// then share their server's process group, and cancelling one kills
 	// that server with it.
@@ -240,7 +244,7 @@ func (h *Host) Ping(ctx context.Context) (time.Duration, error) {
 // probe is what the host offers beyond POSIX, found once per connection.
 type probe struct {
 	names   []string
-	sha256  bool
+	digest  string // how guarded writes check a file: a digestMethods entry, "bytes" (cmp), or "" (nothing)
 	gnuFind bool
 	statC   bool // stat -c and xargs -0 (GNU or BusyBox)
 }
@@ -260,14 +264,22 @@ func (c *conn) probed(ctx context.Context) (probe, error) {
 	p := probe{}
 	for _, n := range strings.Fields(string(out)) {
 		switch n {
-		case "sha256sum":
-			p.sha256 = true
 		case "gnufind":
 			p.gnuFind = !c.host.opts.NoGNUFind
 		case "statc":
 			p.statC = !c.host.opts.NoStatC
 		}
 		p.names = append(p.names, n)
+	}
+	have := func(n string) bool { return slices.Contains(p.names, n) && !slices.Contains(c.host.opts.NoTools, n) }
+	for _, m := range digestMethods {
+		if have(m) {
+			p.digest = m
+			break
+		}
+	}
+	if p.digest == "" && have("cmp") {
+		p.digest = "bytes"
 	}
 	c.probe = &p
 	return p, nil

@@ -578,14 +578,24 @@ copy_owner_and_mode() {
 	chmod "${_p%,}" "$2"
 }
 
-# file_digest FILE KIND prints what the client's contentDigest prints for
-# FILE's content: "sha256:HEX" or "cksum:CRC:SIZE" (KIND is the expected
-# digest, whose prefix names the method). A file that cannot be read
-# prints nothing, which matches no digest.
+# file_digest FILE EXPECTED prints what the client's contentDigest prints
+# for FILE's content, by the method EXPECTED's prefix names: a SHA-256 by
+# sha256sum, shasum or openssl, an MD5, or cksum's "CRC:SIZE"; on a host
+# with none of those, "bytes:COPY" compares with cmp against COPY, an
+# uploaded copy of the expected content, and removes it. A file that
+# cannot be read prints nothing, which matches no digest.
 file_digest() {
 	case $2 in
-	sha256:*) sha256sum <"$1" | { read -r _h _ && echo "sha256:$_h"; } ;;
+	sha256sum:*) sha256sum <"$1" | { read -r _h _ && echo "sha256sum:$_h"; } ;;
+	shasum:*) shasum -a 256 <"$1" | { read -r _h _ && echo "shasum:$_h"; } ;;
+	openssl:*) openssl dgst -sha256 <"$1" | { read -r _l && echo "openssl:${_l##* }"; } ;;
+	md5sum:*) md5sum <"$1" | { read -r _h _ && echo "md5sum:$_h"; } ;;
 	cksum:*) cksum <"$1" | { read -r _c _s _ && echo "cksum:$_c:$_s"; } ;;
+	bytes:*)
+		# No digest tool: the expected content was uploaded to a file.
+		if cmp -s "$1" "${2#bytes:}"; then echo "$2"; else echo changed; fi
+		rm -f "${2#bytes:}"
+		;;
 	esac
 }
 
@@ -742,7 +752,7 @@ remove_temp() {
 # POSIX.
 probe_host() {
 	echo OK
-	for _t in sha256sum readlink; do
+	for _t in sha256sum shasum openssl md5sum cksum cmp readlink; do
 		command -v "$_t" >/dev/null 2>&1 && printf '%s ' "$_t"
 	done
 	find / -maxdepth 0 -printf '' >/dev/null 2>&1 && printf 'gnufind '

@@ -3,6 +3,9 @@ package ssh_test
 import (
 	"bytes"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pi-remote/pi-remote/internal/unprivileged"
@@ -85,4 +88,56 @@ func TestCommandsReuseServers(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, before, srv.Sessions(), "50 sequential commands and stats opened no new session")
+}
+
+// Guarded writes work with any one digest tool, and with cmp alone; with
+// none of them they fail saying why, and leave nothing behind.
+func TestGuardedWriteWithEachDigestTool(t *testing.T) {
+	t.Parallel()
+	srv := sshtest.Start(t, sshtest.Options{})
+	methods := []string{"sha256sum", "shasum", "openssl", "md5sum", "cksum", "cmp", "none"}
+	for i, method := range methods {
+		t.Run(method, func(t *testing.T) {
+			if method != "none" {
+				if _, err := exec.LookPath(method); err != nil {
+					if os.Getenv("CI") != "" {
+						t.Fatalf("%s is not installed; CI installs it", method)
+					}
+					t.Skipf("%s is not installed here", method)
+				}
+			}
+			// Every tool before this one is hidden.
+			h := rssh.New(srv.Config(), rssh.HostOptions{NoTools: methods[:i]})
+			t.Cleanup(func() { h.Close() })
+			for _, large := range []bool{false, true} {
+				dir := t.TempDir()
+				name := filepath.Join(dir, "f.txt")
+				require.NoError(t, os.WriteFile(name, []byte("what I read\n"), 0o644))
+				write := func(content, expected string) error {
+					// Over 4 KiB the content goes in its own upload.
+					if large {
+						content = strings.Repeat(content, 1000)
+					}
+					return h.WriteFile(t.Context(), name, strings.NewReader(content), ops.WriteOptions{Guard: &ops.Guard{Content: []byte(expected)}})
+				}
+				err := write("mine\n", "something else\n")
+				if method == "none" {
+					require.Error(t, err)
+					assert.Contains(t, err.Error(), "none of sha256sum")
+				} else {
+					require.ErrorIs(t, err, ops.ErrModified)
+				}
+				got, _ := os.ReadFile(name)
+				assert.Equal(t, "what I read\n", string(got), "the file is left as it was")
+
+				if method != "none" {
+					require.NoError(t, write("mine\n", "what I read\n"))
+					got, _ = os.ReadFile(name)
+					assert.Contains(t, string(got), "mine\n")
+				}
+				left, _ := os.ReadDir(dir)
+				assert.Len(t, left, 1, "no temporary or expected-content file is left: %v", left)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package ssh
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -38,7 +39,7 @@ const (
 //
 // A request that reached the host is waited for even when ctx ends: when
 // WriteFile returns, the write has happened or never will.
-func (h *Host) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.WriteOptions) error {
+func (h *Host) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.WriteOptions) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -51,17 +52,41 @@ func (h *Host) WriteFile(ctx context.Context, name string, r io.Reader, opts ops
 		perm = ops.DefaultPerm
 	}
 	octal := strconv.FormatUint(uint64(perm.Perm()), 8)
+	parents := "-"
+	if opts.CreateParents {
+		parents = "p"
+	}
 	digest := ""
 	if opts.Guard != nil {
 		p, err := c.probed(ctx)
 		if err != nil {
 			return err
 		}
-		digest = contentDigest(opts.Guard.Content, p.sha256)
-	}
-	parents := "-"
-	if opts.CreateParents {
-		parents = "p"
+		switch p.digest {
+		case "bytes":
+			// No digest tool: the expected content goes to the host, and
+			// the commit compares the file with it (and removes it).
+			_, expected, err := c.call(ctx, change, "write", name, "create_temp", name, "600", randomHex(8), parents)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				if err == nil {
+					return // the commit removed it
+				}
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				defer cancel()
+				h.call(cctx, change, "write", name, "remove_temp", string(expected))
+			}()
+			if err := h.upload(ctx, c, string(expected), bytes.NewReader(opts.Guard.Content)); err != nil {
+				return err
+			}
+			digest = "bytes:" + string(expected)
+		case "":
+			return fmt.Errorf("write %s: cannot check that the file did not change: the host has none of sha256sum, shasum, openssl, md5sum, cksum and cmp", name)
+		default:
+			digest = contentDigest(opts.Guard.Content, p.digest)
+		}
 	}
 	head := make([]byte, inlineMax+1)
 	n, err := io.ReadFull(ops.CtxReader(ctx, r), head)
@@ -256,11 +281,21 @@ func printfFormat(b []byte) string {
 	return s.String()
 }
 
-// contentDigest is what server.sh's file_digest prints for content.
-func contentDigest(content []byte, sha bool) string {
-	if sha {
+// digestMethods are the host tools a guarded write can check the file
+// with, best first; "bytes" (cmp against an uploaded copy) is the last
+// resort.
+var digestMethods = []string{"sha256sum", "shasum", "openssl", "md5sum", "cksum"}
+
+// contentDigest is what server.sh's file_digest prints for content with
+// method (one of digestMethods).
+func contentDigest(content []byte, method string) string {
+	switch method {
+	case "sha256sum", "shasum", "openssl":
 		sum := sha256.Sum256(content)
-		return "sha256:" + hex.EncodeToString(sum[:])
+		return method + ":" + hex.EncodeToString(sum[:])
+	case "md5sum":
+		sum := md5.Sum(content)
+		return method + ":" + hex.EncodeToString(sum[:])
 	}
 	return fmt.Sprintf("cksum:%d:%d", posixCksum(content), len(content))
 }
