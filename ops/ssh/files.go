@@ -177,40 +177,62 @@ func (h *Host) ReadDir(ctx context.Context, name string) ([]ops.DirEntry, error)
 		}
 		return out, nil
 	}
-	// Names and kinds, an empty record, then the lines of stat or ls for
-	// those names in the same order: each line is found by its name.
-	data := string(payload)
-	type named struct{ name, kind string }
-	var names []named
-	for {
-		i := strings.IndexByte(data, 0)
-		if i < 0 {
-			return nil, fmt.Errorf("readdir %s: the listing was cut short", name)
+	if flavour == "posix" {
+		fields := strings.Split(string(payload), "\x00")
+		for i := 0; i+2 < len(fields); i += 3 {
+			mode, size, err := parseLs(fields[i+2])
+			if err != nil {
+				return nil, fmt.Errorf("readdir %s: %w", name, err)
+			}
+			out = append(out, ops.DirEntry{Name: fields[i], IsDir: fields[i+1] == "d", IsSymlink: mode&fs.ModeSymlink != 0, Size: size, Mode: mode})
 		}
-		if i == 0 {
-			data = data[1:]
-			break
-		}
-		j := strings.IndexByte(data[i+1:], 0)
-		if j < 0 {
-			return nil, fmt.Errorf("readdir %s: the listing was cut short", name)
-		}
-		names = append(names, named{data[:i], data[i+1 : i+1+j]})
-		data = data[i+1+j+1:]
+		return out, nil
 	}
-	for _, n := range names {
-		var mode fs.FileMode
-		var size int64
-		var ok bool
-		if flavour == "stat" {
-			mode, size, data, ok = statLine(data, n.name)
-		} else {
-			mode, size, data, ok = lsLine(data, n.name)
+	// The names, an empty record, the stat lines for them in the same
+	// order (each found by its name, so any byte in a name is safe), an
+	// empty record, and the targets' modes of the symbolic links.
+	names, data, ok := strings.Cut(string(payload), "\x00\x00")
+	if !ok {
+		return nil, fmt.Errorf("readdir %s: the listing was cut short", name)
+	}
+	details, targets, _ := strings.Cut(data, "\x00")
+	links := map[string]int{}
+	for n := range strings.SplitSeq(names, "\x00") {
+		mode, size, rest, ok := statLine(details, n)
+		if !ok {
+			// Created between the two globs: a line for a name not listed.
+			_, next, _ := strings.Cut(details, "\n")
+			mode, size, rest, ok = statLine(next, n)
 		}
 		if !ok {
-			continue // gone between the listing and stat or ls
+			continue // an unmatched glob, or gone meanwhile
 		}
-		out = append(out, ops.DirEntry{Name: n.name, IsDir: n.kind == "d", IsSymlink: mode&fs.ModeSymlink != 0, Size: size, Mode: mode})
+		details = rest
+		if n == "." || n == ".." {
+			continue
+		}
+		if mode&fs.ModeSymlink != 0 {
+			links[n] = len(out)
+		}
+		out = append(out, ops.DirEntry{Name: n, IsDir: mode.IsDir(), IsSymlink: mode&fs.ModeSymlink != 0, Size: size, Mode: mode})
+	}
+	// "RAWMODE ./NAME" in readdir order: the name is the link name that
+	// the rest of the line starts with.
+	for targets != "" {
+		hex, rest, _ := strings.Cut(targets, " ./")
+		matched := false
+		for n, i := range links {
+			if after, ok := strings.CutPrefix(rest, n+"\n"); ok {
+				raw, _ := strconv.ParseUint(hex, 16, 32)
+				out[i].IsDir = unixMode(uint32(raw)).IsDir()
+				delete(links, n)
+				targets, matched = after, true
+				break
+			}
+		}
+		if !matched {
+			_, targets, _ = strings.Cut(rest, "\n")
+		}
 	}
 	return out, nil
 }

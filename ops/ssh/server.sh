@@ -477,13 +477,16 @@ stat_path() {
 }
 
 # list_dir PATH FLAVOUR: "OK", then one record per entry. FLAVOUR gnu:
-# "TYPE TARGETTYPE MODE SIZE NAME\0" from GNU find. Otherwise first
-# "NAME\0KIND\0" for every entry, where KIND is d (directory or link to
-# one), f (anything else) or N (dangling link), from builtins alone; then
-# an empty record; then, with FLAVOUR stat, one process for all entries:
-# "RAWMODE SIZE ./NAME" lines from stat -c in the same order (an entry gone
-# meanwhile has none), or with FLAVOUR posix an ls -ldn line per entry
-# (one process each, for hosts without stat -c).
+# "TYPE TARGETTYPE MODE SIZE NAME\0" from GNU find. FLAVOUR stat: the
+# names, each NUL-terminated (one printf of a glob: no loop, which BusyBox
+# sh runs slowly), an empty record, the lines "RAWMODE SIZE ./NAME" of
+# stat -c for those names in the same order (none for . and .., an
+# unmatched glob or an entry gone meanwhile), an empty record, and
+# "RAWMODE ./NAME" of what each symbolic link points to (none when it
+# dangles). FLAVOUR posix, for hosts without stat -c:
+# "NAME\0KIND\0LS\0" where KIND is d (directory or link to one), f
+# (anything else) or N (dangling link), LS an ls -ldn line (a process per
+# entry).
 list_dir() {
 	if [ ! -e "$1" ]; then
 		report_missing "$1"
@@ -502,25 +505,21 @@ list_dir() {
 		find -H "$1" -mindepth 1 -maxdepth 1 -printf '%y%Y %m %s %f\0'
 		return
 	fi
-	_ld_flavour=$2
 	cd -- "$1" || return
-	set --
+	if [ "$2" = stat ]; then
+		printf '%s\0' .* *
+		printf '\0'
+		printf './%s\0' .* * | xargs -0 stat -c '%f %s %n' -- 2>/dev/null
+		printf '\0'
+		find . -mindepth 1 -maxdepth 1 -type l -exec stat -L -c '%f %n' -- {} + 2>/dev/null
+		return 0
+	fi
 	for _e in .* *; do
 		case $_e in . | ..) continue ;; esac
 		[ -e "$_e" ] || [ -L "$_e" ] || continue
 		_y=N
 		if [ -d "$_e" ]; then _y=d; elif [ -e "$_e" ]; then _y=f; fi
-		printf '%s\0%s\0' "$_e" "$_y"
-		set -- "$@" "./$_e"
-	done
-	printf '\0'
-	[ $# -gt 0 ] || return 0
-	if [ "$_ld_flavour" = stat ]; then
-		printf '%s\0' "$@" | xargs -0 stat -c '%f %s %n' -- 2>/dev/null
-		return 0
-	fi
-	for _e; do
-		ls -ldn -- "$_e"
+		printf '%s\0%s\0%s\0' "$_e" "$_y" "$(ls -ldn -- "$_e")"
 	done
 }
 
