@@ -94,6 +94,10 @@ func (c *conn) lost(err error) error {
 	select {
 	case <-c.dead:
 	case <-time.After(500 * time.Millisecond):
+		if err == io.EOF {
+			// Never a bare "EOF" for the user.
+			return fmt.Errorf("%s closed a channel unexpectedly: %w", c.host.cfg.String(), err)
+		}
 		return err
 	}
 	return fmt.Errorf("%w: %s: %v", ops.ErrConnectionLost, c.host.cfg.String(), c.deadErr)

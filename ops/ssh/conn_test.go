@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -169,4 +170,27 @@ func TestProbeSharedAndRetried(t *testing.T) {
 	wg.Wait()
 	_, err := h.ReadDir(t.Context(), dir)
 	require.NoError(t, err)
+}
+
+// A session channel the host closes before the command starts (dropbear
+// does that now and then) is opened again; when the host keeps doing it,
+// the error says what happened, never a bare "EOF".
+func TestChannelClosedBeforeStart(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{NoSFTP: true})
+	h := rssh.New(srv.Config(), rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	srv.CloseEarly(2)
+	var out strings.Builder
+	require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "echo ran", Output: &out}))
+	assert.Equal(t, "ran\n", out.String())
+
+	other := rssh.New(srv.Config(), rssh.HostOptions{})
+	t.Cleanup(func() { other.Close() })
+	srv.CloseEarly(1000)
+	err := other.Exec(t.Context(), ops.Command{Script: "echo ran"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "closed a new session channel before the command started")
+	assert.NotEqual(t, "EOF", err.Error())
+	srv.CloseEarly(0)
+	require.NoError(t, other.Exec(t.Context(), ops.Command{Script: "true"}), "the connection is still good")
 }

@@ -3,6 +3,7 @@ package ssh
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -108,6 +109,9 @@ func (c *conn) refused() (time.Duration, bool) {
 	return 0, true
 }
 
+// maxClosedEarly bounds the channels opened again after errClosedEarly.
+const maxClosedEarly = 4
+
 func isOpenRefused(err error) bool {
 	var oce *gossh.OpenChannelError
 	return errors.As(err, &oce)
@@ -116,6 +120,7 @@ func isOpenRefused(err error) bool {
 // server returns a command server for one request: idle, or newly started.
 // Give it back with release.
 func (c *conn) server(ctx context.Context) (*server, error) {
+	early := 0
 	for {
 		s, err := c.acquire(ctx, true)
 		if err != nil || s != nil {
@@ -125,6 +130,19 @@ func (c *conn) server(ctx context.Context) (*server, error) {
 		switch {
 		case err == nil:
 			return s, nil
+		case errors.Is(err, errClosedEarly) && early < maxClosedEarly && !c.isDead():
+			// Nothing ran: open another channel, after a moment.
+			c.release(nil)
+			early++
+			select {
+			case <-time.After(time.Duration(early) * 50 * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			continue
+		case errors.Is(err, errClosedEarly):
+			c.release(nil)
+			return nil, fmt.Errorf("%s: %w (%d times in a row)", c.host.cfg.String(), err, early+1)
 		case !isOpenRefused(err):
 			c.release(nil)
 			if ctx.Err() != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	gossh "golang.org/x/crypto/ssh"
 
@@ -78,6 +79,11 @@ var graceSeconds = strconv.FormatFloat(ops.GraceAfterExit.Seconds(), 'f', -1, 64
 
 var errServerExited = errors.New("command server on the host exited")
 
+// errClosedEarly: the host closed a new session channel before its command
+// ran (dropbear does, now and then, right after a failed subsystem). The
+// channel is opened again.
+var errClosedEarly = errors.New("the host closed a new session channel before the command started")
+
 // startServer opens a session and starts a server in it.
 func startServer(ctx context.Context, client *gossh.Client, useSetsid bool) (*server, error) {
 	sess, err := client.NewSession()
@@ -99,14 +105,30 @@ func startServer(ctx context.Context, client *gossh.Client, useSetsid bool) (*se
 	s.stdout = bufio.NewReaderSize(out, 64<<10)
 	sess.Stderr = s.stderr
 	if err := sess.Start(bootstrap); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errClosedEarly
+		}
 		return fail(err)
 	}
 	// A server whose shell ended is never handed out again.
+	ended := make(chan error, 1)
 	go func() {
-		sess.Wait()
+		ended <- sess.Wait()
 		s.broken.Store(true)
 	}()
 	if err := s.handshake(ctx, useSetsid); err != nil {
+		// A channel closed with no exit status and not a word on stderr
+		// ran nothing.
+		var missing *gossh.ExitMissingError
+		if errors.Is(err, io.EOF) && ctx.Err() == nil {
+			select {
+			case werr := <-ended:
+				if errors.As(werr, &missing) && s.stderr.suffix() == "" {
+					err = fmt.Errorf("%w (%w)", errClosedEarly, err)
+				}
+			case <-time.After(time.Second):
+			}
+		}
 		return fail(err)
 	}
 	return s, nil

@@ -46,6 +46,7 @@ type Server struct {
 	maxSessions int                       // per connection; 0 = no limit
 	open        map[*gossh.ServerConn]int // session channels open per connection
 	mostOpen    int                       // the most ever open on one connection
+	closeEarly  int                       // session channels still to close at once
 }
 
 // Options change the server's behaviour.
@@ -157,6 +158,17 @@ func (s *Server) session(srv *glssh.Server, conn *gossh.ServerConn, ch gossh.New
 		ch.Reject(gossh.ConnectionFailed, "open failed")
 		return
 	}
+	if s.closeEarly > 0 {
+		// Accepted, then closed before any request is answered, as
+		// dropbear sometimes does.
+		s.closeEarly--
+		s.mu.Unlock()
+		if c, reqs, err := ch.Accept(); err == nil {
+			go gossh.DiscardRequests(reqs)
+			c.Close()
+		}
+		return
+	}
 	s.open[conn]++
 	s.mostOpen = max(s.mostOpen, s.open[conn])
 	s.mu.Unlock()
@@ -168,6 +180,14 @@ func (s *Server) session(srv *glssh.Server, conn *gossh.ServerConn, ch gossh.New
 		s.mu.Unlock()
 	}()
 	glssh.DefaultSessionHandler(srv, conn, ch, ctx)
+}
+
+// CloseEarly makes the server close the next n session channels as soon
+// as it has accepted them, before their command starts.
+func (s *Server) CloseEarly(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeEarly = n
 }
 
 // Sessions is how many session channels the server has accepted.
