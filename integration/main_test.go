@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -21,6 +22,9 @@ func TestMain(m *testing.M) {
 	binary = filepath.Join(dir, "pi-remote")
 	build := exec.Command("go", "build", "-o", binary, "../cmd/pi-remote")
 	build.Stderr = os.Stderr
+	// Stamped with the commit, as a build from a clone is by default (this
+	// machine's GOFLAGS may say -buildvcs=false).
+	build.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(strings.ReplaceAll(os.Getenv("GOFLAGS"), "-buildvcs=false", ""))+" -buildvcs=auto")
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building pi-remote:", err)
 		os.Exit(1)

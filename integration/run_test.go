@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -148,4 +149,15 @@ func TestRunAgainstOpenAICompatibleServerAndSSHD(t *testing.T) {
 		roles = append(roles, v.Role)
 	}
 	assert.Equal(t, []string{"user", "assistant", "toolResult", "toolResult", "toolResult", "assistant"}, roles)
+}
+
+// A binary built from a clone says which commit it is.
+func TestVersionNamesTheCommit(t *testing.T) {
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git clone: %v", err)
+	}
+	code, out, _ := cli(t, "", "version")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "(commit "+string(head[:12]))
 }

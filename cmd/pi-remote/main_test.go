@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -94,7 +96,20 @@ func TestHelp(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "tool")
 	assert.Contains(t, out, "--cwd")
+	assert.Contains(t, out, "remote hosts\n(--host) over one persistent SSH connection", "no promise of a backend that exists")
+	assert.Contains(t, out, "version")
 	code, out, _ = runCLI(t, "", "tool", "--help")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "Exit status: 0 success, 1 the tool returned an error result, 2 usage error")
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "", "version")
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `^pi-remote \S+ .*`+regexp.QuoteMeta(runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)+"\n$", out)
+
+	version = "v1.2.3"
+	t.Cleanup(func() { version = "" })
+	_, out, _ = runCLI(t, "", "version")
+	assert.True(t, strings.HasPrefix(out, "pi-remote v1.2.3 "), out)
 }

@@ -80,16 +80,17 @@ func newRootCmd(io iostreams) *cobra.Command {
 		Use:   "pi-remote",
 		Short: "Agent tools that run where the work is",
 		Long: `pi-remote gives an LLM agent seven tools — read, write, edit, bash, grep, find
-and ls — that act on an execution environment (this machine for now; remote
-hosts over one persistent SSH connection come with the SSH backend).
-Mutations of one file are serialized by a per-environment queue keyed on the
-canonical path, so parallel edits never lose each other.`,
+and ls — that act on an execution environment: this machine, or remote hosts
+(--host) over one persistent SSH connection each, with nothing installed
+there but sshd and a POSIX sh. Mutations of one file are serialized by a
+per-environment queue keyed on the canonical path, so parallel edits never
+lose each other.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	cmd.PersistentFlags().StringVar(&g.cwd, "cwd", "", "working directory on the host (default: the current directory locally, the home directory on a remote host)")
 	g.host.register(cmd.PersistentFlags())
-	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io), newCheckCmd(io, g), newRunCmd(io, g), newRPCCmd(io, g), newMCPCmd(io, g))
+	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io), newCheckCmd(io, g), newRunCmd(io, g), newRPCCmd(io, g), newMCPCmd(io, g), newVersionCmd(io))
 	return cmd
 }
 

@@ -91,8 +91,8 @@ type Server struct {
 	HostKeys   []ssh.PublicKey
 
 	opts    Options
-	daemon  string
-	config  string
+	args    []string // the daemon's command line
+	ready   string   // what it logs when it is about to listen
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	log     *lockedBuffer
@@ -128,7 +128,7 @@ func Start(t testing.TB, opts Options) *Server {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Dir: dir, User: opts.User, opts: opts, daemon: daemon, log: &lockedBuffer{}}
+	s := &Server{Dir: dir, User: opts.User, opts: opts, log: &lockedBuffer{}, ready: "Server listening on"}
 
 	var hostKeyLines []string
 	edPub, edPriv, _ := ed25519.GenerateKey(rand.Reader)
@@ -181,18 +181,19 @@ func Start(t testing.TB, opts Options) *Server {
 		lines = append(lines, "Subsystem sftp "+firstExisting(sftpPaths, "internal-sftp"))
 	}
 	lines = append(lines, opts.Config...)
-	s.config = filepath.Join(dir, "sshd_config")
-	if err := os.WriteFile(s.config, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+	config := filepath.Join(dir, "sshd_config")
+	if err := os.WriteFile(config, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// OpenSSH ≥ 9.8 penalises sources that fail auth; tests do on purpose.
-	if exec.Command(daemon, "-t", "-f", s.config, "-o", "PerSourcePenalties=no").Run() == nil {
+	if exec.Command(daemon, "-t", "-f", config, "-o", "PerSourcePenalties=no").Run() == nil {
 		lines = append(lines, "PerSourcePenalties no")
-		os.WriteFile(s.config, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		os.WriteFile(config, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	}
-	if out, err := exec.Command(daemon, "-t", "-f", s.config).CombinedOutput(); err != nil {
+	if out, err := exec.Command(daemon, "-t", "-f", config).CombinedOutput(); err != nil {
 		t.Fatalf("sshd -t: %v\n%s", err, out)
 	}
+	s.args = wrap(opts.Wrap, []string{daemon, "-D", "-e", "-f", config})
 	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -208,16 +209,7 @@ func Start(t testing.TB, opts Options) *Server {
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	args := []string{s.daemon, "-D", "-e", "-f", s.config}
-	if len(s.opts.Wrap) > 0 {
-		sshd := strings.Join(args, " ")
-		var wrapped []string
-		for _, a := range s.opts.Wrap {
-			wrapped = append(wrapped, strings.ReplaceAll(a, "$SSHD", sshd))
-		}
-		args = wrapped
-	}
-	cmd := exec.Command(args[0], args[1:]...)
+	cmd := exec.Command(s.args[0], s.args[1:]...)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
@@ -236,7 +228,7 @@ func (s *Server) start() error {
 		for {
 			line, err := br.ReadString('\n')
 			s.log.Write([]byte(line))
-			if !signalled && strings.Contains(line, "Server listening on") {
+			if !signalled && strings.Contains(line, s.ready) {
 				close(ready)
 				signalled = true
 			}
@@ -253,7 +245,14 @@ func (s *Server) start() error {
 	case <-ready:
 	case <-time.After(10 * time.Second):
 	}
-	if c, err := net.DialTimeout("tcp", s.Addr, time.Second); err == nil {
+	var c net.Conn
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err = net.DialTimeout("tcp", s.Addr, time.Second)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err == nil {
 		c.Close()
 	} else {
 		cmd.Process.Kill()
@@ -299,6 +298,19 @@ func (s *Server) Config() rssh.Config {
 // Flags are the CLI flags that reach this server.
 func (s *Server) Flags() []string {
 	return []string{"--host", s.User + "@" + s.Addr, "--identity", s.ClientKey, "--known-hosts", s.KnownHosts, "--ssh-config", "none"}
+}
+
+// wrap puts a daemon's command line into a wrapper's ("$SSHD" in it).
+func wrap(wrapper, args []string) []string {
+	if len(wrapper) == 0 {
+		return args
+	}
+	daemon := strings.Join(args, " ")
+	var wrapped []string
+	for _, a := range wrapper {
+		wrapped = append(wrapped, strings.ReplaceAll(a, "$SSHD", daemon))
+	}
+	return wrapped
 }
 
 func writeKey(t testing.TB, name string, key any) {
