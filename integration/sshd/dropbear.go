@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: mount namespaces, overlayfs and device nodes.
+
 package sshd
 
 import (
