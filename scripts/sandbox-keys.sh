@@ -14,7 +14,7 @@ cat >"$keys/ssh_config.new" <<CONF
 #   pi-remote --ssh-config $keys/ssh_config --host devbox ...
 # or add "Include $keys/ssh_config" at the top of ~/.ssh/config.
 CONF
-for box in devbox:2201 devbox2:2202 bastion:2203 plainbox:2204 internal:; do
+for box in devbox:2201 devbox2:2202 bastion:2203 plainbox:2204 dropbox:2205 bbbox:2206 internal:; do
 	name=${box%%:*} port=${box#*:}
 	[ -f "$keys/host_$name" ] || ssh-keygen -q -t ed25519 -N '' -C "$name" -f "$keys/host_$name"
 	if [ -n "$port" ]; then

@@ -52,8 +52,8 @@ up)
 	bash scripts/sandbox-keys.sh
 	compose build
 	compose up -d
-	for port in 2201 2202 2203 2204; do wait_ssh "$port"; done
-	echo "sandbox: up (devbox 2201, devbox2 2202, bastion 2203, plainbox 2204, internal via bastion)"
+	for port in 2201 2202 2203 2204 2205 2206; do wait_ssh "$port"; done
+	echo "sandbox: up (devbox 2201, devbox2 2202, bastion 2203, plainbox 2204, dropbox 2205, bbbox 2206, internal via bastion)"
 	;;
 down)
 	compose down -v --remove-orphans

@@ -89,13 +89,15 @@ func (b *box) call(name string, args any) *loop.ToolResultMessage {
 	return loop.ExecuteTool(b.t.Context(), loop.Config{Tools: tools.WrapAll(b.defs)}, &loop.ToolCall{ID: "t", Name: name, Arguments: raw}, nil)
 }
 
-// Every tool on plainbox (no bash, rg or fd; csh login shell) gives what it
-// gives on devbox for the same files.
-func TestToolsOnPlainboxMatchDevbox(t *testing.T) {
+// Every tool gives on plainbox (no bash, rg or fd; csh login shell), on
+// dropbox (dropbear, no SFTP server) and on bbbox (a BusyBox userland only)
+// what it gives on devbox for the same files.
+func TestToolsOnEveryBoxMatchDevbox(t *testing.T) {
 	requireSandbox(t)
 	dirName := fmt.Sprintf("same-%d", time.Now().UnixNano())
 	boxes := map[string]*box{}
-	for _, name := range []string{"devbox", "plainbox"} {
+	names := []string{"devbox", "plainbox", "dropbox", "bbbox"}
+	for _, name := range names {
 		h := connect(t, name, nil)
 		root := "/home/dev/work/" + dirName
 		require.NoError(t, h.MkdirAll(t.Context(), root))
@@ -104,12 +106,14 @@ func TestToolsOnPlainboxMatchDevbox(t *testing.T) {
 		boxes[name] = &box{t: t, defs: tools.Definitions(e, tools.Options{}), root: root}
 		caps, err := e.Capabilities(t.Context())
 		require.NoError(t, err)
-		if name == "plainbox" {
-			assert.Empty(t, caps.Bash, "plainbox has no bash")
-			assert.Empty(t, caps.Rg, "plainbox has no rg")
-			assert.Empty(t, caps.Fd, "plainbox has no fd")
-		} else {
+		if name == "devbox" {
 			assert.NotEmpty(t, caps.Rg)
+		} else {
+			if name != "dropbox" {
+				assert.Empty(t, caps.Bash, "%s has no bash", name)
+			}
+			assert.Empty(t, caps.Rg, "%s has no rg", name)
+			assert.Empty(t, caps.Fd, "%s has no fd", name)
 		}
 	}
 	steps := []struct {
@@ -119,6 +123,12 @@ func TestToolsOnPlainboxMatchDevbox(t *testing.T) {
 		{"write", map[string]any{"path": "src/main.go", "content": "package main\n\n// TODO: greet\nfunc main() {}\n"}},
 		{"write", map[string]any{"path": "src/util/strings.go", "content": "package util\n\n// TODO: trim\n"}},
 		{"write", map[string]any{"path": "notes.md", "content": "# Notes\nnothing to do\n"}},
+		// A repository whose .gitignore rg and fd honour, and so must the
+		// fallbacks.
+		{"write", map[string]any{"path": ".git/HEAD", "content": "ref: refs/heads/main\n"}},
+		{"write", map[string]any{"path": ".gitignore", "content": "build/\n*.log\n"}},
+		{"write", map[string]any{"path": "build/out.go", "content": "package build // TODO: generated\n"}},
+		{"write", map[string]any{"path": "debug.log", "content": "TODO in a log\n"}},
 		{"read", map[string]any{"path": "src/main.go"}},
 		{"read", map[string]any{"path": "src/main.go", "offset": 3, "limit": 1}},
 		{"edit", map[string]any{"path": "src/main.go", "edits": []map[string]string{{"oldText": "func main() {}", "newText": "func main() { println(\"hi\") }"}}}},
@@ -134,13 +144,15 @@ func TestToolsOnPlainboxMatchDevbox(t *testing.T) {
 	for _, s := range steps {
 		var outs []string
 		var errs []bool
-		for _, name := range []string{"devbox", "plainbox"} {
+		for _, name := range names {
 			m := boxes[name].call(s.tool, s.args)
 			outs = append(outs, strings.ReplaceAll(m.Content.Text(), boxes[name].root, "<root>"))
 			errs = append(errs, m.IsError)
 		}
-		assert.Equal(t, outs[0], outs[1], "%s %v: same output on both", s.tool, s.args)
-		assert.Equal(t, errs[0], errs[1], "%s %v: same error state", s.tool, s.args)
+		for i, name := range names[1:] {
+			assert.Equal(t, outs[0], outs[i+1], "%s %v: same output on devbox and %s", s.tool, s.args, name)
+			assert.Equal(t, errs[0], errs[i+1], "%s %v: same error state on devbox and %s", s.tool, s.args, name)
+		}
 	}
 }
 
