@@ -15,10 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/integration/sshd"
-	"github.com/pi-remote/pi-remote/ops"
-	"github.com/pi-remote/pi-remote/ops/opstest"
-	rssh "github.com/pi-remote/pi-remote/ops/ssh"
-	"github.com/pi-remote/pi-remote/tools/toolstest"
 )
 
 // dropbear (routers, small VMs, some container images), with OpenSSH's
@@ -31,21 +27,7 @@ func TestDropbear(t *testing.T) {
 		name := map[bool]string{true: "with sftp-server", false: "without sftp-server"}[sftp]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			srv := sshd.StartDropbear(t, sshd.DropbearOptions{User: "pi-dropbear", SFTP: sftp})
-			t.Run("ops", func(t *testing.T) {
-				opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
-					h := host(t, srv, rssh.HostOptions{})
-					dir := path.Join(home, fmt.Sprintf("pi-test-%d", time.Now().UnixNano()))
-					require.NoError(t, h.MkdirAll(t.Context(), dir))
-					t.Cleanup(func() { exec.Command("rm", "-rf", dir).Run() })
-					return h, dir
-				}})
-			})
-			t.Run("tools", func(t *testing.T) {
-				toolstest.Run(t, toolstest.Harness{RequireEngines: os.Getenv("CI") != "", New: func(t *testing.T) ops.Operations {
-					return host(t, srv, rssh.HostOptions{})
-				}})
-			})
+			runSuitesAs(t, sshd.StartDropbear(t, sshd.DropbearOptions{User: "pi-dropbear", SFTP: sftp}), home)
 		})
 	}
 }

@@ -34,7 +34,12 @@ import (
 func TestUnprivilegedUser(t *testing.T) {
 	t.Parallel()
 	home := ensureUser(t, "pi-plain", "/bin/sh")
-	srv := sshd.Start(t, sshd.Options{User: "pi-plain"})
+	runSuitesAs(t, sshd.Start(t, sshd.Options{User: "pi-plain"}), home)
+}
+
+// runSuitesAs runs the contract (in fresh directories under home, the
+// login user's) and every tool's table against srv.
+func runSuitesAs(t *testing.T, srv *sshd.Server, home string) {
 	t.Run("ops", func(t *testing.T) {
 		opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
 			h := host(t, srv, rssh.HostOptions{})

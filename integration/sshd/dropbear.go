@@ -119,15 +119,7 @@ func StartDropbear(t testing.TB, opts DropbearOptions) *Server {
 	mount := "mount -t overlay overlay -o lowerdir=/usr/lib,upperdir=" + upper + ",workdir=" + work + " /usr/lib"
 	s.args = []string{"unshare", "-m", "--propagation", "private", "sh", "-c", mount + ` && exec "$@"`, "sh"}
 	s.args = append(s.args, daemonArgs...)
-	if err := s.start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Stop()
-		if t.Failed() {
-			t.Logf("dropbear log (%s):\n%s", s.Addr, s.Log())
-		}
-	})
+	s.run(t, "dropbear")
 	return s
 }
 

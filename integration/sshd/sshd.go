@@ -194,16 +194,23 @@ func Start(t testing.TB, opts Options) *Server {
 		t.Fatalf("sshd -t: %v\n%s", err, out)
 	}
 	s.args = wrap(opts.Wrap, []string{daemon, "-D", "-e", "-f", config})
+	s.run(t, "sshd")
+	return s
+}
+
+// run starts the daemon, and stops it when the test ends, showing its log
+// if the test failed.
+func (s *Server) run(t testing.TB, name string) {
+	t.Helper()
 	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
-			t.Logf("sshd log (%s):\n%s", s.Addr, s.Log())
+			t.Logf("%s log (%s):\n%s", name, s.Addr, s.Log())
 		}
 	})
-	return s
 }
 
 func (s *Server) start() error {
