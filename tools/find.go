@@ -17,7 +17,7 @@ import (
 )
 
 type findInput struct {
-	Pattern string `json:"pattern" jsonschema_description:"Glob pattern: '*.go' matches file names at any depth; patterns with '/' match the path, and '**' matches any number of directories (e.g. 'cmd/**/main.go')"`
+	Pattern string `json:"pattern" jsonschema_description:"Glob pattern: '*.go' matches file names at any depth; patterns with '/' match the path, and '**' matches any number of directories (e.g. 'cmd/**/main.go'); '{go,md}' gives alternatives"`
 	Path    string `json:"path,omitempty" jsonschema_description:"Directory to search (default: the working directory)"`
 	Limit   int    `json:"limit,omitempty" jsonschema:"minimum=1" jsonschema_description:"Maximum number of results (default 1000)"`
 }
@@ -51,12 +51,52 @@ func findTool(e *env.ExecutionEnv) Definition {
 // matches the whole path segment by segment, '**' standing for any number
 // of segments.
 func globMatch(pattern, rel string) bool {
-	pattern = strings.TrimPrefix(pattern, "./")
-	if !strings.Contains(pattern, "/") {
-		ok, err := path.Match(pattern, path.Base(rel))
-		return err == nil && ok
+	for _, p := range expandBraces(strings.TrimPrefix(pattern, "./")) {
+		if !strings.Contains(p, "/") {
+			if ok, err := path.Match(p, path.Base(rel)); err == nil && ok {
+				return true
+			}
+		} else if matchSegments(strings.Split(p, "/"), strings.Split(rel, "/")) {
+			return true
+		}
 	}
-	return matchSegments(strings.Split(pattern, "/"), strings.Split(rel, "/"))
+	return false
+}
+
+// expandBraces turns "*.{go,md}" into "*.go" and "*.md", as rg's and fd's
+// globs read it (nested braces too). An unclosed brace is literal.
+func expandBraces(pattern string) []string {
+	open := strings.IndexByte(pattern, '{')
+	if open < 0 {
+		return []string{pattern}
+	}
+	depth, start := 0, open+1
+	var alternatives []string
+	for i := open; i < len(pattern); i++ {
+		switch pattern[i] {
+		case '{':
+			depth++
+		case ',':
+			if depth == 1 {
+				alternatives = append(alternatives, pattern[start:i])
+				start = i + 1
+			}
+		case '}':
+			if depth--; depth == 0 {
+				alternatives = append(alternatives, pattern[start:i])
+				var out []string
+				for _, rest := range expandBraces(pattern[i+1:]) {
+					for _, a := range alternatives {
+						for _, e := range expandBraces(a) {
+							out = append(out, pattern[:open]+e+rest)
+						}
+					}
+				}
+				return out
+			}
+		}
+	}
+	return []string{pattern}
 }
 
 func matchSegments(pat, segs []string) bool {

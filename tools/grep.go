@@ -22,7 +22,7 @@ import (
 type grepInput struct {
 	Pattern    string `json:"pattern" jsonschema_description:"Search pattern (a regular expression unless literal is true)"`
 	Path       string `json:"path,omitempty" jsonschema_description:"Directory or file to search (default: the working directory)"`
-	Glob       string `json:"glob,omitempty" jsonschema_description:"Only search files whose name matches this glob, e.g. '*.go'"`
+	Glob       string `json:"glob,omitempty" jsonschema_description:"Only search files whose name matches this glob, e.g. '*.go' or '*.{ts,tsx}'"`
 	IgnoreCase bool   `json:"ignoreCase,omitempty" jsonschema_description:"Case-insensitive search"`
 	Literal    bool   `json:"literal,omitempty" jsonschema_description:"Treat the pattern as a literal string"`
 	Context    int    `json:"context,omitempty" jsonschema:"minimum=0,maximum=100" jsonschema_description:"Lines of context before and after each match"`
