@@ -265,8 +265,10 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 				return g, "grep", err
 			}
 			files = files[:0]
+			// As rg's --glob: "!GLOB" leaves out what GLOB matches.
+			glob, exclude := strings.CutPrefix(in.Glob, "!")
 			for _, f := range tree.visible("f") {
-				if (in.Glob == "" || globMatch(in.Glob, f)) && !strings.Contains(f, "\n") {
+				if (glob == "" || globMatch(glob, f) != exclude) && !strings.Contains(f, "\n") {
 					files = append(files, f)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // User is the account the tests are re-run as.
@@ -56,16 +57,26 @@ func Rerun(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(bin, "-test.run=^"+name+"$", "-test.v", "-test.count=1", "-test.timeout=10m")
-	cmd.Dir = home
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home, "USER=" + User, "LANG=C.UTF-8"}
-	if ci := os.Getenv("CI"); ci != "" {
-		cmd.Env = append(cmd.Env, "CI="+ci)
-	}
-	runAs(cmd, uid, gid)
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	for attempt := 0; ; attempt++ {
+		cmd := exec.Command(bin, "-test.run=^"+name+"$", "-test.v", "-test.count=1", "-test.timeout=10m")
+		cmd.Dir = home
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home, "USER=" + User, "LANG=C.UTF-8"}
+		if ci := os.Getenv("CI"); ci != "" {
+			cmd.Env = append(cmd.Env, "CI="+ci)
+		}
+		runAs(cmd, uid, gid)
+		out.Reset()
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err = cmd.Run()
+		// The copy's write descriptor may live on for a moment in a child
+		// another test forked meanwhile (golang.org/issue/22315): the
+		// kernel then refuses to run the file.
+		if !isTextBusy(err) || attempt == 20 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err != nil || !strings.Contains(out.String(), "--- PASS: "+name+" ") {
 		t.Fatalf("%s as %s: %v\n%s", name, User, err, out.String())
 	}

@@ -66,6 +66,7 @@ func testGrep(t *testing.T, h Harness) {
 			assert.Equal(t, "strings.go:4: func Hello() string { return \"-v flag\" }", f.ok("grep", map[string]any{"pattern": "-v", "path": "src/util/strings.go"}), "a pattern starting with - is a pattern; a file search shows the file name")
 			assert.Equal(t, "main.go:4: \tprintln(\"Hello\")", f.ok("grep", map[string]any{"pattern": "print", "path": "src", "glob": "main.go"}))
 			assert.Equal(t, "a.json:1: {\"hello\": 1}", f.ok("grep", map[string]any{"pattern": "hello", "path": "docs", "glob": "*.{json,go}"}))
+			assert.Equal(t, "deep/b.json:1: {}", f.ok("grep", map[string]any{"pattern": "}", "path": "docs", "glob": "!a.json", "literal": true}), "a negated glob leaves files out")
 			withCtx := f.ok("grep", map[string]any{"pattern": "func main", "path": "src/main.go", "context": 1})
 			assert.Equal(t, "main.go-2- \nmain.go:3: func main() {\nmain.go-4- \tprintln(\"Hello\")", withCtx)
 			assert.Equal(t, "No matches found.", f.ok("grep", map[string]any{"pattern": "zzz_nothing"}))
