@@ -115,6 +115,38 @@ func TestFaultBlackhole(t *testing.T) {
 	assert.GreaterOrEqual(t, p.Accepted(), int64(2), "the call after recovery used a new connection")
 }
 
+// A black hole in the middle of a command is declared within the keepalive
+// bound (count x interval of silence, plus at most a second) and the call
+// returns then: nothing waits on the dead link after that.
+func TestFaultBlackholeWithinKeepaliveBound(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	cfg := viaProxy(t, srv, p)
+	cfg.KeepaliveInterval, cfg.KeepaliveCount = 2*time.Second, 3
+	h := rssh.New(cfg, rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	te := newToolEnv(t, h, "flaky", t.TempDir())
+	assert.Equal(t, "up\n", te.ok("bash", map[string]any{"command": "echo up"}))
+
+	holed := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		p.Blackhole(true)
+		holed <- time.Now()
+	}()
+	m := te.call("bash", map[string]any{"command": "sleep 60; echo never"})
+	elapsed := time.Since(<-holed)
+	require.True(t, m.IsError, "got %s", m.Content.Text())
+	assert.Contains(t, m.Content.Text(), "Connection to the host was lost")
+	// 6 s of silence, at most a second to notice it, half a second of slack
+	// for a busy machine. (It took 8-10 s when the keepalives waited for
+	// an interval of silence before the first one and then for each
+	// answer in turn.)
+	assert.Less(t, elapsed, 7500*time.Millisecond)
+	assert.GreaterOrEqual(t, elapsed, 5*time.Second, "not before the bound: the link may only be slow")
+	p.Blackhole(false)
+}
+
 // A handshake that never completes is bounded by the connect timeout.
 func TestFaultHandshakeTimeout(t *testing.T) {
 	srv := sshd.Start(t, sshd.Options{})

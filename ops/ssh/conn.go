@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -103,43 +104,40 @@ func (c *conn) lost(err error) error {
 	return fmt.Errorf("%w: %s: %v", ops.ErrConnectionLost, c.host.cfg.String(), c.deadErr)
 }
 
-// keepalive watches the link: every interval without a byte from the host
-// it sends keepalive@openssh.com, and after count such intervals in a row
-// with neither an answer nor any other byte it kills the connection. Bytes
+// keepalive watches the link: once no byte has come from the host for
+// interval it sends keepalive@openssh.com (one at a time; any answer, even
+// OpenSSH's failure reply, is bytes that prove the link alive), and once
+// nothing has come for count intervals it kills the connection. It looks
+// every second (or interval/5 when shorter), so a black-holed link is
+// declared dead at most that long after count*interval of silence. Bytes
 // received prove the link alive even when a keepalive waits behind a long
 // upload on a slow uplink.
 func (c *conn) keepalive(interval time.Duration, count int) {
 	if interval <= 0 {
 		return
 	}
-	t := time.NewTicker(interval)
+	limit := time.Duration(count) * interval
+	t := time.NewTicker(min(time.Second, interval/5))
 	defer t.Stop()
-	misses := 0
+	var inFlight atomic.Bool
 	for {
 		select {
 		case <-c.dead:
 			return
 		case <-t.C:
 		}
-		if c.d.idle() < interval {
-			misses = 0
-			continue
-		}
-		_, err := c.ping(context.Background(), interval)
-		switch {
-		case errors.Is(err, errNoAnswer) && c.d.idle() >= interval:
-			misses++
-			if misses >= count {
-				c.kill(fmt.Errorf("no answer from the host for %s (%d keepalives)", time.Duration(count)*interval, count))
-				return
-			}
-		case errors.Is(err, errNoAnswer):
-			misses = 0
-		case err != nil:
-			c.kill(fmt.Errorf("keepalive failed: %v", err))
+		idle := c.d.idle()
+		if idle >= limit {
+			c.kill(fmt.Errorf("no answer from the host for %s (%d keepalives)", idle.Round(time.Second), count))
 			return
-		default:
-			misses = 0
+		}
+		if idle >= interval && inFlight.CompareAndSwap(false, true) {
+			go func() {
+				defer inFlight.Store(false)
+				if _, _, err := c.d.client.SendRequest("keepalive@openssh.com", true, nil); err != nil {
+					c.kill(fmt.Errorf("keepalive failed: %v", err))
+				}
+			}()
 		}
 	}
 }
