@@ -2,7 +2,9 @@ package integration
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -67,4 +69,58 @@ func TestMaxSessionsAdapts(t *testing.T) {
 		require.NoError(t, errs[i], "call %d", i)
 		assert.Equal(t, fmt.Sprintf("%d\n", i), outs[i].String())
 	}
+}
+
+// sleepers are the processes "sleep ARG" on the host.
+func sleepers(t *testing.T, arg string) []string {
+	var found []string
+	for _, l := range psMatching(t, "sleep "+arg) {
+		if _, cmd, _ := strings.Cut(l, " "); strings.HasPrefix(strings.TrimSpace(cmd), "sleep "+arg) {
+			found = append(found, l)
+		}
+	}
+	return found
+}
+
+// A client killed mid-command leaves its job to its lease: with a lease of
+// 5 s, the job's whole process group is gone within the lease and a few
+// seconds, and so are its files.
+func TestLeaseExpiryKillsAnOrphanedJob(t *testing.T) {
+	t.Parallel()
+	cache := t.TempDir()
+	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
+	marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
+	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+
+	args := append(srv.Flags(), "--cwd", t.TempDir(), "--lease-ttl", "5s", "tool", "bash",
+		fmt.Sprintf(`{"command":"sleep %s & sleep %s; echo never"}`, marker, marker))
+	client := exec.Command(binary, args...)
+	require.NoError(t, client.Start())
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Len(c, sleepers(t, marker), 2)
+	}, 10*time.Second, 50*time.Millisecond)
+	jobFiles := func() []string {
+		entries, _ := os.ReadDir(filepath.Join(cache, "pi-remote", "jobs"))
+		var names []string
+		for _, e := range entries {
+			// (The marks of jobs collected, such as the host's probe.)
+			if !strings.HasSuffix(e.Name(), ".collected") {
+				names = append(names, e.Name())
+			}
+		}
+		return names
+	}
+	require.Contains(t, strings.Join(jobFiles(), " "), ".out", "the command is a job")
+	require.NoError(t, client.Process.Kill())
+	client.Wait()
+
+	killed := time.Now()
+	time.Sleep(2 * time.Second)
+	assert.Len(t, sleepers(t, marker), 2, "the job outlives its client for a while")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, sleepers(t, marker), "the whole group is killed")
+		assert.Empty(c, jobFiles(), "and its files removed")
+	}, 15*time.Second, 100*time.Millisecond)
+	t.Logf("gone %v after the client was killed (lease 5s)", time.Since(killed).Round(100*time.Millisecond))
+	assert.Less(t, time.Since(killed), 9*time.Second)
 }

@@ -142,8 +142,10 @@ type ExecOperations interface {
 	// Exec runs cmd with stdin closed (/dev/null), without a terminal, in a
 	// new process group. It returns nil when the command exited 0, an
 	// *ExitError for a non-zero exit or death by signal, an error wrapping
-	// ErrConnectionLost when the host became unreachable (the outcome is then
-	// unknown), or ctx's error when ctx ended first.
+	// ErrConnectionLost when the host became unreachable (remote backends
+	// first wait a while for it to come back and, if it does, go on with
+	// the command where its output had got to: see ops/ssh), or ctx's error
+	// when ctx ended first.
 	//
 	// Cancellation and deadline kill the whole process group on the host
 	// before Exec returns. Exec returns once the command has exited, after a

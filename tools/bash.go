@@ -110,7 +110,7 @@ func runBash(ctx context.Context, e *env.ExecutionEnv, opts Options, in bashInpu
 		trailer = fmt.Sprintf("Command exited with code %d.", exit.Code)
 	case errors.Is(execErr, ops.ErrConnectionLost):
 		isError = true
-		trailer = fmt.Sprintf("Connection to the host was lost (%v); the command may or may not have run. The next call reconnects.", execErr)
+		trailer = fmt.Sprintf("Connection to the host was lost and did not come back in time (%v). The next call reconnects.", execErr)
 	case execErr != nil:
 		return fileError(in.Command, execErr)
 	default:

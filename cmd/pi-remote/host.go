@@ -29,6 +29,8 @@ type hostFlags struct {
 	sshConfig      string
 	jump           string
 	connectTimeout time.Duration
+	reattach       time.Duration
+	leaseTTL       time.Duration
 }
 
 func (h *hostFlags) register(fs *pflag.FlagSet) {
@@ -39,6 +41,17 @@ func (h *hostFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&h.sshConfig, "ssh-config", "", `ssh_config file (default ~/.ssh/config; "none" reads none)`)
 	fs.StringVar(&h.jump, "jump", "", "jump host(s), comma-separated, like ssh -J (overrides ProxyJump)")
 	fs.DurationVar(&h.connectTimeout, "connect-timeout", 0, "bound on connecting and logging in (default 15s)")
+	fs.DurationVar(&h.reattach, "reattach-timeout", ssh.DefaultReattachTimeout, "how long a remote command whose connection dropped waits for the host to come back (0: fail at once; the command then runs on until its lease runs out)")
+	fs.DurationVar(&h.leaseTTL, "lease-ttl", ssh.DefaultLeaseTTL, "how long a remote command runs on once no client renews its lease (a client that crashed or never came back)")
+}
+
+// hostOptions are the backend's options from the flags.
+func (h *hostFlags) hostOptions() ssh.HostOptions {
+	o := ssh.HostOptions{ReattachTimeout: h.reattach, LeaseTTL: h.leaseTTL}
+	if h.reattach == 0 {
+		o.ReattachTimeout = -1
+	}
+	return o
 }
 
 // sshConfig resolves the --host spec; a spec that cannot be parsed is a
@@ -180,7 +193,7 @@ func openTargets(ctx context.Context, g *globalOptions) (targets, error) {
 			if name == "" {
 				name = cfg.Alias
 			}
-			t = &target{name: name, host: ssh.New(cfg, ssh.HostOptions{})}
+			t = &target{name: name, host: ssh.New(cfg, g.host.hostOptions())}
 			if err := t.open(ctx, cfg, g.cwd); err != nil {
 				t.close()
 				return fail(err)

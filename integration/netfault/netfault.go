@@ -23,6 +23,7 @@ type Proxy struct {
 	rate      [2]int        // bytes per second client→server, server→client; 0 = unlimited
 	blackhole bool
 	unblock   chan struct{} // closed when the black hole ends
+	refuse    bool          // new connections are reset at once
 	conns     map[*pair]bool
 
 	accepted atomic.Int64
@@ -95,6 +96,14 @@ func (p *Proxy) Reset() {
 	}
 }
 
+// Refuse makes the proxy reset every new connection as soon as it is
+// made (a host that is down), or stop doing so.
+func (p *Proxy) Refuse(on bool) {
+	p.mu.Lock()
+	p.refuse = on
+	p.mu.Unlock()
+}
+
 // Accepted is how many connections the proxy has accepted.
 func (p *Proxy) Accepted() int64 { return p.accepted.Load() }
 
@@ -108,6 +117,14 @@ func (p *Proxy) serve() {
 			return
 		}
 		p.accepted.Add(1)
+		p.mu.Lock()
+		refuse := p.refuse
+		p.mu.Unlock()
+		if refuse {
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+			continue
+		}
 		go p.handle(c.(*net.TCPConn))
 	}
 }

@@ -2,34 +2,31 @@ package ssh
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/ops"
 )
 
-// Exec implements ops.ExecOperations with server.sh's run_command: `sh -c`
-// in its own session and process group, stdin /dev/null, no terminal,
-// output merged and delivered completely however slowly it is read.
-// Cancellation kills the group on the host, through the command's own
-// server, before Exec returns.
+// Exec implements ops.ExecOperations with server.sh's run_job: `sh -c` in
+// its own session and process group, stdin /dev/null, no terminal, output
+// merged and delivered completely however slowly it is read. The command
+// is a job on the host that no SSH channel owns: when the connection drops,
+// Exec reconnects (for up to HostOptions.ReattachTimeout) and goes on
+// reading the output from the byte it had reached, to the true exit
+// status. Cancellation kills the group on the host, through the command's
+// own server, before Exec returns.
 func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	script, err := commandScript(cmd)
-	if err != nil {
-		return err
-	}
-	c, err := h.conn(ctx)
-	if err != nil {
-		return err
-	}
-	s, err := c.server(ctx)
 	if err != nil {
 		return err
 	}
@@ -42,9 +39,45 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 		so.Saved = false
 		save, overBytes, overLines = so.Path, strconv.FormatInt(so.OverBytes, 10), strconv.FormatInt(so.OverLines, 10)
 	}
-	status, err := c.serve(ctx, s, job, out, call("run_command", script, cmd.Dir, save, overBytes, overLines))
-	if err != nil {
-		return err
+	ttl := h.opts.LeaseTTL
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	// The job's name is ours: a start sent again after a lost connection
+	// attaches to the job instead of running it twice.
+	id := randomHex(8)
+	sent := &countingWriter{w: out}
+	var status string
+	var lostAt time.Time // when the connection dropped, if it did
+	for {
+		var err error
+		status, err = h.runJob(ctx, sent, ttl, call("run_job", id, strconv.FormatInt(sent.n, 10), script, cmd.Dir, save, overBytes, overLines, strconv.Itoa(int(ttl.Seconds()))))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ops.ErrConnectionLost) && (lostAt.IsZero() || ctx.Err() != nil) {
+			return err
+		}
+		if ctx.Err() != nil {
+			// Cancelled or timed out while the host was away: the job is
+			// killed once it is back (or by its lease).
+			go h.cancelJob(id)
+			return ctx.Err()
+		}
+		if h.opts.ReattachTimeout < 0 {
+			return err
+		}
+		if lostAt.IsZero() {
+			lostAt = time.Now()
+		}
+		wait := h.reattachTimeout() - time.Since(lostAt)
+		if wait <= 0 || h.awaitHost(ctx, wait) != nil {
+			if ctx.Err() != nil {
+				go h.cancelJob(id)
+				return ctx.Err()
+			}
+			return fmt.Errorf("%w; the command may still be running on the host as job %s (until its lease of %s runs out)", err, id, ttl)
+		}
 	}
 	switch status {
 	case "!ENOENT":
@@ -53,6 +86,8 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 		return &fs.PathError{Op: "chdir", Path: cmd.Dir, Err: ops.ErrNotDir}
 	case "!EACCES":
 		return &fs.PathError{Op: "chdir", Path: cmd.Dir, Err: fs.ErrPermission}
+	case "!NOJOB":
+		return fmt.Errorf("%w: job %s is no longer on the host (it ended and its result was collected, or it was swept)", ops.ErrConnectionLost, id)
 	}
 	if msg, ok := strings.CutPrefix(status, "!EIO "); ok {
 		return fmt.Errorf("command server: %s", msg)
@@ -69,6 +104,107 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 		return &ops.ExitError{Code: n}
 	}
 	return nil
+}
+
+// runJob sends one run_job request (a start, or an attach) on a server of
+// the current connection, renewing the job's lease meanwhile.
+func (h *Host) runJob(ctx context.Context, out io.Writer, ttl time.Duration, r request) (string, error) {
+	c, err := h.conn(ctx)
+	if err != nil {
+		return "", err
+	}
+	s, err := c.server(ctx)
+	if err != nil {
+		return "", err
+	}
+	stop := renewLease(s, ttl)
+	defer stop()
+	return c.serve(ctx, s, job, out, r)
+}
+
+// DefaultLeaseTTL is how long a job runs on without a client renewing its
+// lease: a client that crashed or never came back.
+const DefaultLeaseTTL = 30 * time.Minute
+
+// DefaultReattachTimeout is how long a command waits for its host to come
+// back after the connection dropped.
+const DefaultReattachTimeout = 3 * time.Minute
+
+func (h *Host) reattachTimeout() time.Duration {
+	if h.opts.ReattachTimeout == 0 {
+		return DefaultReattachTimeout
+	}
+	return h.opts.ReattachTimeout
+}
+
+// renewLease renews the lease of the job served by s every third of ttl
+// until the returned function is called.
+func renewLease(s *server, ttl time.Duration) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if s.write("r\n") != nil {
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// awaitHost reconnects, with growing pauses, until the host answers or
+// timeout has passed since the connection was lost.
+func (h *Host) awaitHost(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	pause := 100 * time.Millisecond
+	for {
+		actx, cancel := context.WithDeadline(ctx, deadline)
+		_, err := h.conn(actx)
+		cancel()
+		if err == nil || errors.Is(err, errClosed) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+// cancelJob kills job id on the host once the host answers again, trying
+// for as long as a command would wait for it.
+func (h *Host) cancelJob(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.reattachTimeout())
+	defer cancel()
+	if h.awaitHost(ctx, h.reattachTimeout()) == nil {
+		h.call(ctx, change, "cancel", id, "cancel_job", id)
+	}
+}
+
+// countingWriter counts what it passes on: the offset to resume from.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // commandScript prefixes the script with its environment. Values go in

@@ -35,6 +35,13 @@ type HostOptions struct {
 	// SessionRetry is how long after a refused channel the pool tries one
 	// more (default 30s).
 	SessionRetry time.Duration
+	// ReattachTimeout is how long a command whose connection dropped waits
+	// for the host to come back (default DefaultReattachTimeout; negative:
+	// it fails at once, the command left to its lease).
+	ReattachTimeout time.Duration
+	// LeaseTTL is how long a command runs on after its client stopped
+	// renewing its lease (default DefaultLeaseTTL).
+	LeaseTTL time.Duration
 	// NoGNUFind pretends the host lacks GNU find, to exercise the POSIX
 	// directory listing.
 	NoGNUFind bool

@@ -17,10 +17,12 @@
 # <marker><status> and a newline. The marker cannot occur in output (it is
 # random), so everything before it belongs to the request.
 #
-# Jobs (run_command, open_file) run in the background while a watcher reads
-# the request stream: the line "k" kills the job, and so does the end of the
-# stream (the client is gone). Nothing else is read while a job runs: the
-# client sends its next request only after the marker.
+# Commands (run_job) and reads (open_file) run in the background while a
+# watcher reads the request stream: the line "k" kills them; "r" renews a
+# command's lease. At the end of the stream (the client is gone) a read is
+# killed, and a command goes on, to be attached to again. Nothing else is
+# read while they run: the client sends its next request only after the
+# marker.
 #
 # Functions are POSIX (no "local"): helpers that run in the server's own
 # shell prefix their variables with their initials. The file functions run
@@ -50,6 +52,14 @@ serve() {
 		printf '%sFAIL cannot create %s\n' "$marker" "$private"
 		exit 1
 	fi
+	# Jobs outlive this server (and its connection): their directories are
+	# the user's own, outside the private directory.
+	jobs=${XDG_CACHE_HOME:-$HOME/.cache}/pi-remote/jobs
+	if ! (umask 077 && mkdir -p "$jobs") 2>/dev/null || ! [ -w "$jobs" ]; then
+		jobs=$private/jobs
+		mkdir "$jobs"
+	fi
+	sweep_jobs
 	housekeeping=
 	trap '[ -z "$housekeeping" ] || wait "$housekeeping"; rm -rf "$private"' EXIT
 	trap 'exit 129' HUP
@@ -118,29 +128,70 @@ call() {
 	finish "$?"
 }
 
-# wait_job PID [HELPER...] waits for the background process PID while a
-# watcher reads the request stream: "k" or the end of the stream kills the
-# job. At the end of the stream (the client is gone, and the server may be
-# too) the watcher also kills the job's helper processes, which would
-# otherwise outlive a killed server; a HELPER "@FILE" is the pid written in
-# FILE, if any. Sets job_status.
+# wait_job JOB WAITER [HELPER...] waits until the job in JOB has
+# ended: for the background process WAITER (its waiter, when this server
+# started it), or, without one, until its status file appears (the waiter
+# belongs to a server that is gone). Meanwhile a watcher reads the request
+# stream: "k" kills the job, "r" renews its lease. At the end of the stream
+# (the client is gone) the job goes on: the watcher kills this request's
+# HELPER processes (a HELPER "@FILE" is the pid written in FILE, if any) and
+# ends this server, whose channel is gone. Returns 1 when the job's waiter
+# died without a status (the host rebooted, or someone killed it).
 wait_job() {
-	watch_for_cancel "$@" &
+	_wj_job=$1
+	_wj_waiter=$2
+	shift 2
+	watch_for_cancel "$_wj_job" "$@" &
 	_wj_watcher=$!
-	wait "$1"
-	job_status=$?
+	_wj_result=0
+	if [ -n "$_wj_waiter" ]; then
+		wait "$_wj_waiter"
+	else
+		read -r _wj_waiter <"$_wj_job.waiter" 2>/dev/null
+		_wj_nap=0.01
+		while [ ! -s "$_wj_job.status" ]; do
+			if ! kill -s 0 "$_wj_waiter" 2>/dev/null && [ ! -s "$_wj_job.status" ]; then
+				_wj_result=1
+				break
+			fi
+			sleep "$_wj_nap" 2>/dev/null || sleep 1
+			case $_wj_nap in 0.01) _wj_nap=0.05 ;; 0.05) _wj_nap=0.2 ;; esac
+		done
+	fi
 	kill -s KILL "$_wj_watcher" 2>/dev/null
 	wait "$_wj_watcher" 2>/dev/null
+	return "$_wj_result"
 }
 
+# wait_child PID waits for the background process PID (a read's cat) while
+# a watcher reads the request stream: "k" or its end kills it. Sets
+# job_status.
+wait_child() {
+	(
+		while IFS= read -r _wc_line <&3; do
+			[ "$_wc_line" = k ] && break
+		done
+		kill -s KILL "$1" 2>/dev/null
+	) &
+	_wc_watcher=$!
+	wait "$1"
+	job_status=$?
+	kill -s KILL "$_wc_watcher" 2>/dev/null
+	wait "$_wc_watcher" 2>/dev/null
+}
+
+# watch_for_cancel JOB [HELPER...]: the watcher of wait_job.
 watch_for_cancel() {
 	while IFS= read -r _wfc_line <&3; do
-		if [ "$_wfc_line" = k ]; then
-			kill_job "$1"
+		case $_wfc_line in
+		k)
+			read_pid "$1.pid" && kill_job "$_rp_pid"
 			return
-		fi
+			;;
+		r) : >"$1.lease" ;;
+		esac
 	done
-	kill_job "$1"
+	_wfc_job=$1
 	shift
 	for _wfc_pid in "$@"; do
 		case $_wfc_pid in
@@ -148,6 +199,8 @@ watch_for_cancel() {
 		esac
 		kill -s KILL "$_wfc_pid" 2>/dev/null
 	done
+	watch_lease_once "$_wfc_job" "$_wj_ttl"
+	kill -s TERM $$
 }
 
 # kill_job PID kills a job: its process group when commands get their own
@@ -204,122 +257,247 @@ EOF
 	kill -s KILL "$1" 2>/dev/null
 }
 
-# run_command SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES runs SCRIPT with sh -c
-# in DIR (the home directory when empty), stdin /dev/null, stdout and
-# stderr merged, in its own session when the host has setsid.
+# sweep_jobs removes the files of jobs nobody will collect: ended
+# more than a day ago, or whose waiter is gone without a status (killed,
+# or the host rebooted); and the marks of jobs collected a day ago.
+sweep_jobs() {
+	find "$jobs" -name '*.collected' -mmin +1440 -exec rm -f {} + 2>/dev/null
+	for _sj_job in "$jobs"/*.waiter; do
+		_sj_job=${_sj_job%.waiter}
+		if [ -s "$_sj_job.status" ]; then
+			[ -n "$(find "$_sj_job.status" -mmin +1440 2>/dev/null)" ] && rm -f "$_sj_job".*
+		elif read -r _sj_waiter <"$_sj_job.waiter" 2>/dev/null && ! kill -s 0 "$_sj_waiter" 2>/dev/null; then
+			rm -f "$_sj_job".*
+		fi
+	done 2>/dev/null
+}
+
+# run_job ID OFFSET SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES TTL runs SCRIPT
+# as the durable job ID, or, when job ID exists already (a start sent again
+# after a lost connection, or a client coming back), attaches to it. The
+# output is sent from byte OFFSET on, then the status: the exit code,
+# followed by " saved" or " unsaved" when the output qualified for SAVE
+# (see save_output); "!ENOENT", "!ENOTDIR" or "!EACCES" when DIR cannot be
+# entered; "!NOJOB" for an OFFSET past 0 and no such job.
 #
-# The output goes through a FIFO to a file in the private directory; a
-# relay drains the FIFO at disk speed, so a slow client never holds up the
-# command and nothing of it is lost. When the command exits, its background
+# A job belongs to no SSH channel. Its files, JOB.* in the jobs directory
+# (the user's alone), are its output (JOB.out), its pid, its waiter's pid,
+# a lease file and, once it has ended, its status. The waiter, a subshell that ignores
+# HUP and PIPE and talks to nothing but files, starts the command with sh -c
+# in DIR (the home directory when empty), stdin /dev/null, in its own
+# session when the host has setsid, with stdout and stderr into a FIFO; a
+# relay drains the FIFO into out at disk speed, so a slow or absent client
+# never holds the command up. When the command exits, its background
 # children get GRACE seconds to finish writing before the relay stops (they
-# then get SIGPIPE, as they would locally), and the file is sent. A command
-# that runs longer than a moment streams meanwhile: tail follows the file,
-# and tee sends it to stdout and keeps a copy that says how much was sent;
-# at the end tail is stopped and the rest goes from the copy's length on.
-# Every request has its own files, so nothing a child writes later reaches
-# another request. (tail and tee share an anonymous pipe: a FIFO between
-# them could leave tee waiting for ever in open(2) for a tail killed before
-# it opened its end.)
+# then get SIGPIPE, as they would locally); then the status is written,
+# atomically. Losing the connection reaches none of them. A job whose lease
+# is not renewed for TTL seconds (a client that never came back) is killed
+# (watch_lease).
 #
-# With SAVE set, the complete output is kept at SAVE when it is longer than
-# SAVE_BYTES bytes or SAVE_LINES lines. Status: the exit code, followed by
-# " saved" or " unsaved" when the output qualified; "!ENOENT",
-# "!ENOTDIR" or "!EACCES" when DIR cannot be entered.
-run_command() {
-	if [ -n "$2" ]; then
-		if [ ! -d "$2" ]; then
-			if [ -e "$2" ]; then finish '!ENOTDIR'; else finish '!ENOENT'; fi
-			return
-		fi
-		if [ ! -x "$2" ]; then
-			finish '!EACCES'
-			return
-		fi
-	fi
-	[ -z "$housekeeping" ] || wait "$housekeeping"
-	seq=$((seq + 1))
-	_rc_out=$private/out.$seq
-	_rc_fifo=$private/fifo.$seq
-	_rc_claim=$private/claim.$seq
-	_rc_tail=$private/tail.$seq
-	_rc_copy=$private/copy.$seq
-	_rc_script=$private/script.$seq
-	# The FIFO may have been made ahead, at the end of the last command.
-	[ -p "$_rc_fifo" ] || mkfifo "$_rc_fifo" 2>/dev/null
-	if ! { command : >"$_rc_out" && [ -p "$_rc_fifo" ]; } 2>/dev/null; then
-		finish "!EIO cannot create files in $private"
+# The output streams while the job runs: after a moment (most commands end
+# sooner, and then go out in one piece) tail follows out from OFFSET, and
+# tee sends it and keeps a copy that says how much was sent; at the end tail
+# is stopped and the rest goes from there, so every byte is sent once.
+run_job() {
+	_rj_job=$jobs/$1
+	_rj_waiter=
+	if [ -e "$_rj_job.collected" ]; then
+		finish '!NOJOB'
 		return
 	fi
-	cat "$_rc_fifo" >>"$_rc_out" 2>/dev/null &
-	_rc_relay=$!
-	(
-		if [ -n "$2" ]; then cd "$2" || exit 126; fi
-		# One argument may not exceed 128 KiB on Linux: a longer script
-		# is read from a file (it then sees that file as $0).
-		if [ "${#1}" -le 65536 ]; then
-			exec $setsid_cmd sh -c "$1"
+	if [ ! -e "$_rj_job.out" ]; then
+		if [ "$2" != 0 ]; then
+			finish '!NOJOB'
+			return
 		fi
-		printf '%s\n' "$1" >"$_rc_script" || exit 126
-		# shellcheck disable=SC2016 # expanded by the inner sh
-		exec $setsid_cmd sh -c '. "$0"' "$_rc_script"
-	) >"$_rc_fifo" 2>&1 3<&- &
-	_rc_job=$!
+		if [ -n "$4" ]; then
+			if [ ! -d "$4" ]; then
+				if [ -e "$4" ]; then finish '!ENOTDIR'; else finish '!ENOENT'; fi
+				return
+			fi
+			if [ ! -x "$4" ]; then
+				finish '!EACCES'
+				return
+			fi
+		fi
+		[ -z "$housekeeping" ] || wait "$housekeeping"
+		# The jobs directory is the user's alone (umask 077), and the
+		# FIFO may have been made ahead, at the end of the last job; the
+		# job keeps it open when this server and its directory go.
+		_rj_fifo=$private/fifo.$((seq + 1))
+		[ -p "$_rj_fifo" ] || mkfifo "$_rj_fifo" 2>/dev/null
+		# noclobber: of two starts of one job, one creates it.
+		set -C
+		{ : >"$_rj_job.out"; } 2>/dev/null
+		_rj_made=$?
+		set +C
+		if [ "$_rj_made" != 0 ] || ! [ -p "$_rj_fifo" ] || ! { : >"$_rj_job.lease"; } 2>/dev/null; then
+			rm -f "$_rj_job".*
+			finish "!EIO cannot create a job in $jobs"
+			return
+		fi
+		start_job "$_rj_job" "$3" "$4" "$_rj_fifo"
+	fi
+	# The last server attached collects the job (one that lost its
+	# connection may not know it yet).
+	echo "$$" >"$_rj_job.owner"
+	seq=$((seq + 1))
+	_rj_claim=$private/claim.$seq
+	_rj_tail=$private/tail.$seq
+	_rj_copy=$private/copy.$seq
 	# The live stream starts only for a command still running after a
-	# moment: most end sooner, and their output then goes out in one
-	# piece. Whoever creates the claim file first decides.
+	# moment. Whoever creates the claim file first decides.
 	(
 		sleep 0.05 2>/dev/null || sleep 1
+		# A job that runs for more than a moment gets its lease watched
+		# (the end of the request stream makes sure of it too).
+		watch_lease_once "$_rj_job" "$8"
 		set -C
-		command : 2>/dev/null >"$_rc_claim" || exit 0
-		# shellcheck disable=SC2016 # $$, $1 and $2 belong to the inner sh
-		sh -c 'echo "$$" >"$2"; exec tail -c +1 -f "$1"' sh "$_rc_out" "$_rc_tail" 2>/dev/null |
-			tee "$_rc_copy" 2>/dev/null
+		command : 2>/dev/null >"$_rj_claim" || exit 0
+		# shellcheck disable=SC2016 # $$, $1, $2 and $3 belong to the inner sh
+		sh -c 'echo "$$" >"$2"; exec tail -c +"$3" -f "$1"' sh "$_rj_job.out" "$_rj_tail" "$(($2 + 1))" 2>/dev/null |
+			tee "$_rj_copy" 2>/dev/null
 	) &
-	_rc_stream=$!
+	_rj_stream=$!
 
-	wait_job "$_rc_job" "$_rc_relay" "$_rc_stream" "@$_rc_tail"
-	_rc_status=$job_status
-	# (kill -0 fails once the relay has ended: wait reaps every child.)
-	if kill -s 0 "$_rc_relay" 2>/dev/null; then
-		( sleep "$grace" 2>/dev/null || sleep 1; kill -s KILL "$_rc_relay" 2>/dev/null ) &
-		_rc_timer=$!
-		wait "$_rc_relay"
-		kill -s KILL "$_rc_timer" 2>/dev/null
+	_rj_status=
+	_wj_ttl=$8
+	if ! wait_job "$_rj_job" "$_rj_waiter" "$_rj_stream" "@$_rj_tail"; then
+		_rj_status='!EIO the job ended without a status (its waiter was killed)'
 	fi
 	set -C
-	if command : 2>/dev/null >"$_rc_claim"; then
+	if command : 2>/dev/null >"$_rj_claim"; then
 		set +C
-		kill -s KILL "$_rc_stream" 2>/dev/null
-		if [ -s "$_rc_out" ]; then cat "$_rc_out"; fi
+		kill -s KILL "$_rj_stream" 2>/dev/null
+		tail -c +$(($2 + 1)) "$_rj_job.out"
 	else
 		set +C
 		# Streaming: stop tail (its pid comes a moment after the claim),
 		# and send what it had not sent yet.
-		if ! read_pid "$_rc_tail"; then
+		if ! read_pid "$_rj_tail"; then
 			# A tee left writing could interleave with later answers: this
 			# server is done.
-			kill -s KILL "$_rc_stream" 2>/dev/null
+			kill -s KILL "$_rj_stream" 2>/dev/null
 			finish '!EIO the output stream did not start'
 			exit 1
 		fi
 		kill -s KILL "$_rp_pid" 2>/dev/null
-		wait "$_rc_stream"
-		_rc_sent=$(wc -c <"$_rc_copy")
-		tail -c +$((_rc_sent + 1)) "$_rc_out"
+		wait "$_rj_stream"
+		_rj_sent=$(wc -c <"$_rj_copy")
+		tail -c +$(($2 + _rj_sent + 1)) "$_rj_job.out"
 	fi
-
-	if [ -n "$3" ]; then
-		save_output "$_rc_out" "$3" "$4" "$5"
+	if [ -z "$_rj_status" ]; then
+		read -r _rj_status <"$_rj_job.status"
+		_rc_saved=
+		if [ -n "$5" ]; then
+			save_output "$_rj_job.out" "$5" "$6" "$7"
+		fi
+		_rj_status=$_rj_status$_rc_saved
 	fi
-	finish "$_rc_status$_rc_saved"
-	# Housekeeping after the answer, while the client reads it: this
-	# request's files go, the next one's FIFO comes. Waited for before the
-	# next command and before the directory goes.
+	read -r _rj_owner <"$_rj_job.owner" 2>/dev/null
+	if [ "$_rj_owner" = "$$" ]; then
+		: >"$_rj_job.collected"
+	else
+		_rj_job=
+	fi
+	finish "$_rj_status"
+	# Housekeeping after the answer, while the client reads it. Waited for
+	# before the next job and before the private directory goes.
+	rm -f "$_rj_claim" "$_rj_tail" "$_rj_copy"
 	{
-		rm -f "$_rc_out" "$_rc_fifo" "$_rc_claim" "$_rc_tail" "$_rc_copy" "$_rc_script"
+		# ID.collected stays, so that a start sent again (its answer
+		# lost) finds the job done rather than running it twice.
+		[ -z "$_rj_job" ] || rm -f "$_rj_job.out" "$_rj_job.status" "$_rj_job.pid" "$_rj_job.waiter" "$_rj_job.owner" \
+			"$_rj_job.lease" "$_rj_job.lease.check" "$_rj_job.lease.watched" "$_rj_job.script" "$_rj_job.killed"
 		mkfifo "$private/fifo.$((seq + 1))"
 	} 2>/dev/null &
 	housekeeping=$!
+}
+
+# cancel_job ID kills job ID, whose client gave up on it while the
+# connection was down. Status 0.
+cancel_job() {
+	read -r _cj_pid <"$jobs/$1.pid" 2>/dev/null && [ ! -s "$jobs/$1.status" ] && kill_job "$_cj_pid"
+	return 0
+}
+
+# start_job JOB SCRIPT DIR FIFO starts the waiter of a new job (see
+# run_job) and sets _rj_waiter. The status is one short write of a whole
+# line: readers wait for the file to be non-empty.
+start_job() {
+	(
+		trap '' HUP PIPE
+		cat "$4" >>"$1.out" 2>/dev/null &
+		_sj_relay=$!
+		(
+			if [ -n "$3" ]; then cd "$3" || exit 126; fi
+			# One argument may not exceed 128 KiB on Linux: a longer
+			# script is read from a file (it then sees that file as $0).
+			if [ "${#2}" -le 65536 ]; then
+				exec $setsid_cmd sh -c "$2"
+			fi
+			printf '%s\n' "$2" >"$1.script" || exit 126
+			# shellcheck disable=SC2016 # expanded by the inner sh
+			exec $setsid_cmd sh -c '. "$0"' "$1.script"
+		) >"$4" 2>&1 &
+		echo "$!" >"$1.pid"
+		wait "$!"
+		_sj_status=$?
+		# (kill -0 fails once the relay has ended: wait reaps every child.)
+		if kill -s 0 "$_sj_relay" 2>/dev/null; then
+			( sleep "$grace" 2>/dev/null || sleep 1; kill -s KILL "$_sj_relay" 2>/dev/null ) &
+			_sj_timer=$!
+			wait "$_sj_relay"
+			kill -s KILL "$_sj_timer" 2>/dev/null
+		fi
+		echo "$_sj_status" >"$1.status"
+		# Killed for want of a client: none will collect it.
+		if [ -e "$1.killed" ]; then rm -f "$1".*; fi
+	) </dev/null >/dev/null 2>&1 3<&- &
+	_rj_waiter=$!
+	echo "$_rj_waiter" >"$1.waiter"
+}
+
+# watch_lease_once JOB TTL starts watch_lease for a job that is still
+# running and has none yet, detached from this server.
+watch_lease_once() {
+	[ -s "$1.status" ] && return
+	(
+		set -C
+		command : >"$1.lease.watched" || exit 0
+		set +C
+		trap '' HUP PIPE
+		read_pid "$1.pid" || exit 0
+		watch_lease "$1" "$_rp_pid" "$2"
+	) </dev/null >/dev/null 2>&1 3<&- &
+}
+
+# watch_lease JOB PID TTL kills the job PID once its lease file has not
+# been touched for TTL seconds (looked at every TTL/3, at least every
+# second), and ends with the job. It naps a second at a time.
+watch_lease() {
+	_wl_period=$(($3 / 3))
+	[ "$_wl_period" -ge 1 ] || _wl_period=1
+	_wl_silent=0
+	while :; do
+		: >"$1.lease.check"
+		_wl_napped=0
+		while [ "$_wl_napped" -lt "$_wl_period" ]; do
+			sleep 1
+			[ -s "$1.status" ] && return
+			_wl_napped=$((_wl_napped + 1))
+		done
+		if [ -n "$(find "$1.lease" -newer "$1.lease.check" 2>/dev/null)" ]; then
+			_wl_silent=0
+			continue
+		fi
+		_wl_silent=$((_wl_silent + _wl_period))
+		if [ "$_wl_silent" -ge "$3" ]; then
+			echo lease >"$1.killed"
+			kill_job "$2"
+			return
+		fi
+	done
 }
 
 # read_pid FILE sets _rp_pid to the pid another process is about to write
@@ -366,7 +544,7 @@ open_file() {
 	else
 		echo OK
 		LC_ALL=C cat -- "$1" 2>"$private/err" 3<&- &
-		wait_job "$!"
+		wait_child "$!"
 		if [ "$job_status" != 0 ]; then
 			finish "$(error_from_stderr 'read failed')"
 			return

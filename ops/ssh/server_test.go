@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -101,7 +103,7 @@ func (l *localServer) do(t *testing.T, w io.Writer, fn string, args ...string) s
 func (l *localServer) run(t *testing.T, script string) (string, string) {
 	t.Helper()
 	var out bytes.Buffer
-	status := l.do(t, &out, "run_command", script, "", "", "", "")
+	status := l.do(t, &out, "run_job", newJob(script)...)
 	return status, out.String()
 }
 
@@ -145,10 +147,58 @@ func TestServerScript(t *testing.T) {
 				assert.Equal(t, "0", status)
 				assert.Equal(t, "B-done\n", out, "nothing of the first command's child")
 			})
+			t.Run("a job outlives its server and is attached to from an offset", func(t *testing.T) {
+				cache := t.TempDir()
+				first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				job := newJob(`i=1; while [ $i -le 30 ]; do echo "line $i"; i=$((i+1)); sleep 0.02; done; exit 5`)
+				require.NoError(t, first.send(call("run_job", job...)))
+				// Read the first lines, then the server goes, as with a
+				// dropped connection.
+				var got bytes.Buffer
+				buf := make([]byte, 1)
+				for !strings.Contains(got.String(), "line 3\n") {
+					_, err := first.stdout.Read(buf)
+					require.NoError(t, err)
+					got.Write(buf)
+				}
+				first.close()
+
+				second := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				attach := slices.Clone(job)
+				attach[1] = strconv.Itoa(got.Len())
+				var rest bytes.Buffer
+				status := second.do(t, &rest, "run_job", attach...)
+				assert.Equal(t, "5", status, "the true exit status")
+				var want strings.Builder
+				for i := 1; i <= 30; i++ {
+					fmt.Fprintf(&want, "line %d\n", i)
+				}
+				assert.Equal(t, want.String(), got.String()+rest.String(), "every byte once")
+
+				status = second.do(t, io.Discard, "run_job", attach...)
+				assert.Equal(t, "!NOJOB", status, "collected: gone")
+				status, out := second.run(t, "echo next")
+				assert.Equal(t, "0", status)
+				assert.Equal(t, "next\n", out)
+			})
+			t.Run("a start sent twice runs once", func(t *testing.T) {
+				cache := t.TempDir()
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				counter := filepath.Join(t.TempDir(), "runs")
+				job := newJob("echo run >>" + counter + "; sleep 0.3; echo done")
+				other := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				require.NoError(t, l.send(call("run_job", job...)))
+				time.Sleep(100 * time.Millisecond)
+				var out bytes.Buffer
+				assert.Equal(t, "0", other.do(t, &out, "run_job", job...), "attaches")
+				assert.Equal(t, "done\n", out.String())
+				runs, _ := os.ReadFile(counter)
+				assert.Equal(t, "run\n", string(runs))
+			})
 			t.Run("a slow reader gets all of the output", func(t *testing.T) {
 				l := startLocal(t, sh, true)
 				w := &slowWriter{pause: 20 * time.Millisecond}
-				status := l.do(t, w, "run_command", `awk 'BEGIN { for (i = 1; i <= 100000; i++) print i }'; echo END-MARKER`, "", "", "", "")
+				status := l.do(t, w, "run_job", newJob(`awk 'BEGIN { for (i = 1; i <= 100000; i++) print i }'; echo END-MARKER`)...)
 				assert.Equal(t, "0", status)
 				lines := strings.Split(strings.TrimSuffix(w.String(), "\n"), "\n")
 				require.Len(t, lines, 100001)
@@ -160,7 +210,7 @@ func TestServerScript(t *testing.T) {
 					l := startLocal(t, sh, setsid)
 					marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
 					t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
-					require.NoError(t, l.send(call("run_command", fmt.Sprintf("sleep %s & sleep %s & echo started; wait", marker, marker), "", "", "", "")))
+					require.NoError(t, l.send(call("run_job", newJob(fmt.Sprintf("sleep %s & sleep %s & echo started; wait", marker, marker))...)))
 					require.Eventually(t, func() bool { return len(sleeping(t, marker)) == 2 }, 5*time.Second, 10*time.Millisecond)
 					require.NoError(t, l.cancel())
 					var out bytes.Buffer
@@ -280,7 +330,7 @@ func TestServerScript(t *testing.T) {
 				// A server whose client stopped reading dies of SIGPIPE
 				// on its next answer; its directory goes with it.
 				stdout.Close()
-				require.NoError(t, s.send(call("run_command", "echo bye", "", "", "", "")))
+				require.NoError(t, s.send(call("run_job", newJob("echo bye")...)))
 				done := make(chan error, 1)
 				go func() { done <- cmd.Wait() }()
 				select {
@@ -325,4 +375,10 @@ func TestPrintfFormatRoundTrip(t *testing.T) {
 		require.NoError(t, err, "%v", sh)
 		assert.Equal(t, content, string(out), "%v", sh)
 	}
+}
+
+// newJob is the arguments of run_job for a new job running script in the
+// home directory, its output not saved, with a lease of a minute.
+func newJob(script string) []string {
+	return []string{randomHex(8), "0", script, "", "", "", "", "60"}
 }
