@@ -55,14 +55,18 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, ops.ErrConnectionLost) && (lostAt.IsZero() || ctx.Err() != nil) {
-			return err
-		}
 		if ctx.Err() != nil {
-			// Cancelled or timed out while the host was away: the job is
-			// killed once it is back (or by its lease).
-			go h.cancelJob(id)
+			// The server kills the job when told to, but it may have been
+			// given up on first (too slow to answer, or its connection
+			// gone): make sure, now, or once the host is back (or the
+			// lease runs out).
+			if h.killJob(id) != nil {
+				go h.cancelJob(id)
+			}
 			return ctx.Err()
+		}
+		if !errors.Is(err, ops.ErrConnectionLost) && lostAt.IsZero() {
+			return err
 		}
 		if h.opts.ReattachTimeout < 0 {
 			return err
@@ -183,6 +187,15 @@ func (h *Host) awaitHost(ctx context.Context, timeout time.Duration) error {
 		}
 		pause = min(2*pause, 2*time.Second)
 	}
+}
+
+// killJob kills job id on the host (nothing when it has ended), over the
+// current connection or a new one, giving up after a while.
+func (h *Host) killJob(id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), killWait)
+	defer cancel()
+	_, _, err := h.call(ctx, change, "cancel", id, "cancel_job", id)
+	return err
 }
 
 // cancelJob kills job id on the host once the host answers again, trying

@@ -259,14 +259,16 @@ EOF
 
 # sweep_jobs removes the files of jobs nobody will collect: ended
 # more than a day ago, or whose waiter is gone without a status (killed,
-# or the host rebooted); and the marks of jobs collected a day ago.
+# or the host rebooted); and the marks of jobs collected an hour ago.
 sweep_jobs() {
-	find "$jobs" -name '*.collected' -mmin +1440 -exec rm -f {} + 2>/dev/null
+	find "$jobs" -name '*.collected' -mmin +60 -exec rm -f {} + 2>/dev/null
 	for _sj_job in "$jobs"/*.waiter; do
 		_sj_job=${_sj_job%.waiter}
 		if [ -s "$_sj_job.status" ]; then
 			[ -n "$(find "$_sj_job.status" -mmin +1440 2>/dev/null)" ] && rm -f "$_sj_job".*
-		elif read -r _sj_waiter <"$_sj_job.waiter" 2>/dev/null && ! kill -s 0 "$_sj_waiter" 2>/dev/null; then
+		elif read -r _sj_waiter <"$_sj_job.waiter" 2>/dev/null && ! kill -s 0 "$_sj_waiter" 2>/dev/null &&
+			[ ! -s "$_sj_job.status" ]; then
+			# (Looked at again: the waiter writes the status, then ends.)
 			rm -f "$_sj_job".*
 		fi
 	done 2>/dev/null
@@ -461,7 +463,7 @@ start_job() {
 # watch_lease_once JOB TTL starts watch_lease for a job that is still
 # running and has none yet, detached from this server.
 watch_lease_once() {
-	[ -s "$1.status" ] && return
+	job_running "$1" || return
 	(
 		set -C
 		command : >"$1.lease.watched" || exit 0
@@ -472,9 +474,16 @@ watch_lease_once() {
 	) </dev/null >/dev/null 2>&1 3<&- &
 }
 
+# job_running JOB: the job has no status yet and has not been collected
+# (its lease file goes then).
+job_running() {
+	[ ! -s "$1.status" ] && [ -e "$1.lease" ]
+}
+
 # watch_lease JOB PID TTL kills the job PID once its lease file has not
 # been touched for TTL seconds (looked at every TTL/3, at least every
-# second), and ends with the job. It naps a second at a time.
+# second), and ends with the job (or once it has been collected). It naps a
+# second at a time.
 watch_lease() {
 	_wl_period=$(($3 / 3))
 	[ "$_wl_period" -ge 1 ] || _wl_period=1
@@ -484,7 +493,7 @@ watch_lease() {
 		_wl_napped=0
 		while [ "$_wl_napped" -lt "$_wl_period" ]; do
 			sleep 1
-			[ -s "$1.status" ] && return
+			job_running "$1" || return
 			_wl_napped=$((_wl_napped + 1))
 		done
 		if [ -n "$(find "$1.lease" -newer "$1.lease.check" 2>/dev/null)" ]; then
@@ -492,7 +501,7 @@ watch_lease() {
 			continue
 		fi
 		_wl_silent=$((_wl_silent + _wl_period))
-		if [ "$_wl_silent" -ge "$3" ]; then
+		if [ "$_wl_silent" -ge "$3" ] && job_running "$1"; then
 			echo lease >"$1.killed"
 			kill_job "$2"
 			return
