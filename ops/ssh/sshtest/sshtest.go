@@ -164,8 +164,13 @@ func (s *Server) session(srv *glssh.Server, conn *gossh.ServerConn, ch gossh.New
 		s.closeEarly--
 		s.mu.Unlock()
 		if c, reqs, err := ch.Accept(); err == nil {
-			go gossh.DiscardRequests(reqs)
+			// Closed first, and no request answered (not even with a
+			// refusal): the client sees EOF.
 			c.Close()
+			go func() {
+				for range reqs {
+				}
+			}()
 		}
 		return
 	}
