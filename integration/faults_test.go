@@ -83,19 +83,27 @@ func TestFaultResetDuringWrite(t *testing.T) {
 	assert.Greater(t, p.Accepted(), accepted, "on a new connection")
 }
 
-// A black hole is noticed by the keepalives and reported as a lost
-// connection (an error result for a tool); once the network is back the
-// next call succeeds on a new connection.
-func TestFaultBlackhole(t *testing.T) {
+// blackholeEnv is a tool environment on an sshd behind a proxy, with three
+// keepalives interval apart and no waiting for the host to come back (the
+// tests using it are about noticing), checked to work.
+func blackholeEnv(t *testing.T, interval time.Duration) (*netfault.Proxy, *toolEnv) {
+	t.Helper()
 	srv := sshd.Start(t, sshd.Options{})
 	p := netfault.Start(t, srv.Addr)
 	cfg := viaProxy(t, srv, p)
-	cfg.KeepaliveInterval, cfg.KeepaliveCount = 300*time.Millisecond, 3
-	// No waiting for the host to come back: this is about noticing.
+	cfg.KeepaliveInterval, cfg.KeepaliveCount = interval, 3
 	h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: -1})
 	t.Cleanup(func() { h.Close() })
 	te := newToolEnv(t, h, "flaky", t.TempDir())
 	assert.Equal(t, "up\n", te.ok("bash", map[string]any{"command": "echo up"}))
+	return p, te
+}
+
+// A black hole is noticed by the keepalives and reported as a lost
+// connection (an error result for a tool); once the network is back the
+// next call succeeds on a new connection.
+func TestFaultBlackhole(t *testing.T) {
+	p, te := blackholeEnv(t, 300*time.Millisecond)
 	require.Equal(t, int64(1), p.Accepted())
 
 	go func() {
@@ -122,14 +130,7 @@ func TestFaultBlackhole(t *testing.T) {
 // bound (count x interval of silence, plus at most a second) and the call
 // returns then: nothing waits on the dead link after that.
 func TestFaultBlackholeWithinKeepaliveBound(t *testing.T) {
-	srv := sshd.Start(t, sshd.Options{})
-	p := netfault.Start(t, srv.Addr)
-	cfg := viaProxy(t, srv, p)
-	cfg.KeepaliveInterval, cfg.KeepaliveCount = 2*time.Second, 3
-	h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: -1})
-	t.Cleanup(func() { h.Close() })
-	te := newToolEnv(t, h, "flaky", t.TempDir())
-	assert.Equal(t, "up\n", te.ok("bash", map[string]any{"command": "echo up"}))
+	p, te := blackholeEnv(t, 2*time.Second)
 
 	holed := make(chan time.Time, 1)
 	go func() {

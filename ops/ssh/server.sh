@@ -390,11 +390,11 @@ run_job() {
 	fi
 	if [ -z "$_rj_status" ]; then
 		read -r _rj_status <"$_rj_job.status"
-		_rc_saved=
+		_so_saved=
 		if [ -n "$5" ]; then
 			save_output "$_rj_job.out" "$5" "$6" "$7"
 		fi
-		_rj_status=$_rj_status$_rc_saved
+		_rj_status=$_rj_status$_so_saved
 	fi
 	read -r _rj_owner <"$_rj_job.owner" 2>/dev/null
 	if [ "$_rj_owner" = "$$" ]; then
@@ -525,10 +525,10 @@ read_pid() {
 
 # save_output FILE DEST BYTES LINES moves FILE to DEST when it is longer
 # than BYTES bytes or LINES lines (a last line without a newline counts);
-# sets _rc_saved to " saved", " unsaved" (the move failed) or "" (not
+# sets _so_saved to " saved", " unsaved" (the move failed) or "" (not
 # needed).
 save_output() {
-	_rc_saved=
+	_so_saved=
 	_so_counts=$(wc -lc <"$1") || return
 	# shellcheck disable=SC2086 # "lines bytes"
 	set -- "$1" "$2" "$3" "$4" $_so_counts
@@ -536,7 +536,7 @@ save_output() {
 		set -- "$1" "$2" "$3" "$4" $(($5 + 1)) "$6"
 	fi
 	if [ "$6" -gt "$3" ] || [ "$5" -gt "$4" ]; then
-		if chmod 600 "$1" && mv -f "$1" "$2" 2>/dev/null; then _rc_saved=' saved'; else _rc_saved=' unsaved'; fi
+		if chmod 600 "$1" && mv -f "$1" "$2" 2>/dev/null; then _so_saved=' saved'; else _so_saved=' unsaved'; fi
 	fi
 }
 
