@@ -56,12 +56,15 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 			break
 		}
 		if ctx.Err() != nil {
-			// The server kills the job when told to, but it may have been
+			// The job's server kills it when told to; if that server was
 			// given up on first (too slow to answer, or its connection
-			// gone): make sure, now, or once the host is back (or the
+			// gone), make sure now, or once the host is back (or the
 			// lease runs out).
-			if h.killJob(id) != nil {
-				go h.cancelJob(id)
+			// (Exactly ctx.Err(): the server confirmed the kill.)
+			if err != ctx.Err() || !lostAt.IsZero() {
+				if h.killJob(id) != nil {
+					go h.cancelJob(id)
+				}
 			}
 			return ctx.Err()
 		}

@@ -3,6 +3,7 @@ package ssh
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -124,9 +125,13 @@ func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writ
 		return "", c.abandon(s, gate, done)
 	case <-time.After(killWait):
 		c.abandon(s, gate, done)
-		return "", ctx.Err()
+		return "", fmt.Errorf("%w (%w)", ctx.Err(), errKillUnconfirmed)
 	}
 }
+
+// errKillUnconfirmed: a job's server did not answer the kill in time and
+// was given up on; the job may still run.
+var errKillUnconfirmed = errors.New("the host did not confirm the kill")
 
 // finish ends a request that got its answer.
 func (c *conn) finish(s *server, gate *gatedWriter, a answer) (string, error) {
