@@ -37,6 +37,13 @@ func testExec(t *testing.T, h Harness) {
 		require.ErrorAs(t, err, &ee)
 		assert.Equal(t, 143, ee.Code)
 	})
+	t.Run("the command's signals are not ignored", func(t *testing.T) {
+		// A shell that ignored SIGPIPE or SIGHUP would survive them and
+		// print its line: `yes | head` would then run for ever.
+		got := run(t, o, `sh -c 'kill -s PIPE $$; echo PIPE ignored'; sh -c 'kill -s HUP $$; echo HUP ignored'; echo done`)
+		assert.NotContains(t, got, "ignored")
+		assert.True(t, strings.HasSuffix(got, "done\n"), "%q", got) // (after the shell's "Hangup", if it says so)
+	})
 	t.Run("merged output order", func(t *testing.T) {
 		got := run(t, o, "echo 1; echo 2 >&2; echo 3; echo 4 >&2; printf 5")
 		assert.Equal(t, "1\n2\n3\n4\n5", got)

@@ -432,6 +432,9 @@ start_job() {
 		cat "$4" >>"$1.out" 2>/dev/null &
 		_sj_relay=$!
 		(
+			# The command gets the signal dispositions of any other
+			# (the waiter's ignored HUP and PIPE are its own).
+			trap - HUP PIPE
 			if [ -n "$3" ]; then cd "$3" || exit 126; fi
 			# One argument may not exceed 128 KiB on Linux: a longer
 			# script is read from a file (it then sees that file as $0).
