@@ -176,6 +176,21 @@ func readFile(t *testing.T, name string) string {
 	return string(b)
 }
 
+// reattachingHost is an sshd behind a proxy, reached with quick keepalives
+// (3 x 1 s) and connect timeout (2 s), whose commands wait a minute for
+// the host to come back.
+func reattachingHost(t *testing.T) (*netfault.Proxy, *rssh.Host) {
+	t.Helper()
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	cfg := viaProxy(t, srv, p)
+	cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
+	cfg.ConnectTimeout = 2 * time.Second
+	h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: time.Minute})
+	t.Cleanup(func() { h.Close() })
+	return p, h
+}
+
 // A command outlives a dropped connection: the link is reset 5 s into a
 // 30 s command that prints a numbered line every 100 ms, and the host
 // refuses connections for the next 10 s; the call reconnects, and returns
@@ -185,13 +200,7 @@ func TestCommandSurvivesDroppedConnection(t *testing.T) {
 	for _, fault := range []string{"reset", "black hole"} {
 		t.Run(fault, func(t *testing.T) {
 			t.Parallel()
-			srv := sshd.Start(t, sshd.Options{})
-			p := netfault.Start(t, srv.Addr)
-			cfg := viaProxy(t, srv, p)
-			cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
-			cfg.ConnectTimeout = 2 * time.Second
-			h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: time.Minute})
-			t.Cleanup(func() { h.Close() })
+			p, h := reattachingHost(t)
 			go func() {
 				time.Sleep(5 * time.Second)
 				p.Refuse(true)
@@ -225,13 +234,7 @@ func TestCommandSurvivesDroppedConnection(t *testing.T) {
 // once the host answers again.
 func TestCancelDuringDisconnectKillsOnReturn(t *testing.T) {
 	t.Parallel()
-	srv := sshd.Start(t, sshd.Options{})
-	p := netfault.Start(t, srv.Addr)
-	cfg := viaProxy(t, srv, p)
-	cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
-	cfg.ConnectTimeout = 2 * time.Second
-	h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: time.Minute})
-	t.Cleanup(func() { h.Close() })
+	p, h := reattachingHost(t)
 	marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
 	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
 
