@@ -21,8 +21,8 @@ type Proxy struct {
 	mu        sync.Mutex
 	delay     time.Duration // one way
 	rate      [2]int        // bytes per second client→server, server→client; 0 = unlimited
-	blackhole bool
-	unblock   chan struct{} // closed when the black hole ends
+	held      [2]bool          // per direction: bytes wait (a black hole)
+	unblock   [2]chan struct{} // per direction: closed when the hold ends
 	refuse    bool          // new connections are reset at once
 	conns     map[*pair]bool
 
@@ -39,8 +39,11 @@ func Start(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[*pair]bool{}, unblock: make(chan struct{})}
-	close(p.unblock)
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[*pair]bool{}}
+	for dir := range p.unblock {
+		p.unblock[dir] = make(chan struct{})
+		close(p.unblock[dir])
+	}
 	go p.serve()
 	t.Cleanup(func() {
 		ln.Close()
@@ -69,16 +72,25 @@ func (p *Proxy) SetRate(up, down int) {
 // Blackhole stops (on) or resumes (off) all forwarding. Connections stay
 // open and unread bytes wait, as behind a dead route.
 func (p *Proxy) Blackhole(on bool) {
+	p.hold(0, on)
+	p.hold(1, on)
+}
+
+// HoldReplies stops (on) or resumes (off) forwarding from the server to
+// the client only: requests arrive, their answers wait.
+func (p *Proxy) HoldReplies(on bool) { p.hold(1, on) }
+
+func (p *Proxy) hold(dir int, on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if on == p.blackhole {
+	if on == p.held[dir] {
 		return
 	}
-	p.blackhole = on
+	p.held[dir] = on
 	if on {
-		p.unblock = make(chan struct{})
+		p.unblock[dir] = make(chan struct{})
 	} else {
-		close(p.unblock)
+		close(p.unblock[dir])
 	}
 }
 
@@ -209,14 +221,14 @@ func (p *Proxy) pipe(dst, src *net.TCPConn, dir int) {
 	for c := range queue {
 		for {
 			p.mu.Lock()
-			delay, unblock := p.delay, p.unblock
+			delay, unblock := p.delay, p.unblock[dir]
 			p.mu.Unlock()
 			<-unblock
 			if wait := time.Until(c.at.Add(delay)); wait > 0 {
 				time.Sleep(wait)
 			}
 			p.mu.Lock()
-			blocked := p.blackhole
+			blocked := p.held[dir]
 			p.mu.Unlock()
 			if !blocked {
 				break

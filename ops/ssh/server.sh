@@ -61,7 +61,7 @@ serve() {
 	fi
 	sweep_jobs
 	housekeeping=
-	trap '[ -z "$housekeeping" ] || wait "$housekeeping"; rm -rf "$private"' EXIT
+	trap '[ -z "$housekeeping" ] || wait "$housekeeping"; remove_private "$private"' EXIT
 	trap 'exit 129' HUP
 	trap 'exit 141' PIPE
 	trap 'exit 143' TERM
@@ -106,8 +106,20 @@ sweep_private_dirs() {
 		_spd_pid=${_spd_dir##*/.pi-remote.}
 		_spd_pid=${_spd_pid%%.*}
 		case $_spd_pid in '' | *[!0-9]*) continue ;; esac
-		kill -s 0 "$_spd_pid" 2>/dev/null || rm -rf "$_spd_dir" 2>/dev/null
+		kill -s 0 "$_spd_pid" 2>/dev/null || remove_private "$_spd_dir" 2>/dev/null
 	done
+}
+
+# remove_private DIR removes a server's private directory, and first the
+# temporary files of writes it created and never committed (a client that
+# lost its connection, or crashed, between create_temp and commit_temp):
+# DIR/temp.SUFFIX holds the path of each.
+remove_private() {
+	for _rmp_temp in "$1"/temp.*; do
+		[ -f "$_rmp_temp" ] || continue
+		IFS= read -r _rmp_path <"$_rmp_temp" && rm -f -- "$_rmp_path"
+	done
+	rm -rf "$1"
 }
 
 # finish STATUS ends the answer to a request.
@@ -809,10 +821,7 @@ prepare_temp() {
 		report_missing "$_f"
 		return 1
 	fi
-	# A name of up to 255 bytes must leave room for the temporary one.
-	_pt_base=${_f##*/}
-	while [ "${#_pt_base}" -gt 200 ]; do _pt_base=${_pt_base%?}; done
-	_t=${_pt_dir%/}/.$_pt_base.pi-remote-$3
+	temp_path "$3"
 	umask 077
 	set -C
 	# "command" keeps a failed redirection from ending the shell.
@@ -831,6 +840,16 @@ prepare_temp() {
 	else
 		chmod "$2" "$_t"
 	fi
+}
+
+# temp_path SUFFIX sets _t to the temporary file of a write to _f.
+temp_path() {
+	_tp_dir=${_f%/*}
+	_tp_dir=${_tp_dir:-/}
+	# A name of up to 255 bytes must leave room for the temporary one.
+	_tp_base=${_f##*/}
+	while [ "${#_tp_base}" -gt 200 ]; do _tp_base=${_tp_base%?}; done
+	_t=${_tp_dir%/}/.$_tp_base.pi-remote-$1
 }
 
 # append_bytes FILE FORMAT appends printf FORMAT to FILE; on failure it
@@ -852,6 +871,7 @@ append_bytes() {
 # target) once TEMP is on disk, when TARGET still has DIGEST (empty: no
 # check). Prints "OK" or the error line; TEMP is gone either way.
 commit_temp() {
+	[ ! -e "$private/temp.${2##*.pi-remote-}" ] || rm -f "$private/temp.${2##*.pi-remote-}"
 	follow_links "$1" || {
 		rm -f "$2"
 		echo 'E ELOOP too many levels of symbolic links'
@@ -892,9 +912,12 @@ write_inline() {
 }
 
 # create_temp TARGET PERM SUFFIX PARENTS: "OK", then the path of a new
-# empty temporary file for TARGET (filled by the client, then committed).
+# empty temporary file for TARGET (filled by the client, then committed;
+# or removed with this server when it is neither committed nor removed).
 create_temp() {
 	prepare_temp "$1" "$2" "$3" "$4" || return
+	# Removed with the private directory unless committed or removed.
+	printf '%s\n' "$_t" >"$private/temp.$3"
 	printf 'OK\n%s' "$_t"
 }
 
@@ -931,9 +954,39 @@ diagnose_write() {
 	fi
 }
 
+# settle_write TARGET DIGEST SUFFIX... settles a write whose connection
+# was lost: the temporary files it may have made (named by their
+# SUFFIXes) are removed first, so that its commit, if it has not happened,
+# never will; then TARGET (its symlink target) is compared with DIGEST,
+# the new content's. Prints "OK applied", "OK absent", or "OK unknown"
+# when there is no digest to compare ("-": the commit was never sent).
+settle_write() {
+	follow_links "$1" || {
+		echo 'E ELOOP too many levels of symbolic links'
+		return
+	}
+	_sw_digest=$2
+	shift 2
+	for _sw_suffix in "$@"; do
+		temp_path "$_sw_suffix"
+		rm -f -- "$_t"
+	done
+	case $_sw_digest in
+	-) echo 'OK absent' ;;
+	'' | bytes:*) echo 'OK unknown' ;;
+	*)
+		if [ -f "$_f" ] && [ "$(file_digest "$_f" "$_sw_digest")" = "$_sw_digest" ]; then
+			echo 'OK applied'
+		else
+			echo 'OK absent'
+		fi
+		;;
+	esac
+}
+
 # remove_temp TEMP: "OK" once TEMP is gone.
 remove_temp() {
-	rm -f -- "$1"
+	rm -f -- "$1" "$private/temp.${1##*.pi-remote-}"
 	echo OK
 }
 

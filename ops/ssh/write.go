@@ -3,9 +3,6 @@ package ssh
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -39,10 +36,84 @@ const (
 //
 // A request that reached the host is waited for even when ctx ends: when
 // WriteFile returns, the write has happened or never will.
-func (h *Host) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.WriteOptions) (err error) {
+//
+// When the connection drops mid-way, WriteFile waits for the host (as
+// Exec does, up to HostOptions.ReattachTimeout) and settles the attempt:
+// its temporary files are removed, so that a commit still on its way
+// cannot happen, and the target's digest says whether the commit did. An
+// applied write is done; one that was not is sent again when r can seek
+// back (an io.Seeker), and otherwise reported as not applied. The result
+// is "unknown" only when the host never came back, or has no digest tool.
+func (h *Host) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.WriteOptions) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	seeker, _ := r.(io.Seeker)
+	var start int64
+	if seeker != nil {
+		var err error
+		if start, err = seeker.Seek(0, io.SeekCurrent); err != nil {
+			seeker = nil
+		}
+	}
+	var lostAt time.Time
+	for {
+		a := &writeAttempt{}
+		err := h.writeOnce(ctx, name, r, opts, a)
+		if err == nil {
+			return nil
+		}
+		lost := errors.Is(err, ops.ErrConnectionLost)
+		// A guarded write sent again may find the file changed by its
+		// own first attempt, committed late.
+		late := !lostAt.IsZero() && errors.Is(err, ops.ErrModified)
+		if !lost && !late {
+			return err
+		}
+		if lostAt.IsZero() {
+			lostAt = time.Now()
+		}
+		deadline := lostAt.Add(h.reattachTimeout())
+		if h.opts.ReattachTimeout < 0 {
+			// No waiting for the host, but a connection that comes back
+			// at once still gets the temporary files removed.
+			deadline = lostAt.Add(10 * time.Second)
+		}
+		applied, serr := h.settleWrite(ctx, name, a, deadline)
+		switch {
+		case serr != nil:
+			return fmt.Errorf("%w; %w", err, serr)
+		case applied:
+			return nil
+		case !lost:
+			return err
+		case seeker == nil || ctx.Err() != nil || h.opts.ReattachTimeout < 0:
+			return fmt.Errorf("%w; the write of %s was not applied", err, name)
+		}
+		if _, err := seeker.Seek(start, io.SeekStart); err != nil {
+			return fmt.Errorf("write %s: not applied, and its content cannot be read again: %w", name, err)
+		}
+	}
+}
+
+// writeAttempt is what one attempt of a write left on the host, for
+// settleWrite.
+type writeAttempt struct {
+	suffixes   []string // of the temporary files it may have created
+	committing bool     // the request that renames the file was sent
+	content    []byte   // the whole content, when it went inline
+	digest     string   // the digest of a streamed content, when known
+}
+
+// suffix returns a new temporary file suffix, remembered.
+func (a *writeAttempt) suffix() string {
+	s := randomHex(8)
+	a.suffixes = append(a.suffixes, s)
+	return s
+}
+
+// writeOnce is one attempt of WriteFile on the live connection.
+func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops.WriteOptions, a *writeAttempt) (err error) {
 	c, err := h.conn(ctx)
 	if err != nil {
 		return err
@@ -66,17 +137,15 @@ func (h *Host) WriteFile(ctx context.Context, name string, r io.Reader, opts ops
 		case "bytes":
 			// No digest tool: the expected content goes to the host, and
 			// the commit compares the file with it (and removes it).
-			_, expected, err := c.call(ctx, change, "write", name, "create_temp", name, "600", randomHex(8), parents)
+			_, expected, err := c.call(ctx, change, "write", name, "create_temp", name, "600", a.suffix(), parents)
 			if err != nil {
 				return err
 			}
 			defer func() {
-				if err == nil {
-					return // the commit removed it
+				if err == nil || errors.Is(err, ops.ErrConnectionLost) {
+					return // the commit removed it, or settleWrite will
 				}
-				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-				defer cancel()
-				h.call(cctx, change, "write", name, "remove_temp", string(expected))
+				h.removeTemp(ctx, name, string(expected))
 			}()
 			if err := h.upload(ctx, c, string(expected), bytes.NewReader(opts.Guard.Content)); err != nil {
 				return err
@@ -94,31 +163,100 @@ func (h *Host) WriteFile(ctx context.Context, name string, r io.Reader, opts ops
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		if format := printfFormat(head); len(format) <= encodedMax {
-			_, _, err := c.call(ctx, change, "write", name, "write_inline", name, octal, digest, randomHex(8), format, parents)
+			a.content, a.committing = head, true
+			_, _, err := c.call(ctx, change, "write", name, "write_inline", name, octal, digest, a.suffix(), format, parents)
 			return err
 		}
 	case err != nil:
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 
-	_, tmp, err := c.call(ctx, change, "write", name, "create_temp", name, octal, randomHex(8), parents)
+	// The digest of what is sent tells, after a lost connection, whether
+	// the commit happened.
+	p, err := c.probed(ctx)
 	if err != nil {
 		return err
 	}
-	err = h.upload(ctx, c, string(tmp), io.MultiReader(bytes.NewReader(head), r))
+	content := io.MultiReader(bytes.NewReader(head), r)
+	sum := newDigester(p.digest)
+	if sum != nil {
+		content = io.TeeReader(content, sum)
+	}
+	_, tmp, err := c.call(ctx, change, "write", name, "create_temp", name, octal, a.suffix(), parents)
+	if err != nil {
+		return err
+	}
+	err = h.upload(ctx, c, string(tmp), content)
 	if err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
-		// Leave no temporary file behind, even when ctx is what ended (on
-		// a new connection if this one is gone).
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		h.call(cctx, change, "write", name, "remove_temp", string(tmp))
+		if !errors.Is(err, ops.ErrConnectionLost) {
+			// Leave no temporary file behind, even when ctx is what ended.
+			h.removeTemp(ctx, name, string(tmp))
+		}
 		return err
 	}
+	if sum != nil {
+		a.digest = sum.sum()
+	}
+	a.committing = true
 	_, _, err = c.call(ctx, change, "write", name, "commit_temp", name, string(tmp), digest)
 	return err
+}
+
+// removeTemp removes a write's temporary file, within a few seconds (on a
+// new connection if this one is gone) and even when ctx has ended.
+func (h *Host) removeTemp(ctx context.Context, name, tmp string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	h.call(cctx, change, "write", name, "remove_temp", tmp)
+}
+
+// settleWrite waits for the host to answer again (until deadline) and
+// settles attempt a of writing name: its temporary files go, and the
+// target's digest says whether it was applied.
+func (h *Host) settleWrite(ctx context.Context, name string, a *writeAttempt, deadline time.Time) (bool, error) {
+	for {
+		wait := time.Until(deadline)
+		if wait <= 0 || h.awaitHost(ctx, wait) != nil {
+			if !a.committing {
+				return false, nil
+			}
+			return false, fmt.Errorf("whether the write of %s was applied is unknown: the host did not answer again", name)
+		}
+		c, err := h.conn(ctx)
+		if err != nil {
+			continue
+		}
+		digest := a.digest
+		if a.committing && a.content != nil {
+			p, err := c.probed(ctx)
+			if errors.Is(err, ops.ErrConnectionLost) {
+				continue
+			} else if err != nil {
+				return false, err
+			}
+			if newDigester(p.digest) != nil {
+				digest = contentDigest(a.content, p.digest)
+			}
+		}
+		if !a.committing {
+			digest = "-"
+		}
+		status, _, err := c.call(ctx, change, "write", name, "settle_write", append([]string{name, digest}, a.suffixes...)...)
+		switch {
+		case errors.Is(err, ops.ErrConnectionLost):
+			continue
+		case err != nil:
+			return false, err
+		case status == "applied":
+			return true, nil
+		case status == "absent" || !a.committing:
+			return false, nil
+		}
+		return false, fmt.Errorf("whether the write of %s was applied is unknown: the host has no digest tool to tell", name)
+	}
 }
 
 // upload fills the (existing, empty) temporary file tmp with r.
@@ -279,51 +417,4 @@ func printfFormat(b []byte) string {
 		b = b[1:]
 	}
 	return s.String()
-}
-
-// digestMethods are the host tools a guarded write can check the file
-// with, best first; "bytes" (cmp against an uploaded copy) is the last
-// resort.
-var digestMethods = []string{"sha256sum", "shasum", "openssl", "md5sum", "cksum"}
-
-// contentDigest is what server.sh's file_digest prints for content with
-// method (one of digestMethods).
-func contentDigest(content []byte, method string) string {
-	switch method {
-	case "sha256sum", "shasum", "openssl":
-		sum := sha256.Sum256(content)
-		return method + ":" + hex.EncodeToString(sum[:])
-	case "md5sum":
-		sum := md5.Sum(content)
-		return method + ":" + hex.EncodeToString(sum[:])
-	}
-	return fmt.Sprintf("cksum:%d:%d", posixCksum(content), len(content))
-}
-
-var cksumTable = func() (t [256]uint32) {
-	for i := range t {
-		c := uint32(i) << 24
-		for range 8 {
-			if c&0x80000000 != 0 {
-				c = c<<1 ^ 0x04c11db7
-			} else {
-				c <<= 1
-			}
-		}
-		t[i] = c
-	}
-	return t
-}()
-
-// posixCksum is the CRC of POSIX cksum(1): CRC-32 (not reflected) over
-// the data and then its length.
-func posixCksum(b []byte) uint32 {
-	var crc uint32
-	for _, c := range b {
-		crc = crc<<8 ^ cksumTable[byte(crc>>24)^c]
-	}
-	for n := len(b); n > 0; n >>= 8 {
-		crc = crc<<8 ^ cksumTable[byte(crc>>24)^byte(n)]
-	}
-	return ^crc
 }

@@ -6,14 +6,20 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestPosixCksumMatchesCksum(t *testing.T) {
+func TestCksumDigestMatchesCksum(t *testing.T) {
 	// Values printed by GNU cksum(1).
-	for content, want := range map[string]uint32{
-		"":             4294967295,
-		"hello\n":      3015617425,
-		"0123456789\n": 3656427724,
+	for content, want := range map[string]string{
+		"":             "cksum:4294967295:0",
+		"hello\n":      "cksum:3015617425:6",
+		"0123456789\n": "cksum:3656427724:11",
 	} {
-		assert.Equal(t, want, posixCksum([]byte(content)), "%q", content)
+		assert.Equal(t, want, contentDigest([]byte(content), "cksum"), "%q", content)
+		// Streamed in pieces, the same.
+		d := newDigester("cksum")
+		for _, b := range []byte(content) {
+			d.Write([]byte{b})
+		}
+		assert.Equal(t, want, d.sum(), "%q", content)
 	}
 }
 

@@ -1,0 +1,175 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/integration/netfault"
+	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/ops"
+	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+)
+
+// reattachingHost is an sshd behind a proxy, reached with quick keepalives
+// (3 x 1 s) and connect timeout (2 s), whose commands wait a minute for
+// the host to come back.
+func reattachingHost(t *testing.T) (*netfault.Proxy, *rssh.Host) {
+	t.Helper()
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	cfg := viaProxy(t, srv, p)
+	cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
+	cfg.ConnectTimeout = 2 * time.Second
+	h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: time.Minute})
+	t.Cleanup(func() { h.Close() })
+	return p, h
+}
+
+// A command outlives a dropped connection: the link is reset 5 s into a
+// 30 s command that prints a numbered line every 100 ms, and the host
+// refuses connections for the next 10 s; the call reconnects, and returns
+// every line exactly once, in order, with the command's exit code. The same
+// with a black hole instead of a reset.
+func TestCommandSurvivesDroppedConnection(t *testing.T) {
+	for _, fault := range []string{"reset", "black hole"} {
+		t.Run(fault, func(t *testing.T) {
+			t.Parallel()
+			p, h := reattachingHost(t)
+			go func() {
+				time.Sleep(5 * time.Second)
+				p.Refuse(true)
+				if fault == "reset" {
+					p.Reset()
+				} else {
+					p.Blackhole(true)
+					time.Sleep(4 * time.Second) // declared dead after 3 s
+					p.Reset()
+					p.Blackhole(false)
+				}
+				time.Sleep(10 * time.Second)
+				p.Refuse(false)
+			}()
+			var out strings.Builder
+			err := h.Exec(t.Context(), ops.Command{Script: `i=1; while [ $i -le 300 ]; do echo "line $i"; i=$((i+1)); sleep 0.1; done; exit 7`, Output: &out})
+			var ee *ops.ExitError
+			require.ErrorAs(t, err, &ee, "output so far: %q", out.String())
+			assert.Equal(t, 7, ee.Code)
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			require.Len(t, lines, 300, "every line once")
+			for i, l := range lines {
+				require.Equal(t, fmt.Sprintf("line %d", i+1), l, "in order, no gap, no duplicate")
+			}
+			assert.GreaterOrEqual(t, p.Accepted(), int64(2), "it reconnected")
+		})
+	}
+}
+
+// A command cancelled while its host is unreachable is killed on the host
+// once the host answers again.
+func TestCancelDuringDisconnectKillsOnReturn(t *testing.T) {
+	t.Parallel()
+	p, h := reattachingHost(t)
+	marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
+	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.Exec(ctx, ops.Command{Script: "sleep " + marker + " & sleep " + marker + "; wait"}) }()
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Len(c, sleepers(t, marker), 2) }, 10*time.Second, 50*time.Millisecond)
+	p.Refuse(true)
+	p.Reset()
+	time.Sleep(time.Second)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.Len(t, sleepers(t, marker), 2, "the host is unreachable: the job runs on")
+	p.Refuse(false)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, sleepers(t, marker), "killed once the host is back")
+	}, 15*time.Second, 100*time.Millisecond)
+}
+
+// A write whose connection drops is applied once or not at all, and the
+// call, waiting for the host, ends with the write applied: an upload cut
+// half-way is sent again; a commit whose answer was lost is found applied
+// (a guarded write sent again would find the file changed, by itself);
+// a request lost on the way is sent again. No temporary file stays.
+func TestWriteSurvivesDroppedConnection(t *testing.T) {
+	cut := func(p *netfault.Proxy) {
+		p.Refuse(true)
+		p.Reset()
+	}
+	for _, tc := range []struct {
+		name          string
+		large         bool
+		before, after func(p *netfault.Proxy)
+	}{
+		{"upload cut half-way", true, func(p *netfault.Proxy) { p.SetRate(2<<20, 0) }, func(p *netfault.Proxy) {
+			start := p.Bytes()
+			for p.Bytes()-start < 1<<20 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			cut(p)
+			p.SetRate(0, 0)
+		}},
+		{"answer lost after the commit", false, func(p *netfault.Proxy) { p.HoldReplies(true) }, func(p *netfault.Proxy) {
+			time.Sleep(500 * time.Millisecond)
+			cut(p)
+			p.HoldReplies(false)
+		}},
+		{"request lost on the way", false, func(p *netfault.Proxy) { p.Blackhole(true) }, func(p *netfault.Proxy) {
+			time.Sleep(500 * time.Millisecond)
+			cut(p)
+			p.Blackhole(false)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, h := reattachingHost(t)
+			dir := t.TempDir()
+			name := filepath.Join(dir, "f.txt")
+			old := []byte("old content\n")
+			require.NoError(t, os.WriteFile(name, old, 0o640))
+			// Connected, and the host's digest tool known.
+			require.NoError(t, h.WriteFile(t.Context(), name, bytes.NewReader(old), ops.WriteOptions{Guard: &ops.Guard{Content: old}}))
+
+			content := []byte("new content\n")
+			if tc.large {
+				content = bytes.Repeat([]byte("0123456789abcdef"), 256<<10) // 4 MiB
+			}
+			accepted := p.Accepted()
+			tc.before(p)
+			errc := make(chan error, 1)
+			go func() {
+				errc <- h.WriteFile(t.Context(), name, bytes.NewReader(content), ops.WriteOptions{Guard: &ops.Guard{Content: old}})
+			}()
+			tc.after(p)
+			time.Sleep(2 * time.Second)
+			p.Refuse(false)
+			var err error
+			select {
+			case err = <-errc:
+			case <-time.After(time.Minute):
+				t.Fatal("write did not return")
+			}
+			require.NoError(t, err)
+			assert.Equal(t, string(content), readFile(t, name), "applied once")
+			info, err := os.Stat(name)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o640), info.Mode().Perm(), "the file's mode kept")
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.Len(t, entries, 1, "no temporary file left: %v", entries)
+			assert.Greater(t, p.Accepted(), accepted, "on a new connection")
+		})
+	}
+}
