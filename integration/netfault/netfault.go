@@ -18,13 +18,13 @@ type Proxy struct {
 	target string
 	ln     net.Listener
 
-	mu        sync.Mutex
-	delay     time.Duration // one way
-	rate      [2]int        // bytes per second client→server, server→client; 0 = unlimited
-	held      [2]bool          // per direction: bytes wait (a black hole)
-	unblock   [2]chan struct{} // per direction: closed when the hold ends
-	refuse    bool          // new connections are reset at once
-	conns     map[*pair]bool
+	mu      sync.Mutex
+	delay   time.Duration    // one way
+	rate    [2]int           // bytes per second client→server, server→client; 0 = unlimited
+	held    [2]bool          // per direction: bytes wait (a black hole)
+	unblock [2]chan struct{} // per direction: closed when the hold ends
+	refuse  bool             // new connections are reset at once
+	conns   map[*pair]bool
 
 	accepted atomic.Int64
 	bytes    atomic.Int64
