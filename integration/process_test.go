@@ -124,3 +124,22 @@ func TestLeaseExpiryKillsAnOrphanedJob(t *testing.T) {
 	t.Logf("gone %v after the client was killed (lease 5s)", time.Since(killed).Round(100*time.Millisecond))
 	assert.Less(t, time.Since(killed), 9*time.Second)
 }
+
+// A command that writes without end is stopped at the output cap, and the
+// result says so.
+func TestRunawayOutputStoppedAtCap(t *testing.T) {
+	t.Parallel()
+	cache := t.TempDir()
+	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
+	h := rssh.New(srv.Config(), rssh.HostOptions{OutputCap: 4 << 20})
+	t.Cleanup(func() { h.Close() })
+	te := newToolEnv(t, h, "capped", t.TempDir())
+	res := te.call("bash", map[string]any{"command": "yes runaway"})
+	require.True(t, res.IsError)
+	text := res.Content.Text()
+	assert.Contains(t, text, "Command stopped: its output passed the cap of 4 MiB (exit code 141).")
+	assert.Contains(t, text, "runaway\n")
+	assert.Empty(t, psMatching(t, "yes runaway"), "stopped")
+	// The complete output (up to the cap) was saved for paging.
+	assert.Contains(t, text, "Full output (4.0MB)")
+}

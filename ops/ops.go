@@ -122,6 +122,9 @@ type Command struct {
 	// SaveOutput, when set, keeps the complete output in a file on the
 	// host if it is long; Exec reports whether it did.
 	SaveOutput *SaveOutput
+	// Label says what the command is, for listings of the commands
+	// running on a host (default: the script's first line).
+	Label string
 }
 
 // SaveOutput asks Exec to keep a command's complete output on the host the
@@ -185,9 +188,15 @@ func RealPath(ctx context.Context, r ReadOperations, name string) (string, error
 type ExitError struct {
 	Code   int    // exit status; 128+n when killed by signal n
 	Signal string // signal name ("KILL", "TERM") when killed by a signal
+	// Reason says why the backend stopped the command, when it did (its
+	// output passed the cap, its lease ran out, someone killed it).
+	Reason string
 }
 
 func (e *ExitError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("command stopped: %s (exit code %d)", e.Reason, e.Code)
+	}
 	if e.Signal != "" {
 		return fmt.Sprintf("command killed by signal %s (exit code %d)", e.Signal, e.Code)
 	}

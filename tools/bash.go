@@ -92,7 +92,7 @@ func runBash(ctx context.Context, e *env.ExecutionEnv, opts Options, in bashInpu
 	// The host keeps the complete output when it is longer than the
 	// result can show: no second transfer, no extra channel.
 	save := &ops.SaveOutput{Path: spill, OverBytes: MaxBytes, OverLines: MaxLines}
-	execErr := e.Exec(runCtx, ops.Command{Script: script, Output: sink, SaveOutput: save})
+	execErr := e.Exec(runCtx, ops.Command{Script: script, Output: sink, SaveOutput: save, Label: in.Command})
 
 	details := BashDetails{Command: in.Command}
 	var trailer string
@@ -108,6 +108,9 @@ func runBash(ctx context.Context, e *env.ExecutionEnv, opts Options, in bashInpu
 	case errors.As(execErr, &exit):
 		details.ExitCode, isError = &exit.Code, true
 		trailer = fmt.Sprintf("Command exited with code %d.", exit.Code)
+		if exit.Reason != "" {
+			trailer = fmt.Sprintf("Command stopped: %s (exit code %d).", exit.Reason, exit.Code)
+		}
 	case errors.Is(execErr, ops.ErrConnectionLost):
 		isError = true
 		trailer = fmt.Sprintf("Connection to the host was lost and did not come back in time (%v). The next call reconnects.", execErr)

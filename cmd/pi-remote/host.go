@@ -31,6 +31,7 @@ type hostFlags struct {
 	connectTimeout time.Duration
 	reattach       time.Duration
 	leaseTTL       time.Duration
+	outputCapMiB   int64
 }
 
 func (h *hostFlags) register(fs *pflag.FlagSet) {
@@ -43,13 +44,17 @@ func (h *hostFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&h.connectTimeout, "connect-timeout", 0, "bound on connecting and logging in (default 15s)")
 	fs.DurationVar(&h.reattach, "reattach-timeout", ssh.DefaultReattachTimeout, "how long a remote command whose connection dropped waits for the host to come back (0: fail at once; the command then runs on until its lease runs out)")
 	fs.DurationVar(&h.leaseTTL, "lease-ttl", ssh.DefaultLeaseTTL, "how long a remote command runs on once no client renews its lease (a client that crashed or never came back)")
+	fs.Int64Var(&h.outputCapMiB, "output-cap-mib", ssh.DefaultOutputCap>>20, "most output (MiB) a remote command may write on its host before it is stopped (0: no cap)")
 }
 
 // hostOptions are the backend's options from the flags.
 func (h *hostFlags) hostOptions() ssh.HostOptions {
-	o := ssh.HostOptions{ReattachTimeout: h.reattach, LeaseTTL: h.leaseTTL}
+	o := ssh.HostOptions{ReattachTimeout: h.reattach, LeaseTTL: h.leaseTTL, OutputCap: h.outputCapMiB << 20}
 	if h.reattach == 0 {
 		o.ReattachTimeout = -1
+	}
+	if h.outputCapMiB <= 0 {
+		o.OutputCap = -1
 	}
 	return o
 }

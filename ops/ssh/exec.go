@@ -43,6 +43,18 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
+	limit := ""
+	switch {
+	case h.opts.OutputCap == 0:
+		limit = strconv.FormatInt(DefaultOutputCap, 10)
+	case h.opts.OutputCap > 0:
+		limit = strconv.FormatInt(h.opts.OutputCap, 10)
+	}
+	label := cmd.Label
+	if label == "" {
+		label = cmd.Script
+	}
+	label = jobLabel(label)
 	// The job's name is ours: a start sent again after a lost connection
 	// attaches to the job instead of running it twice.
 	id := randomHex(8)
@@ -51,7 +63,7 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	var lostAt time.Time // when the connection dropped, if it did
 	for {
 		var err error
-		status, err = h.runJob(ctx, sent, ttl, call("run_job", id, strconv.FormatInt(sent.n, 10), script, cmd.Dir, save, overBytes, overLines, strconv.Itoa(int(ttl.Seconds()))))
+		status, err = h.runJob(ctx, sent, ttl, call("run_job", id, strconv.FormatInt(sent.n, 10), script, cmd.Dir, save, overBytes, overLines, strconv.Itoa(int(ttl.Seconds())), limit, label))
 		if err == nil {
 			break
 		}
@@ -99,18 +111,73 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	if msg, ok := strings.CutPrefix(status, "!EIO "); ok {
 		return fmt.Errorf("command server: %s", msg)
 	}
-	code, saved, _ := strings.Cut(status, " ")
-	n, perr := strconv.Atoi(code)
-	if perr != nil {
-		return fmt.Errorf("command server: unexpected status %q", status)
+	js, err := parseJobStatus(status)
+	if err != nil {
+		return err
 	}
 	if cmd.SaveOutput != nil {
-		cmd.SaveOutput.Saved = saved == "saved"
+		cmd.SaveOutput.Saved = js.saved
 	}
-	if n != 0 {
-		return &ops.ExitError{Code: n}
+	if js.code != 0 {
+		return &ops.ExitError{Code: js.code, Reason: js.reason(h.opts.OutputCap)}
 	}
 	return nil
+}
+
+// jobStatus is the status attach_job sends for an ended job.
+type jobStatus struct {
+	code    int
+	stopped string // "capped", "lease", "killed", or ""
+	saved   bool
+}
+
+func parseJobStatus(s string) (jobStatus, error) {
+	f := strings.Fields(s)
+	var js jobStatus
+	var err error
+	if len(f) == 0 {
+		return js, fmt.Errorf("command server: empty status")
+	}
+	if js.code, err = strconv.Atoi(f[0]); err != nil {
+		return js, fmt.Errorf("command server: unexpected status %q", s)
+	}
+	for _, w := range f[1:] {
+		switch w {
+		case "capped", "lease", "killed":
+			js.stopped = w
+		case "saved":
+			js.saved = true
+		}
+	}
+	return js, nil
+}
+
+// reason says why the host stopped the job, for ops.ExitError.
+func (js jobStatus) reason(outputCap int64) string {
+	switch js.stopped {
+	case "capped":
+		if outputCap <= 0 {
+			outputCap = DefaultOutputCap
+		}
+		return fmt.Sprintf("its output passed the cap of %d MiB", outputCap>>20)
+	case "lease":
+		return "its lease ran out (no client renewed it)"
+	case "killed":
+		return "killed with pi-remote jobs kill"
+	}
+	return ""
+}
+
+// jobLabel is a command's first line, shortened for listings.
+func jobLabel(s string) string {
+	s, _, more := strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 120 {
+		s, more = string(r[:120]), true
+	}
+	if more {
+		s += " …"
+	}
+	return strings.ReplaceAll(s, "\t", " ")
 }
 
 // runJob sends one run_job request (a start, or an attach) on a server of
@@ -128,6 +195,11 @@ func (h *Host) runJob(ctx context.Context, out io.Writer, ttl time.Duration, r r
 	defer stop()
 	return c.serve(ctx, s, job, out, r)
 }
+
+// DefaultOutputCap is how much output a command may write on the host
+// before it is stopped: far beyond what a tool result shows, a guard
+// against a runaway command filling the disk.
+const DefaultOutputCap = 1 << 30
 
 // DefaultLeaseTTL is how long a job runs on without a client renewing its
 // lease: a client that crashed or never came back.

@@ -42,6 +42,10 @@ type HostOptions struct {
 	// LeaseTTL is how long a command runs on after its client stopped
 	// renewing its lease (default DefaultLeaseTTL).
 	LeaseTTL time.Duration
+	// OutputCap is how many bytes of output a command may write on the
+	// host before it is stopped (default DefaultOutputCap; negative: no
+	// cap).
+	OutputCap int64
 	// NoGNUFind pretends the host lacks GNU find, to exercise the POSIX
 	// directory listing.
 	NoGNUFind bool

@@ -286,39 +286,36 @@ sweep_jobs() {
 	done 2>/dev/null
 }
 
-# run_job ID OFFSET SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES TTL runs SCRIPT
-# as the durable job ID, or, when job ID exists already (a start sent again
-# after a lost connection, or a client coming back), attaches to it. The
-# output is sent from byte OFFSET on, then the status: the exit code,
-# followed by " saved" or " unsaved" when the output qualified for SAVE
-# (see save_output); "!ENOENT", "!ENOTDIR" or "!EACCES" when DIR cannot be
-# entered; "!NOJOB" for an OFFSET past 0 and no such job.
+# run_job ID OFFSET SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES TTL CAP LABEL
+# runs SCRIPT as the durable job ID, or, when job ID exists already (a
+# start sent again after a lost connection, or a client coming back),
+# attaches to it (attach_job): its output from byte OFFSET on, then its
+# status. "!ENOENT", "!ENOTDIR" or "!EACCES" when DIR cannot be entered;
+# "!NOJOB" for an OFFSET past 0 and no such job. CAP is the most output
+# the job may write (bytes; empty: no cap); LABEL, what it is, for
+# list_jobs.
 #
 # A job belongs to no SSH channel. Its files, JOB.* in the jobs directory
 # (the user's alone), are its output (JOB.out), its pid, its waiter's pid,
-# a lease file and, once it has ended, its status. The waiter, a subshell that ignores
-# HUP and PIPE and talks to nothing but files, starts the command with sh -c
-# in DIR (the home directory when empty), stdin /dev/null, in its own
-# session when the host has setsid, with stdout and stderr into a FIFO; a
-# relay drains the FIFO into out at disk speed, so a slow or absent client
-# never holds the command up. When the command exits, its background
-# children get GRACE seconds to finish writing before the relay stops (they
-# then get SIGPIPE, as they would locally); then the status is written,
-# atomically. Losing the connection reaches none of them. A job whose lease
-# is not renewed for TTL seconds (a client that never came back) is killed
-# (watch_lease).
-#
-# The output streams while the job runs: after a moment (most commands end
-# sooner, and then go out in one piece) tail follows out from OFFSET, and
-# tee sends it and keeps a copy that says how much was sent; at the end tail
-# is stopped and the rest goes from there, so every byte is sent once.
+# a lease file, its label, when it started and, once it has ended, its
+# status. The waiter, a subshell that ignores HUP and PIPE
+# and talks to nothing but files, starts the command with sh -c in DIR
+# (the home directory when empty), stdin /dev/null, in its own session when
+# the host has setsid, with stdout and stderr into a FIFO; a relay drains
+# the FIFO into out at disk speed, so a slow or absent client never holds
+# the command up. When the command exits, its background children get
+# GRACE seconds to finish writing before the relay stops (they then get
+# SIGPIPE, as they would locally); then the status is written, atomically.
+# Losing the connection reaches none of them. A job whose lease is not
+# renewed for TTL seconds (a client that never came back) is killed
+# (watch_lease); so is one whose output passes CAP.
 run_job() {
 	_rj_job=$jobs/$1
-	_rj_waiter=
 	if [ -e "$_rj_job.collected" ]; then
 		finish '!NOJOB'
 		return
 	fi
+	_rj_waiter=
 	if [ ! -e "$_rj_job.out" ]; then
 		if [ "$2" != 0 ]; then
 			finish '!NOJOB'
@@ -350,11 +347,34 @@ run_job() {
 			finish "!EIO cannot create a job in $jobs"
 			return
 		fi
-		start_job "$_rj_job" "$3" "$4" "$_rj_fifo"
+		printf '%s\n' "${10}" >"$_rj_job.label"
+		start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9"
+	fi
+	attach_job "$1" "$2" "$5" "$6" "$7" "$8" yes
+}
+
+# attach_job ID OFFSET SAVE SAVE_BYTES SAVE_LINES TTL COLLECT sends the
+# output of job ID from byte OFFSET on, following it until the job ends,
+# then its status: the exit code, then " capped", " lease" or " killed"
+# when it was stopped for its output, its lease, or by stop_job, then
+# " saved" or " unsaved" when the output qualified for SAVE (see
+# save_output). COLLECT "yes": the job's files go once its status is sent
+# (when no other server attached since); otherwise they stay. "!NOJOB"
+# when there is no such job.
+#
+# The output streams while the job runs: after a moment (most commands end
+# sooner, and then go out in one piece) tail follows out from OFFSET, and
+# tee sends it and keeps a copy that says how much was sent; at the end tail
+# is stopped and the rest goes from there, so every byte is sent once.
+attach_job() {
+	_rj_job=$jobs/$1
+	if [ -e "$_rj_job.collected" ] || [ ! -e "$_rj_job.out" ]; then
+		finish '!NOJOB'
+		return
 	fi
 	# The last server attached collects the job (one that lost its
 	# connection may not know it yet).
-	echo "$$" >"$_rj_job.owner"
+	if [ "$7" = yes ]; then echo "$$" >"$_rj_job.owner"; fi
 	seq=$((seq + 1))
 	_rj_claim=$private/claim.$seq
 	_rj_tail=$private/tail.$seq
@@ -365,7 +385,7 @@ run_job() {
 		sleep 0.05 2>/dev/null || sleep 1
 		# A job that runs for more than a moment gets its lease watched
 		# (the end of the request stream makes sure of it too).
-		watch_lease_once "$_rj_job" "$8"
+		watch_lease_once "$_rj_job" "$6"
 		set -C
 		command : 2>/dev/null >"$_rj_claim" || exit 0
 		# shellcheck disable=SC2016 # $$, $1, $2 and $3 belong to the inner sh
@@ -375,10 +395,11 @@ run_job() {
 	_rj_stream=$!
 
 	_rj_status=
-	_wj_ttl=$8
+	_wj_ttl=$6
 	if ! wait_job "$_rj_job" "$_rj_waiter" "$_rj_stream" "@$_rj_tail"; then
 		_rj_status='!EIO the job ended without a status (its waiter was killed)'
 	fi
+	_rj_waiter=
 	set -C
 	if command : 2>/dev/null >"$_rj_claim"; then
 		set +C
@@ -403,12 +424,13 @@ run_job() {
 	if [ -z "$_rj_status" ]; then
 		read -r _rj_status <"$_rj_job.status"
 		_so_saved=
-		if [ -n "$5" ]; then
-			save_output "$_rj_job.out" "$5" "$6" "$7"
+		if [ -n "$3" ]; then
+			save_output "$_rj_job.out" "$3" "$4" "$5"
 		fi
 		_rj_status=$_rj_status$_so_saved
 	fi
-	read -r _rj_owner <"$_rj_job.owner" 2>/dev/null
+	_rj_owner=
+	[ "$7" != yes ] || read -r _rj_owner <"$_rj_job.owner" 2>/dev/null
 	if [ "$_rj_owner" = "$$" ]; then
 		: >"$_rj_job.collected"
 	else
@@ -421,11 +443,59 @@ run_job() {
 	{
 		# ID.collected stays, so that a start sent again (its answer
 		# lost) finds the job done rather than running it twice.
-		[ -z "$_rj_job" ] || rm -f "$_rj_job.out" "$_rj_job.status" "$_rj_job.pid" "$_rj_job.waiter" "$_rj_job.owner" \
-			"$_rj_job.lease" "$_rj_job.lease.check" "$_rj_job.lease.watched" "$_rj_job.script" "$_rj_job.killed"
+		[ -z "$_rj_job" ] || remove_job "$_rj_job"
 		mkfifo "$private/fifo.$((seq + 1))"
 	} 2>/dev/null &
 	housekeeping=$!
+}
+
+# remove_job JOB removes the files of a job but its ".collected" mark.
+remove_job() {
+	rm -f "$1.out" "$1.status" "$1.pid" "$1.waiter" "$1.owner" "$1.lease" "$1.lease.check" \
+		"$1.lease.watched" "$1.script" "$1.killed" "$1.label" "$1.started" "$1.relay"
+}
+
+# list_jobs: "OK", the host's time (seconds since the epoch), then a line
+# per job not collected yet: ID, status (as attach_job's, "running", or
+# "lost" for a waiter gone without one), start time ("-" when not known)
+# and label, separated by tabs.
+list_jobs() {
+	echo OK
+	date +%s
+	for _lj_out in "$jobs"/*.out; do
+		[ -e "$_lj_out" ] || continue
+		_lj_job=${_lj_out%.out}
+		_lj_status=
+		_lj_started=-
+		_lj_label=
+		read -r _lj_status <"$_lj_job.status"
+		read -r _lj_started <"$_lj_job.started"
+		IFS= read -r _lj_label <"$_lj_job.label"
+		if [ -z "$_lj_status" ]; then
+			_lj_status=running
+			read -r _lj_waiter <"$_lj_job.waiter" && ! kill -s 0 "$_lj_waiter" && [ ! -s "$_lj_job.status" ] && _lj_status=lost
+		fi
+		printf '%s\t%s\t%s\t%s\n' "${_lj_job##*/}" "$_lj_status" "$_lj_started" "$_lj_label"
+	done
+}
+
+# stop_job ID kills job ID when it runs (its status then says "killed"),
+# or removes its files when it has ended and nobody collected it: "OK
+# killed", "OK removed", or "E ENOENT" when there is no such job.
+stop_job() {
+	_stj_job=$jobs/$1
+	if [ ! -e "$_stj_job.out" ]; then
+		echo 'E ENOENT no such job'
+	elif [ -s "$_stj_job.status" ]; then
+		remove_job "$_stj_job"
+		echo 'OK removed'
+	elif read_pid "$_stj_job.pid"; then
+		echo killed >"$_stj_job.killed"
+		kill_job "$_rp_pid"
+		echo 'OK killed'
+	else
+		echo 'E EIO the job has no process id'
+	fi
 }
 
 # cancel_job ID kills job ID, whose client gave up on it while the
@@ -435,13 +505,13 @@ cancel_job() {
 	return 0
 }
 
-# start_job JOB SCRIPT DIR FIFO starts the waiter of a new job (see
+# start_job JOB SCRIPT DIR FIFO CAP starts the waiter of a new job (see
 # run_job) and sets _rj_waiter. The status is one short write of a whole
 # line: readers wait for the file to be non-empty.
 start_job() {
 	(
 		trap '' HUP PIPE
-		cat "$4" >>"$1.out" 2>/dev/null &
+		relay "$1" "$4" "$5" &
 		_sj_relay=$!
 		(
 			# The command gets the signal dispositions of any other
@@ -458,21 +528,62 @@ start_job() {
 			exec $setsid_cmd sh -c '. "$0"' "$1.script"
 		) >"$4" 2>&1 &
 		echo "$!" >"$1.pid"
-		wait "$!"
+		_sj_pid=$!
+		date +%s >"$1.started"
+		wait "$_sj_pid"
 		_sj_status=$?
 		# (kill -0 fails once the relay has ended: wait reaps every child.)
 		if kill -s 0 "$_sj_relay" 2>/dev/null; then
-			( sleep "$grace" 2>/dev/null || sleep 1; kill -s KILL "$_sj_relay" 2>/dev/null ) &
+			( sleep "$grace" 2>/dev/null || sleep 1; kill_tree "$_sj_relay" ) &
 			_sj_timer=$!
 			wait "$_sj_relay"
 			kill -s KILL "$_sj_timer" 2>/dev/null
 		fi
-		echo "$_sj_status" >"$1.status"
+		_sj_reason=
+		[ ! -e "$1.killed" ] || read -r _sj_reason <"$1.killed"
+		# Killed by SIGPIPE when the relay stopped at the cap.
+		if [ "$_sj_status" = 141 ] && [ -n "$5" ] && [ "$(wc -c <"$1.out")" -gt "$5" ]; then
+			_sj_reason=capped
+		fi
+		echo "$_sj_status${_sj_reason:+ $_sj_reason}" >"$1.status"
 		# Killed for want of a client: none will collect it.
-		if [ -e "$1.killed" ]; then rm -f "$1".*; fi
+		if [ "$_sj_reason" = lease ]; then rm -f "$1".*; fi
 	) </dev/null >/dev/null 2>&1 3<&- &
 	_rj_waiter=$!
 	echo "$_rj_waiter" >"$1.waiter"
+}
+
+# relay JOB FIFO CAP appends what the job writes into FIFO to JOB.out, as
+# it comes. With a CAP (bytes) it stops once the output has passed it (by
+# less than a block of 64 KiB): a command writing on gets SIGPIPE. dd
+# copies, a block per read; its count bounds the bytes, and its report
+# (POSIX: "FULL+PARTIAL records in") tells the end of the output, read
+# fewer times than counted, from a stop at the count. A dd that does not
+# report leaves the rest to cat, without a cap.
+relay() {
+	if [ -z "$3" ]; then
+		exec cat "$2" >>"$1.out"
+	fi
+	exec 4<"$2" >>"$1.out"
+	_rl_left=$(($3 + 1))
+	while [ "$_rl_left" -gt 0 ]; do
+		_rl_count=$(((_rl_left + 65535) / 65536))
+		dd bs=65536 count="$_rl_count" <&4 2>"$1.relay"
+		# (GNU dd may warn about partial reads first.)
+		_rl_reads=
+		while IFS= read -r _rl_line; do
+			case $_rl_line in
+			[0-9]*+[0-9]*' records in')
+				_rl_line=${_rl_line%% *}
+				_rl_reads=$((${_rl_line%+*} + ${_rl_line#*+}))
+				break
+				;;
+			esac
+		done <"$1.relay"
+		[ -n "$_rl_reads" ] || exec cat <&4
+		[ "$_rl_reads" -ge "$_rl_count" ] || return 0
+		_rl_left=$(($3 + 1 - $(wc -c <"$1.out")))
+	done
 }
 
 # watch_lease_once JOB TTL starts watch_lease for a job that is still

@@ -181,6 +181,23 @@ func TestServerScript(t *testing.T) {
 				assert.Equal(t, "0", status)
 				assert.Equal(t, "next\n", out)
 			})
+			t.Run("output past the cap stops the command", func(t *testing.T) {
+				l := startLocal(t, sh, true)
+				job := newJob(`yes 0123456789abcdef; echo not reached`)
+				job[8] = "100000"
+				var out bytes.Buffer
+				status := l.do(t, &out, "run_job", job...)
+				assert.Equal(t, "141 capped", status)
+				assert.Greater(t, out.Len(), 100000, "past the cap")
+				assert.Less(t, out.Len(), 100000+64<<10, "by less than a block")
+				assert.True(t, strings.HasPrefix(out.String(), "0123456789abcdef\n0123456789abcdef\n"))
+
+				job = newJob(`printf %0100000d 0`)
+				job[8] = "100000"
+				out.Reset()
+				assert.Equal(t, "0", l.do(t, &out, "run_job", job...), "exactly the cap is allowed")
+				assert.Equal(t, 100000, out.Len())
+			})
 			t.Run("a start sent twice runs once", func(t *testing.T) {
 				cache := t.TempDir()
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
@@ -380,5 +397,5 @@ func TestPrintfFormatRoundTrip(t *testing.T) {
 // newJob is the arguments of run_job for a new job running script in the
 // home directory, its output not saved, with a lease of a minute.
 func newJob(script string) []string {
-	return []string{randomHex(8), "0", script, "", "", "", "", "60"}
+	return []string{randomHex(8), "0", script, "", "", "", "", "60", "", "test job"}
 }

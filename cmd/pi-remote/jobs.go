@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/ssh"
+)
+
+func newJobsCmd(io iostreams, g *globalOptions) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "jobs [attach|kill ID]",
+		Short: "List, follow or kill the commands left on remote hosts",
+		Long: `Remote commands run as jobs on their host, detached from the SSH connection,
+until their client collects the result. "jobs" lists the ones not collected
+yet on the chosen host(s): still running (the agent's, or one whose client
+crashed or lost its connection), or ended with nobody to collect them.
+
+  jobs              list: ID, state, age, command
+  jobs attach ID    print the job's output from its start and follow it to
+                    its end; Ctrl-C stops following, the job runs on.
+                    Exit status 1 when the job failed.
+  jobs kill ID      kill a running job (its whole process group), or forget
+                    an ended one
+
+A job whose client stopped renewing its lease (--lease-ttl) is killed by
+the host itself.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0:
+				return nil
+			case len(args) == 2 && (args[0] == "attach" || args[0] == "kill"):
+				return nil
+			}
+			return usageErrorf("usage: pi-remote jobs [attach|kill ID]")
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if len(g.host.hosts) == 0 {
+				return usageErrorf("jobs are on remote hosts: give --host")
+			}
+			ts, err := openTargets(ctx, g)
+			if err != nil {
+				return err
+			}
+			defer ts.close()
+			if len(args) == 0 {
+				return listJobs(ctx, io, ts, asJSON)
+			}
+			failed := func(err error) error {
+				fmt.Fprintln(io.err, "pi-remote:", err)
+				return &exitError{code: exitToolError, err: err}
+			}
+			t, err := jobHost(ctx, ts, args[1])
+			if errors.Is(err, ssh.ErrNoJob) {
+				return failed(err)
+			} else if err != nil {
+				return err
+			}
+			if args[0] == "kill" {
+				what, err := t.host.StopJob(ctx, args[1])
+				if errors.Is(err, ssh.ErrNoJob) {
+					return failed(err)
+				} else if err != nil {
+					return hostError(err)
+				}
+				fmt.Fprintf(io.out, "job %s %s\n", args[1], what)
+				return nil
+			}
+			err = t.host.AttachJob(ctx, args[1], io.out)
+			var exit *ops.ExitError
+			switch {
+			case errors.As(err, &exit):
+				return failed(fmt.Errorf("job %s: %w", args[1], exit))
+			case err != nil && ctx.Err() != nil:
+				return failed(fmt.Errorf("stopped following job %s; it runs on", args[1]))
+			case errors.Is(err, ssh.ErrNoJob):
+				return failed(err)
+			case err != nil:
+				return hostError(err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
+	return cmd
+}
+
+// jobJSON is one job of `jobs --json`.
+type jobJSON struct {
+	Host    string `json:"host"`
+	ID      string `json:"id"`
+	State   string `json:"state"`
+	Code    *int   `json:"exitCode,omitempty"`
+	Why     string `json:"why,omitempty"`
+	AgeSecs int64  `json:"ageSeconds"`
+	Command string `json:"command"`
+}
+
+func listJobs(ctx context.Context, io iostreams, ts targets, asJSON bool) error {
+	var all []jobJSON
+	for _, t := range ts {
+		if t.host == nil {
+			continue
+		}
+		jobs, err := t.host.Jobs(ctx)
+		if err != nil {
+			return hostError(err)
+		}
+		for _, j := range jobs {
+			jj := jobJSON{Host: t.name, ID: j.ID, State: j.State, Why: j.Why, AgeSecs: int64(j.Age / time.Second), Command: j.Label}
+			if j.State == "exited" || j.State == "stopped" {
+				jj.Code = &j.Code
+			}
+			all = append(all, jj)
+		}
+	}
+	if asJSON {
+		if all == nil {
+			all = []jobJSON{}
+		}
+		enc := json.NewEncoder(io.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(all)
+	}
+	if len(all) == 0 {
+		fmt.Fprintln(io.out, "no jobs")
+		return nil
+	}
+	w := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+	multi := len(ts) > 1
+	if multi {
+		fmt.Fprint(w, "HOST\t")
+	}
+	fmt.Fprintln(w, "ID\tSTATE\tAGE\tCOMMAND")
+	for _, j := range all {
+		state := j.State
+		switch {
+		case j.State == "exited":
+			state = fmt.Sprintf("exited %d", *j.Code)
+		case j.State == "stopped":
+			state = "stopped: " + j.Why
+		case j.State == "lost":
+			state = "lost (its waiter died)"
+		}
+		if multi {
+			fmt.Fprint(w, j.Host+"\t")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", j.ID, state, (time.Duration(j.AgeSecs) * time.Second).String(), strings.ReplaceAll(j.Command, "\t", " "))
+	}
+	return w.Flush()
+}
+
+// jobHost finds the remote target that has job id.
+func jobHost(ctx context.Context, ts targets, id string) (*target, error) {
+	var remote []*target
+	for _, t := range ts {
+		if t.host != nil {
+			remote = append(remote, t)
+		}
+	}
+	if len(remote) == 1 {
+		return remote[0], nil
+	}
+	for _, t := range remote {
+		jobs, err := t.host.Jobs(ctx)
+		if err != nil {
+			return nil, hostError(err)
+		}
+		for _, j := range jobs {
+			if j.ID == id {
+				return t, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("job %s: %w on any of the hosts", id, ssh.ErrNoJob)
+}

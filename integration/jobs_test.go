@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/integration/sshd"
+)
+
+type listedJob struct {
+	ID      string `json:"id"`
+	State   string `json:"state"`
+	Code    *int   `json:"exitCode"`
+	Why     string `json:"why"`
+	Command string `json:"command"`
+}
+
+// pi-remote jobs lists what clients that died left running on a host,
+// follows a job from its start to its end, and kills or forgets one.
+func TestJobsCommand(t *testing.T) {
+	t.Parallel()
+	cache := t.TempDir()
+	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
+	marker := fmt.Sprintf("3.%d", time.Now().UnixNano()%1000000007)
+	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+	cli := func(args ...string) (string, string, int) {
+		cmd := exec.Command(binary, append(srv.Flags(), args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return stdout.String(), stderr.String(), ee.ExitCode()
+		}
+		require.NoError(t, err)
+		return stdout.String(), stderr.String(), 0
+	}
+	list := func() []listedJob {
+		out, stderr, code := cli("jobs", "--json")
+		require.Equal(t, 0, code, stderr)
+		var jobs []listedJob
+		require.NoError(t, json.Unmarshal([]byte(out), &jobs), out)
+		return jobs
+	}
+	// A client killed mid-command leaves a job (its lease is long).
+	orphan := func(command string) listedJob {
+		client := exec.Command(binary, append(srv.Flags(), "tool", "bash", fmt.Sprintf(`{"command":%q}`, command))...)
+		require.NoError(t, client.Start())
+		require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NotEmpty(c, sleepers(t, marker)) }, 10*time.Second, 50*time.Millisecond)
+		require.NoError(t, client.Process.Kill())
+		client.Wait()
+		for _, j := range list() {
+			if j.Command == command {
+				return j
+			}
+		}
+		t.Fatalf("job %q not listed in %+v", command, list())
+		return listedJob{}
+	}
+
+	assert.Empty(t, list())
+	command := "echo started; sleep " + marker + "; echo finished; exit 3"
+	j := orphan(command)
+	assert.Equal(t, "running", j.State)
+
+	out, stderr, code := cli("jobs", "attach", j.ID)
+	assert.Equal(t, "started\nfinished\n", out, "from its start to its end")
+	assert.Equal(t, 1, code, "the job failed")
+	assert.Contains(t, stderr, "code 3")
+	jobs := list()
+	require.Len(t, jobs, 1, "attaching does not collect")
+	assert.Equal(t, "exited", jobs[0].State)
+	require.NotNil(t, jobs[0].Code)
+	assert.Equal(t, 3, *jobs[0].Code)
+
+	out, stderr, code = cli("jobs", "kill", j.ID)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, fmt.Sprintf("job %s removed\n", j.ID), out, "an ended job is forgotten")
+	assert.Empty(t, list())
+
+	j = orphan("sleep " + marker + "0 & sleep " + marker + "; echo never")
+	out, stderr, code = cli("jobs", "kill", j.ID)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, fmt.Sprintf("job %s killed\n", j.ID), out)
+	assert.Empty(t, sleepers(t, marker), "the whole group is gone")
+	assert.Empty(t, sleepers(t, marker+"0"))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		jobs := list()
+		if assert.Len(c, jobs, 1) {
+			assert.Equal(c, "stopped", jobs[0].State)
+			assert.Contains(c, jobs[0].Why, "jobs kill")
+		}
+	}, 5*time.Second, 100*time.Millisecond)
+
+	_, stderr, code = cli("jobs", "attach", "0123456789abcdef")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "no such job")
+	_, stderr, code = cli("jobs", "kill", "../x")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "not a job ID")
+}

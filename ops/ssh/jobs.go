@@ -1,0 +1,139 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pi-remote/pi-remote/ops"
+)
+
+// Job is a command on the host that no client has collected yet: running,
+// or ended with its result waiting (its client lost, crashed, or gone).
+type Job struct {
+	ID    string
+	State string        // "running", "exited", "stopped" (see Reason), or "lost" (its waiter died without a status)
+	Code  int           // exit code, once it has ended
+	Why   string        // for "stopped": what stopped it (ops.ExitError.Reason)
+	Age   time.Duration // since it started, by the host's clock (0: not known)
+	Label string        // the command's first line
+}
+
+// Jobs lists the jobs of this user on the host.
+func (h *Host) Jobs(ctx context.Context) ([]Job, error) {
+	_, out, err := h.call(ctx, query, "jobs", "", "list_jobs")
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	now, err := strconv.ParseInt(strings.TrimSpace(lines[0]), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: unexpected answer from host: %q", lines[0])
+	}
+	var jobs []Job
+	for _, l := range lines[1:] {
+		f := strings.SplitN(l, "\t", 4)
+		if len(f) != 4 {
+			continue
+		}
+		j := Job{ID: f[0], Label: f[3]}
+		if started, err := strconv.ParseInt(f[2], 10, 64); err == nil && started <= now {
+			j.Age = time.Duration(now-started) * time.Second
+		}
+		switch f[1] {
+		case "running", "lost":
+			j.State = f[1]
+		default:
+			js, err := parseJobStatus(f[1])
+			if err != nil {
+				continue
+			}
+			j.State, j.Code = "exited", js.code
+			if js.stopped != "" {
+				j.State, j.Why = "stopped", js.reason(h.opts.OutputCap)
+			}
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// ErrNoJob is wrapped when a job named by its ID is not on the host.
+var ErrNoJob = errors.New("no such job")
+
+func checkJobID(id string) error {
+	if len(id) == 0 || len(id) > 64 || strings.Trim(id, "0123456789abcdef") != "" {
+		return fmt.Errorf("%w: %q is not a job ID", ErrNoJob, id)
+	}
+	return nil
+}
+
+// AttachJob copies the output of job id to out, from its start, following
+// it until the job ends, and returns as Exec would: nil, or an
+// *ops.ExitError. It does not collect the job (its own client still may)
+// and leaves it running when ctx ends. A dropped connection is waited for
+// as Exec waits.
+func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
+	if err := checkJobID(id); err != nil {
+		return err
+	}
+	ttl := h.opts.LeaseTTL
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	sent := &countingWriter{w: out}
+	var lostAt time.Time
+	for {
+		c, err := h.conn(ctx)
+		var status string
+		if err == nil {
+			var s *server
+			if s, err = c.server(ctx); err == nil {
+				status, err = c.serve(ctx, s, query, sent, call("attach_job", id, strconv.FormatInt(sent.n, 10), "", "", "", strconv.Itoa(int(ttl.Seconds())), "no"))
+			}
+		}
+		if err == nil {
+			if status == "!NOJOB" {
+				return fmt.Errorf("job %s: %w (it ended and was collected, or never ran here)", id, ErrNoJob)
+			}
+			if msg, ok := strings.CutPrefix(status, "!EIO "); ok {
+				return fmt.Errorf("job %s: %s", id, msg)
+			}
+			js, err := parseJobStatus(status)
+			if err != nil {
+				return err
+			}
+			if js.code != 0 {
+				return &ops.ExitError{Code: js.code, Reason: js.reason(h.opts.OutputCap)}
+			}
+			return nil
+		}
+		if ctx.Err() != nil || !errors.Is(err, ops.ErrConnectionLost) || h.opts.ReattachTimeout < 0 {
+			return err
+		}
+		if lostAt.IsZero() {
+			lostAt = time.Now()
+		}
+		if wait := h.reattachTimeout() - time.Since(lostAt); wait <= 0 || h.awaitHost(ctx, wait) != nil {
+			return err
+		}
+	}
+}
+
+// StopJob kills job id when it runs, or removes its record when it has
+// ended; it says which ("killed" or "removed").
+func (h *Host) StopJob(ctx context.Context, id string) (string, error) {
+	if err := checkJobID(id); err != nil {
+		return "", err
+	}
+	what, _, err := h.call(ctx, change, "kill", id, "stop_job", id)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("job %s: %w", id, ErrNoJob)
+	}
+	return what, err
+}
