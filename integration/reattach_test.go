@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/pi-remote/pi-remote/integration/netfault"
 	"github.com/pi-remote/pi-remote/integration/sshd"
@@ -172,4 +174,103 @@ func TestWriteSurvivesDroppedConnection(t *testing.T) {
 			assert.Greater(t, p.Accepted(), accepted, "on a new connection")
 		})
 	}
+}
+
+// cliViaProxy is an sshd behind a fault proxy and the CLI flags that reach
+// it through the proxy, with keepalives of 3 x 1 s (from an ssh_config).
+func cliViaProxy(t *testing.T) (*netfault.Proxy, []string) {
+	t.Helper()
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	require.NoError(t, os.WriteFile(kh, []byte(knownhosts.Line([]string{knownhosts.Normalize(p.Addr)}, srv.HostKeys[0])+"\n"), 0o600))
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	require.NoError(t, os.WriteFile(cfg, []byte("Host *\n  ServerAliveInterval 1\n  ServerAliveCountMax 3\n  ConnectTimeout 2\n"), 0o600))
+	return p, []string{"--host", srv.User + "@" + p.Addr, "--identity", srv.ClientKey, "--known-hosts", kh, "--ssh-config", cfg}
+}
+
+// dropAt5s resets the link 5 s from now and refuses connections for the
+// next 10 s.
+func dropAt5s(p *netfault.Proxy) {
+	go func() {
+		time.Sleep(5 * time.Second)
+		p.Refuse(true)
+		p.Reset()
+		time.Sleep(10 * time.Second)
+		p.Refuse(false)
+	}()
+}
+
+// numberedCommand prints "line N" every 100 ms for 30 s and exits 7.
+const numberedCommand = `i=1; while [ $i -le 300 ]; do echo "line $i"; i=$((i+1)); sleep 0.1; done; exit 7`
+
+// checkNumbered checks a bash result's text: every line once, in order,
+// then the exit code.
+func checkNumbered(t *testing.T, text string) {
+	t.Helper()
+	var want strings.Builder
+	for i := 1; i <= 300; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	want.WriteString("\n[Command exited with code 7.]")
+	assert.Equal(t, want.String(), text)
+}
+
+// The dropped link of TestCommandSurvivesDroppedConnection, through the
+// programs users run: the model behind `pi-remote run` and a client of
+// `pi-remote rpc` get the command's complete output and exit code.
+func TestDroppedConnectionThroughCLI(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "script.json")
+	call, _ := json.Marshal(map[string]string{"command": numberedCommand})
+	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[
+		{"text":"Counting.","toolCalls":[{"id":"c1","name":"bash","arguments":`+string(call)+`}]},
+		{"text":"Done."}
+	]}`), 0o644))
+
+	t.Run("run", func(t *testing.T) {
+		t.Parallel()
+		p, flags := cliViaProxy(t)
+		dropAt5s(p)
+		session := filepath.Join(t.TempDir(), "session.jsonl")
+		code, out, stderr := cli(t, "", append(flags, "run", "--model", "scripted/"+script, "--session", session, "--mode", "json", "count")...)
+		require.Equal(t, 0, code, stderr)
+		var result string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var ev struct {
+				Type    string `json:"type"`
+				Message struct {
+					Role    string `json:"role"`
+					Content []struct {
+						Text string `json:"text"`
+					} `json:"content"`
+				} `json:"message"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
+			if ev.Type == "message_end" && ev.Message.Role == "toolResult" {
+				result = ev.Message.Content[0].Text
+			}
+		}
+		checkNumbered(t, result)
+		assert.GreaterOrEqual(t, p.Accepted(), int64(2), "it reconnected")
+	})
+	t.Run("rpc", func(t *testing.T) {
+		t.Parallel()
+		p, flags := cliViaProxy(t)
+		c := startRPC(t, append(flags, "--model", "scripted/"+script)...)
+		dropAt5s(p)
+		c.send(`{"id":"p","type":"prompt","message":"count"}`)
+		assert.Equal(t, true, c.response("p")["success"])
+		require.Eventually(t, func() bool {
+			return c.find(func(l map[string]any) bool { return l["type"] == "agent_end" }) != nil
+		}, time.Minute, 50*time.Millisecond)
+		c.send(`{"id":"m","type":"get_messages"}`)
+		var result string
+		for _, m := range c.response("m")["data"].(map[string]any)["messages"].([]any) {
+			if m := m.(map[string]any); m["role"] == "toolResult" {
+				result = m["content"].([]any)[0].(map[string]any)["text"].(string)
+			}
+		}
+		checkNumbered(t, result)
+		assert.GreaterOrEqual(t, p.Accepted(), int64(2), "it reconnected")
+	})
 }
