@@ -63,8 +63,10 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	var lostAt time.Time // when the connection dropped, if it did
 	for {
 		var err error
-		status, err = h.runJob(ctx, sent, ttl, call("run_job", id, strconv.FormatInt(sent.n, 10), script, cmd.Dir, save, overBytes, overLines, strconv.Itoa(int(ttl.Seconds())), limit, label))
+		forget := h.toForget()
+		status, err = h.runJob(ctx, sent, ttl, call("run_job", id, strconv.FormatInt(sent.n, 10), script, cmd.Dir, save, overBytes, overLines, strconv.Itoa(int(ttl.Seconds())), limit, label, strings.Join(forget, " ")))
 		if err == nil {
+			h.forgotten(forget)
 			break
 		}
 		if ctx.Err() != nil {
@@ -77,6 +79,8 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 				if h.killJob(id) != nil {
 					go h.cancelJob(id)
 				}
+			} else {
+				h.gotResult(id)
 			}
 			return ctx.Err()
 		}
@@ -115,6 +119,7 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	if err != nil {
 		return err
 	}
+	h.gotResult(id)
 	if cmd.SaveOutput != nil {
 		cmd.SaveOutput.Saved = js.saved
 	}

@@ -15,13 +15,42 @@ import (
 )
 
 // call runs one of server.sh's file functions on a server of the live
-// connection (see conn.call).
-func (h *Host) call(ctx context.Context, kind requestKind, op, name, fn string, args ...string) (string, []byte, error) {
-	c, err := h.conn(ctx)
-	if err != nil {
-		return "", nil, err
+// connection (see conn.call). A query whose connection was lost is asked
+// again once the host is back (see again).
+func (h *Host) call(ctx context.Context, kind requestKind, op, name, fn string, args ...string) (status string, payload []byte, err error) {
+	do := func() error {
+		c, err := h.conn(ctx)
+		if err != nil {
+			return err
+		}
+		status, payload, err = c.call(ctx, kind, op, name, fn, args...)
+		return err
 	}
-	return c.call(ctx, kind, op, name, fn, args...)
+	if kind == query {
+		err = h.again(ctx, do)
+	} else {
+		err = do()
+	}
+	return status, payload, err
+}
+
+// again runs op, and again on a new connection when the connection was
+// lost, for as long as a command waits for its host to come back
+// (HostOptions.ReattachTimeout). op must be safe to repeat.
+func (h *Host) again(ctx context.Context, op func() error) error {
+	var lostAt time.Time
+	for {
+		err := op()
+		if err == nil || !errors.Is(err, ops.ErrConnectionLost) || ctx.Err() != nil || h.opts.ReattachTimeout < 0 {
+			return err
+		}
+		if lostAt.IsZero() {
+			lostAt = time.Now()
+		}
+		if wait := h.reattachTimeout() - time.Since(lostAt); wait <= 0 || h.awaitHost(ctx, wait) != nil {
+			return err
+		}
+	}
 }
 
 func checkStatus(op, name, status string, payload []byte) (string, []byte, error) {
@@ -316,6 +345,9 @@ func (h *Host) RealPath(ctx context.Context, name string) (string, error) {
 
 // MkdirAll implements ops.WriteOperations.
 func (h *Host) MkdirAll(ctx context.Context, name string) error {
-	_, _, err := h.call(ctx, change, "mkdir", name, "make_dirs", name)
-	return err
+	// (Safe to repeat after a lost connection.)
+	return h.again(ctx, func() error {
+		_, _, err := h.call(ctx, change, "mkdir", name, "make_dirs", name)
+		return err
+	})
 }

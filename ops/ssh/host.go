@@ -73,6 +73,11 @@ type Host struct {
 	failures int
 	retryAt  time.Time
 	closed   bool
+
+	// collected are the jobs whose results Exec has: their ".collected"
+	// marks on the host go with the next command, or at Close.
+	collectedMu sync.Mutex
+	collected   []string
 }
 
 var (
@@ -111,16 +116,48 @@ func (h *Host) sessionRetry() time.Duration {
 
 var errClosed = errors.New("host closed")
 
-// Close closes the connection. Operations after Close fail.
+// Close closes the connection. Operations after Close fail. The marks of
+// the jobs whose results were collected are removed first, for up to 2 s.
 func (h *Host) Close() error {
 	h.mu.Lock()
-	h.closed = true
 	c := h.cur
+	h.mu.Unlock()
+	if ids := h.toForget(); len(ids) > 0 && c != nil && !c.isDead() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if _, _, err := c.call(ctx, change, "forget", "", "forget", ids...); err == nil {
+			h.forgotten(ids)
+		}
+		cancel()
+	}
+	h.mu.Lock()
+	h.closed = true
+	c = h.cur
 	h.mu.Unlock()
 	if c != nil {
 		c.kill(errClosed)
 	}
 	return nil
+}
+
+// toForget returns (some of) the jobs whose ".collected" marks can go.
+func (h *Host) toForget() []string {
+	h.collectedMu.Lock()
+	defer h.collectedMu.Unlock()
+	return slices.Clone(h.collected[:min(len(h.collected), 64)])
+}
+
+// forgotten drops ids, sent to the host, from the jobs to forget.
+func (h *Host) forgotten(ids []string) {
+	h.collectedMu.Lock()
+	defer h.collectedMu.Unlock()
+	h.collected = slices.DeleteFunc(h.collected, func(id string) bool { return slices.Contains(ids, id) })
+}
+
+// gotResult records that the result of job id arrived.
+func (h *Host) gotResult(id string) {
+	h.collectedMu.Lock()
+	defer h.collectedMu.Unlock()
+	h.collected = append(h.collected, id)
 }
 
 // conn returns the live connection, dialing one when there is none.

@@ -75,9 +75,9 @@ func checkJobID(id string) error {
 
 // AttachJob copies the output of job id to out, from its start, following
 // it until the job ends, and returns as Exec would: nil, or an
-// *ops.ExitError. It does not collect the job (its own client still may)
-// and leaves it running when ctx ends. A dropped connection is waited for
-// as Exec waits.
+// *ops.ExitError. The job stays on the host (its own client may still
+// collect it; StopJob forgets it), and runs on when ctx ends. A dropped
+// connection is waited for as Exec waits.
 func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
 	if err := checkJobID(id); err != nil {
 		return err
@@ -87,42 +87,36 @@ func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
 		ttl = DefaultLeaseTTL
 	}
 	sent := &countingWriter{w: out}
-	var lostAt time.Time
-	for {
+	var status string
+	err := h.again(ctx, func() error {
 		c, err := h.conn(ctx)
-		var status string
-		if err == nil {
-			var s *server
-			if s, err = c.server(ctx); err == nil {
-				status, err = c.serve(ctx, s, query, sent, call("attach_job", id, strconv.FormatInt(sent.n, 10), "", "", "", strconv.Itoa(int(ttl.Seconds())), "no"))
-			}
-		}
-		if err == nil {
-			if status == "!NOJOB" {
-				return fmt.Errorf("job %s: %w (it ended and was collected, or never ran here)", id, ErrNoJob)
-			}
-			if msg, ok := strings.CutPrefix(status, "!EIO "); ok {
-				return fmt.Errorf("job %s: %s", id, msg)
-			}
-			js, err := parseJobStatus(status)
-			if err != nil {
-				return err
-			}
-			if js.code != 0 {
-				return &ops.ExitError{Code: js.code, Reason: js.reason(h.opts.OutputCap)}
-			}
-			return nil
-		}
-		if ctx.Err() != nil || !errors.Is(err, ops.ErrConnectionLost) || h.opts.ReattachTimeout < 0 {
+		if err != nil {
 			return err
 		}
-		if lostAt.IsZero() {
-			lostAt = time.Now()
-		}
-		if wait := h.reattachTimeout() - time.Since(lostAt); wait <= 0 || h.awaitHost(ctx, wait) != nil {
+		s, err := c.server(ctx)
+		if err != nil {
 			return err
 		}
+		status, err = c.serve(ctx, s, query, sent, call("attach_job", id, strconv.FormatInt(sent.n, 10), "", "", "", strconv.Itoa(int(ttl.Seconds()))))
+		return err
+	})
+	if err != nil {
+		return err
 	}
+	if status == "!NOJOB" {
+		return fmt.Errorf("job %s: %w (it ended and was collected, or never ran here)", id, ErrNoJob)
+	}
+	if msg, ok := strings.CutPrefix(status, "!EIO "); ok {
+		return fmt.Errorf("job %s: %s", id, msg)
+	}
+	js, err := parseJobStatus(status)
+	if err != nil {
+		return err
+	}
+	if js.code != 0 {
+		return &ops.ExitError{Code: js.code, Reason: js.reason(h.opts.OutputCap)}
+	}
+	return nil
 }
 
 // StopJob kills job id when it runs, or removes its record when it has

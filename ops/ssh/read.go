@@ -16,8 +16,18 @@ import (
 // that read in short chunks come whole. The stream is flow-controlled by
 // the SSH channel: only what the caller reads (plus spoolSize and the
 // channel's window) crosses the network, and Close stops the read on the
-// host.
-func (h *Host) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+// host. An open whose connection drops before the host answered is tried
+// again once the host is back (see again); a read that loses it later
+// fails.
+func (h *Host) Open(ctx context.Context, name string) (rc io.ReadCloser, err error) {
+	err = h.again(ctx, func() error {
+		rc, err = h.open(ctx, name)
+		return err
+	})
+	return rc, err
+}
+
+func (h *Host) open(ctx context.Context, name string) (io.ReadCloser, error) {
 	c, err := h.conn(ctx)
 	if err != nil {
 		return nil, err

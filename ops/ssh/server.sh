@@ -271,9 +271,8 @@ EOF
 
 # sweep_jobs removes the files of jobs nobody will collect: ended
 # more than a day ago, or whose waiter is gone without a status (killed,
-# or the host rebooted); and the marks of jobs collected an hour ago.
+# or the host rebooted).
 sweep_jobs() {
-	find "$jobs" -name '*.collected' -mmin +60 -exec rm -f {} + 2>/dev/null
 	for _sj_job in "$jobs"/*.waiter; do
 		_sj_job=${_sj_job%.waiter}
 		if [ -s "$_sj_job.status" ]; then
@@ -287,13 +286,14 @@ sweep_jobs() {
 }
 
 # run_job ID OFFSET SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES TTL CAP LABEL
-# runs SCRIPT as the durable job ID, or, when job ID exists already (a
-# start sent again after a lost connection, or a client coming back),
+# FORGET runs SCRIPT as the durable job ID, or, when job ID exists already
+# (a start sent again after a lost connection, or a client coming back),
 # attaches to it (attach_job): its output from byte OFFSET on, then its
 # status. "!ENOENT", "!ENOTDIR" or "!EACCES" when DIR cannot be entered;
 # "!NOJOB" for an OFFSET past 0 and no such job. CAP is the most output
 # the job may write (bytes; empty: no cap); LABEL, what it is, for
-# list_jobs.
+# list_jobs; FORGET, the IDs (space-separated) of jobs whose results the
+# client has: their files go (forget_jobs).
 #
 # A job belongs to no SSH channel. Its files, JOB.* in the jobs directory
 # (the user's alone), are its output (JOB.out), its pid, its waiter's pid,
@@ -311,10 +311,6 @@ sweep_jobs() {
 # (watch_lease); so is one whose output passes CAP.
 run_job() {
 	_rj_job=$jobs/$1
-	if [ -e "$_rj_job.collected" ]; then
-		finish '!NOJOB'
-		return
-	fi
 	_rj_waiter=
 	if [ ! -e "$_rj_job.out" ]; then
 		if [ "$2" != 0 ]; then
@@ -350,17 +346,19 @@ run_job() {
 		printf '%s\n' "${10}" >"$_rj_job.label"
 		start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9"
 	fi
-	attach_job "$1" "$2" "$5" "$6" "$7" "$8" yes
+	_rj_forget=${11}
+	attach_job "$1" "$2" "$5" "$6" "$7" "$8"
+	_rj_forget=
 }
 
-# attach_job ID OFFSET SAVE SAVE_BYTES SAVE_LINES TTL COLLECT sends the
-# output of job ID from byte OFFSET on, following it until the job ends,
-# then its status: the exit code, then " capped", " lease" or " killed"
-# when it was stopped for its output, its lease, or by stop_job, then
-# " saved" or " unsaved" when the output qualified for SAVE (see
-# save_output). COLLECT "yes": the job's files go once its status is sent
-# (when no other server attached since); otherwise they stay. "!NOJOB"
-# when there is no such job.
+# attach_job ID OFFSET SAVE SAVE_BYTES SAVE_LINES TTL sends the output of
+# job ID from byte OFFSET on, following it until the job ends, then its
+# status: the exit code, then " capped", " lease" or " killed" when it was
+# stopped for its output, its lease, or by stop_job, then " saved" or
+# " unsaved" when the output qualified for SAVE (see save_output). "!NOJOB"
+# when there is no such job. The job stays until its client says it has
+# the result (forget_jobs): an answer lost with the connection is sent
+# again to a client that attaches again.
 #
 # The output streams while the job runs: after a moment (most commands end
 # sooner, and then go out in one piece) tail follows out from OFFSET, and
@@ -368,13 +366,10 @@ run_job() {
 # is stopped and the rest goes from there, so every byte is sent once.
 attach_job() {
 	_rj_job=$jobs/$1
-	if [ -e "$_rj_job.collected" ] || [ ! -e "$_rj_job.out" ]; then
+	if [ ! -e "$_rj_job.out" ]; then
 		finish '!NOJOB'
 		return
 	fi
-	# The last server attached collects the job (one that lost its
-	# connection may not know it yet).
-	if [ "$7" = yes ]; then echo "$$" >"$_rj_job.owner"; fi
 	seq=$((seq + 1))
 	_rj_claim=$private/claim.$seq
 	_rj_tail=$private/tail.$seq
@@ -424,39 +419,55 @@ attach_job() {
 	if [ -z "$_rj_status" ]; then
 		read -r _rj_status <"$_rj_job.status"
 		_so_saved=
-		if [ -n "$3" ]; then
+		if [ -e "$_rj_job.saved" ]; then
+			# Sent before (that answer was lost): saved then.
+			read -r _so_saved <"$_rj_job.saved"
+			_so_saved=" $_so_saved"
+		elif [ -n "$3" ]; then
 			save_output "$_rj_job.out" "$3" "$4" "$5"
+			if [ -n "$_so_saved" ]; then
+				echo "$_so_saved" >"$_rj_job.saved"
+				# The output is sent again from there, if need be.
+				if [ "$_so_saved" = ' saved' ]; then ln -s "$3" "$_rj_job.out"; fi
+			fi
 		fi
 		_rj_status=$_rj_status$_so_saved
-	fi
-	_rj_owner=
-	[ "$7" != yes ] || read -r _rj_owner <"$_rj_job.owner" 2>/dev/null
-	if [ "$_rj_owner" = "$$" ]; then
-		: >"$_rj_job.collected"
-	else
-		_rj_job=
 	fi
 	finish "$_rj_status"
 	# Housekeeping after the answer, while the client reads it. Waited for
 	# before the next job and before the private directory goes.
 	rm -f "$_rj_claim" "$_rj_tail" "$_rj_copy"
 	{
-		# ID.collected stays, so that a start sent again (its answer
-		# lost) finds the job done rather than running it twice.
-		[ -z "$_rj_job" ] || remove_job "$_rj_job"
+		# shellcheck disable=SC2086 # job IDs
+		[ -z "$_rj_forget" ] || forget_jobs $_rj_forget
 		mkfifo "$private/fifo.$((seq + 1))"
 	} 2>/dev/null &
 	housekeeping=$!
 }
 
-# remove_job JOB removes the files of a job but its ".collected" mark.
-remove_job() {
-	rm -f "$1.out" "$1.status" "$1.pid" "$1.waiter" "$1.owner" "$1.lease" "$1.lease.check" \
-		"$1.lease.watched" "$1.script" "$1.killed" "$1.label" "$1.started" "$1.relay"
+# forget_jobs ID... removes the files of ended jobs whose client has
+# their results: no start of theirs will come again.
+forget_jobs() {
+	for _fj_id in "$@"; do
+		case $_fj_id in
+		*[!0-9a-f]* | '') ;;
+		# (Its output first: the job is gone for attach_job at once.)
+		*) set -- "$@" "$jobs/$_fj_id.out" "$jobs/$_fj_id".* ;;
+		esac
+		shift
+	done
+	rm -f "$@"
+}
+
+# forget ID...: forget_jobs as a request of its own (a client closing):
+# "OK".
+forget() {
+	forget_jobs "$@"
+	echo OK
 }
 
 # list_jobs: "OK", the host's time (seconds since the epoch), then a line
-# per job not collected yet: ID, status (as attach_job's, "running", or
+# per job not forgotten yet: ID, status (as attach_job's, "running", or
 # "lost" for a waiter gone without one), start time ("-" when not known)
 # and label, separated by tabs.
 list_jobs() {
@@ -487,7 +498,7 @@ stop_job() {
 	if [ ! -e "$_stj_job.out" ]; then
 		echo 'E ENOENT no such job'
 	elif [ -s "$_stj_job.status" ]; then
-		remove_job "$_stj_job"
+		rm -f "$_stj_job".*
 		echo 'OK removed'
 	elif read_pid "$_stj_job.pid"; then
 		echo killed >"$_stj_job.killed"
@@ -499,10 +510,17 @@ stop_job() {
 }
 
 # cancel_job ID kills job ID, whose client gave up on it while the
-# connection was down. Status 0.
+# connection was down, and removes its files once its waiter has written
+# the status (within about 5 seconds): "OK".
 cancel_job() {
 	read -r _cj_pid <"$jobs/$1.pid" 2>/dev/null && [ ! -s "$jobs/$1.status" ] && kill_job "$_cj_pid"
-	return 0
+	_cj_tries=0
+	while [ -e "$jobs/$1.out" ] && [ ! -s "$jobs/$1.status" ] && [ "$_cj_tries" -lt 100 ]; do
+		sleep 0.05 2>/dev/null || sleep 1
+		_cj_tries=$((_cj_tries + 1))
+	done
+	forget_jobs "$1"
+	echo OK
 }
 
 # start_job JOB SCRIPT DIR FIFO CAP starts the waiter of a new job (see
@@ -600,7 +618,7 @@ watch_lease_once() {
 	) </dev/null >/dev/null 2>&1 3<&- &
 }
 
-# job_running JOB: the job has no status yet and has not been collected
+# job_running JOB: the job has no status yet and has not been forgotten
 # (its lease file goes then).
 job_running() {
 	[ ! -s "$1.status" ] && [ -e "$1.lease" ]
@@ -608,18 +626,20 @@ job_running() {
 
 # watch_lease JOB PID TTL kills the job PID once its lease file has not
 # been touched for TTL seconds (looked at every TTL/3, at least every
-# second), and ends with the job (or once it has been collected). It naps a
-# second at a time.
+# second), and ends with the job (or once it has been forgotten), leaving
+# none of its own files. It naps a second at a time.
 watch_lease() {
 	_wl_period=$(($3 / 3))
 	[ "$_wl_period" -ge 1 ] || _wl_period=1
 	_wl_silent=0
 	while :; do
 		: >"$1.lease.check"
+		# (Forgotten a moment ago: the file just made goes below.)
+		job_running "$1" || break
 		_wl_napped=0
 		while [ "$_wl_napped" -lt "$_wl_period" ]; do
 			sleep 1
-			job_running "$1" || return
+			job_running "$1" || break 2
 			_wl_napped=$((_wl_napped + 1))
 		done
 		if [ -n "$(find "$1.lease" -newer "$1.lease.check" 2>/dev/null)" ]; then
@@ -628,11 +648,13 @@ watch_lease() {
 		fi
 		_wl_silent=$((_wl_silent + _wl_period))
 		if [ "$_wl_silent" -ge "$3" ] && job_running "$1"; then
+			# (The waiter removes the job's files.)
 			echo lease >"$1.killed"
 			kill_job "$2"
 			return
 		fi
 	done
+	rm -f "$1.lease.check" "$1.lease.watched"
 }
 
 # read_pid FILE sets _rp_pid to the pid another process is about to write

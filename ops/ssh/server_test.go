@@ -175,11 +175,41 @@ func TestServerScript(t *testing.T) {
 				}
 				assert.Equal(t, want.String(), got.String()+rest.String(), "every byte once")
 
-				status = second.do(t, io.Discard, "run_job", attach...)
-				assert.Equal(t, "!NOJOB", status, "collected: gone")
+				// The answer lost, the same again: the end is sent again.
+				var again bytes.Buffer
+				status = second.do(t, &again, "run_job", attach...)
+				assert.Equal(t, "5", status, "sent again")
+				assert.Equal(t, rest.String(), again.String())
+				// Once the client says it has the result, the job is gone.
+				other := newJob("true")
+				other[10] = job[0]
+				assert.Equal(t, "0", second.do(t, io.Discard, "run_job", other...))
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					matches, _ := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", job[0]+".*"))
+					assert.Empty(c, matches)
+				}, 5*time.Second, 20*time.Millisecond)
+				assert.Equal(t, "!NOJOB", second.do(t, io.Discard, "run_job", attach...), "forgotten: gone")
 				status, out := second.run(t, "echo next")
 				assert.Equal(t, "0", status)
 				assert.Equal(t, "next\n", out)
+			})
+			t.Run("an ended job stays until its client says it has the result", func(t *testing.T) {
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				first := newJob("echo one")
+				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", first...))
+				assert.FileExists(t, filepath.Join(jobs, first[0]+".out"), "a start sent again finds it done")
+				second := newJob("echo two")
+				second[10] = first[0] + " not/an-id"
+				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", second...))
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					entries, err := os.ReadDir(jobs)
+					require.NoError(c, err)
+					for _, e := range entries {
+						assert.True(c, strings.HasPrefix(e.Name(), second[0]+"."), "only the second job's files: %s", e.Name())
+					}
+				}, 5*time.Second, 20*time.Millisecond)
 			})
 			t.Run("output past the cap stops the command", func(t *testing.T) {
 				l := startLocal(t, sh, true)
@@ -397,5 +427,5 @@ func TestPrintfFormatRoundTrip(t *testing.T) {
 // newJob is the arguments of run_job for a new job running script in the
 // home directory, its output not saved, with a lease of a minute.
 func newJob(script string) []string {
-	return []string{randomHex(8), "0", script, "", "", "", "", "60", "", "test job"}
+	return []string{randomHex(8), "0", script, "", "", "", "", "60", "", "test job", ""}
 }

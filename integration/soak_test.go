@@ -1,0 +1,134 @@
+package integration
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/integration/netfault"
+	"github.com/pi-remote/pi-remote/integration/sshd"
+	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+)
+
+// Chaos soak: 300 tool calls — writes (some too large for one request),
+// edits and bash — one after another while the proxy resets the link at
+// random moments, sometimes refusing connections for a while after. Every
+// call succeeds; every edit is applied exactly once (the files equal a
+// replay of the calls in order); every bash result is complete. Afterwards
+// nothing of ours is left on the host: no job files, no temporary files,
+// no private directories, no processes.
+func TestChaosSoak(t *testing.T) {
+	t.Parallel()
+	cache, tmp := t.TempDir(), t.TempDir()
+	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache + " TMPDIR=" + tmp}})
+	p := netfault.Start(t, srv.Addr)
+	cfg := viaProxy(t, srv, p)
+	cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
+	cfg.ConnectTimeout = 2 * time.Second
+	h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: time.Minute})
+	t.Cleanup(func() { h.Close() })
+	dir := t.TempDir()
+	te := newToolEnv(t, h, "soak", dir)
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	chaos := rand.New(rand.NewPCG(seed, 2))
+	token := fmt.Sprintf("soak%d", seed%1000000007)
+
+	var resets atomic.Int64
+	stop := make(chan struct{})
+	chaosDone := make(chan struct{})
+	go func() {
+		defer close(chaosDone)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(300+chaos.IntN(1700)) * time.Millisecond):
+			}
+			refuse := chaos.IntN(3) == 0
+			p.Refuse(refuse)
+			p.Reset()
+			resets.Add(1)
+			if refuse {
+				time.Sleep(time.Duration(chaos.IntN(1500)) * time.Millisecond)
+				p.Refuse(false)
+			}
+		}
+	}()
+
+	const nfiles = 4
+	want := map[string]string{}
+	counter := map[string]int{}
+	for i := range 300 {
+		f := fmt.Sprintf("f%d.txt", rng.IntN(nfiles))
+		kind := rng.IntN(3)
+		if _, ok := want[f]; !ok {
+			kind = 0 // a file is written before it is edited
+		}
+		switch kind {
+		case 0:
+			body := fmt.Sprintf("call %d\n", i)
+			if rng.IntN(8) == 0 {
+				body += strings.Repeat(fmt.Sprintf("padding of call %d\n", i), 8000) // ~160 KB: create, upload, commit
+			}
+			content := fmt.Sprintf("counter: %d\n%s", counter[f], body)
+			res := te.call("write", map[string]any{"path": f, "content": content})
+			require.False(t, res.IsError, "call %d: write %s: %s", i, f, res.Content.Text())
+			want[f] = content
+		case 1:
+			old := fmt.Sprintf("counter: %d\n", counter[f])
+			res := te.call("edit", map[string]any{"path": f, "edits": []map[string]string{{"oldText": old, "newText": fmt.Sprintf("counter: %d\n", counter[f]+1)}}})
+			require.False(t, res.IsError, "call %d: edit %s: %s", i, f, res.Content.Text())
+			counter[f]++
+			want[f] = strings.Replace(want[f], old, fmt.Sprintf("counter: %d\n", counter[f]), 1)
+		case 2:
+			lines := 5 + rng.IntN(30)
+			res := te.call("bash", map[string]any{"command": fmt.Sprintf(`i=1; while [ $i -le %d ]; do echo "%s call %d line $i"; i=$((i+1)); sleep 0.01; done; exit %d`, lines, token, i, i%4)})
+			var out strings.Builder
+			for l := 1; l <= lines; l++ {
+				fmt.Fprintf(&out, "%s call %d line %d\n", token, i, l)
+			}
+			if i%4 != 0 {
+				fmt.Fprintf(&out, "\n[Command exited with code %d.]", i%4)
+			} else {
+				out.WriteString("")
+			}
+			assert.Equal(t, strings.TrimSuffix(out.String(), "\n"), strings.TrimSuffix(res.Content.Text(), "\n"), "call %d: bash output complete, once", i)
+		}
+	}
+	close(stop)
+	<-chaosDone
+	p.Refuse(false)
+	t.Logf("%d resets, %d connections", resets.Load(), p.Accepted())
+	assert.Greater(t, resets.Load(), int64(20), "the link was cut often")
+
+	for f, content := range want {
+		assert.Equal(t, content, readFile(t, filepath.Join(dir, f)), "%s equals a replay of the calls in order", f)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, len(want), "no temporary files: %v", entries)
+
+	require.NoError(t, h.Close())
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		jobs, _ := os.ReadDir(filepath.Join(cache, "pi-remote", "jobs"))
+		var left []string
+		for _, e := range jobs {
+			left = append(left, e.Name())
+		}
+		assert.Empty(c, left, "job files")
+		private, _ := os.ReadDir(tmp)
+		assert.Empty(c, private, "the servers' private directories")
+		assert.Empty(c, psMatching(t, token), "processes")
+	}, 30*time.Second, 200*time.Millisecond)
+}
