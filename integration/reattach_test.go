@@ -253,6 +253,16 @@ func TestDroppedConnectionThroughCLI(t *testing.T) {
 		checkNumbered(t, result)
 		assert.GreaterOrEqual(t, p.Accepted(), int64(2), "it reconnected")
 	})
+	t.Run("run on a terminal's stderr", func(t *testing.T) {
+		t.Parallel()
+		p, flags := cliViaProxy(t)
+		dropAt5s(p)
+		session := filepath.Join(t.TempDir(), "session.jsonl")
+		code, out, stderr := cli(t, "", append(flags, "run", "--model", "scripted/"+script, "--session", session, "count")...)
+		require.Equal(t, 0, code, stderr)
+		assert.Equal(t, "Counting.\nDone.\n", out)
+		assert.Regexp(t, `(?s)→ \$ i=1.*⟳ connection to \S+ lost; reconnecting… \(running commands go on there\)\n  ⟳ reconnected to \S+ after 1\d\.\ds\n.*✗ bash`, stderr)
+	})
 	t.Run("rpc", func(t *testing.T) {
 		t.Parallel()
 		p, flags := cliViaProxy(t)

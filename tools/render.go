@@ -60,11 +60,12 @@ func (t Theme) paint(code, s string) string {
 }
 
 // Red, Green, Dim, Bold and Cyan style s when the theme has colour.
-func (t Theme) Red(s string) string   { return t.paint("31", s) }
-func (t Theme) Green(s string) string { return t.paint("32", s) }
-func (t Theme) Dim(s string) string   { return t.paint("2", s) }
-func (t Theme) Bold(s string) string  { return t.paint("1", s) }
-func (t Theme) Cyan(s string) string  { return t.paint("36", s) }
+func (t Theme) Red(s string) string    { return t.paint("31", s) }
+func (t Theme) Green(s string) string  { return t.paint("32", s) }
+func (t Theme) Dim(s string) string    { return t.paint("2", s) }
+func (t Theme) Bold(s string) string   { return t.paint("1", s) }
+func (t Theme) Cyan(s string) string   { return t.paint("36", s) }
+func (t Theme) Yellow(s string) string { return t.paint("33", s) }
 
 // FoldLines is how many lines of a result a terminal shows.
 const FoldLines = 12

@@ -32,6 +32,9 @@ type hostFlags struct {
 	reattach       time.Duration
 	leaseTTL       time.Duration
 	outputCapMiB   int64
+
+	// onLinkState, when set, hears of lost and restored connections.
+	onLinkState func(host string, state ssh.LinkState, down time.Duration, err error)
 }
 
 func (h *hostFlags) register(fs *pflag.FlagSet) {
@@ -198,7 +201,12 @@ func openTargets(ctx context.Context, g *globalOptions) (targets, error) {
 			if name == "" {
 				name = cfg.Alias
 			}
-			t = &target{name: name, host: ssh.New(cfg, g.host.hostOptions())}
+			opts := g.host.hostOptions()
+			if tell := g.host.onLinkState; tell != nil {
+				host := name
+				opts.OnLinkState = func(s ssh.LinkState, down time.Duration, err error) { tell(host, s, down, err) }
+			}
+			t = &target{name: name, host: ssh.New(cfg, opts)}
 			if err := t.open(ctx, cfg, g.cwd); err != nil {
 				t.close()
 				return fail(err)

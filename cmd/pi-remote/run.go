@@ -150,6 +150,11 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	if prompt == "" && o.mode != "print" {
 		return usageErrorf("interactive mode needs --mode print; pass a prompt for --mode json")
 	}
+	// The terminal says when a host's connection is lost and back.
+	links := &linkNotices{}
+	if o.mode == "print" {
+		g.host.onLinkState = links.tell
+	}
 	setup, err := newAgentSetup(ctx, g, o, true)
 	if err != nil {
 		return err
@@ -165,7 +170,9 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	if o.mode == "json" {
 		out = newJSONWriter(ios.out)
 	} else {
-		out = newPrintWriter(ios.out, ios.err, setup.byName, isTerminal(ios.err), useColor(ios.err))
+		pw := newPrintWriter(ios.out, ios.err, setup.byName, isTerminal(ios.err), useColor(ios.err))
+		links.set(pw.linkState)
+		out = pw
 	}
 	a := &agent{cfg: cfg, sess: sess, history: history, out: out, errw: ios.err}
 	if prompt == "" {

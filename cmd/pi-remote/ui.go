@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -114,6 +115,44 @@ func (p *printWriter) emit(e loop.Event) {
 		if strings.TrimSpace(body) != "" {
 			fmt.Fprintln(p.err, indent(body, "    "))
 		}
+	}
+}
+
+// linkState tells of a host's lost and restored connection, between the
+// tool lines (the live tail is drawn again by the next update).
+func (p *printWriter) linkState(host string, s ssh.LinkState, down time.Duration, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.eraseLive()
+	switch s {
+	case ssh.LinkReconnecting:
+		fmt.Fprintln(p.err, p.th.Yellow(fmt.Sprintf("  ⟳ connection to %s lost; reconnecting… (running commands go on there)", host)))
+	case ssh.LinkBack:
+		fmt.Fprintln(p.err, p.th.Dim(fmt.Sprintf("  ⟳ reconnected to %s after %s", host, down.Round(100*time.Millisecond))))
+	case ssh.LinkGaveUp:
+		fmt.Fprintln(p.err, p.th.Red(fmt.Sprintf("  ✗ %s did not come back within %s: %v", host, down.Round(time.Second), err)))
+	}
+}
+
+// linkNotices passes connection news to a receiver set once the terminal
+// exists (hosts connect before it does).
+type linkNotices struct {
+	mu sync.Mutex
+	to func(host string, s ssh.LinkState, down time.Duration, err error)
+}
+
+func (l *linkNotices) set(to func(string, ssh.LinkState, time.Duration, error)) {
+	l.mu.Lock()
+	l.to = to
+	l.mu.Unlock()
+}
+
+func (l *linkNotices) tell(host string, s ssh.LinkState, down time.Duration, err error) {
+	l.mu.Lock()
+	to := l.to
+	l.mu.Unlock()
+	if to != nil {
+		to(host, s, down, err)
 	}
 }
 

@@ -3,15 +3,18 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
 	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops/local"
+	"github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -87,4 +90,18 @@ func TestColorOnlyOnATerminalWithoutNoColor(t *testing.T) {
 	assert.False(t, colorFor(false, env("TERM", "xterm-256color")), "piped")
 	assert.False(t, colorFor(true, env("NO_COLOR", "1")), "NO_COLOR")
 	assert.False(t, colorFor(true, env("TERM", "dumb")), "dumb terminal")
+}
+
+func TestPrintUITellsOfLostConnections(t *testing.T) {
+	var out, errOut bytes.Buffer
+	p := newPrintWriter(&out, &errOut, defsByName(t), false, false)
+	p.linkState("devbox", ssh.LinkReconnecting, 0, nil)
+	p.linkState("devbox", ssh.LinkBack, 12340*time.Millisecond, nil)
+	p.linkState("devbox", ssh.LinkReconnecting, 0, nil)
+	p.linkState("devbox", ssh.LinkGaveUp, 3*time.Minute, errors.New("connection refused"))
+	assert.Equal(t, "  ⟳ connection to devbox lost; reconnecting… (running commands go on there)\n"+
+		"  ⟳ reconnected to devbox after 12.3s\n"+
+		"  ⟳ connection to devbox lost; reconnecting… (running commands go on there)\n"+
+		"  ✗ devbox did not come back within 3m0s: connection refused\n", errOut.String())
+	assert.Empty(t, out.String(), "stdout has the assistant's text only")
 }

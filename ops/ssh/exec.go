@@ -244,7 +244,9 @@ func renewLease(s *server, ttl time.Duration) func() {
 
 // awaitHost reconnects, with growing pauses, until the host answers or
 // timeout has passed since the connection was lost.
-func (h *Host) awaitHost(ctx context.Context, timeout time.Duration) error {
+func (h *Host) awaitHost(ctx context.Context, timeout time.Duration) (err error) {
+	h.linkWait(1, nil)
+	defer func() { h.linkWait(-1, err) }()
 	deadline := time.Now().Add(timeout)
 	pause := 100 * time.Millisecond
 	for {

@@ -46,6 +46,10 @@ type HostOptions struct {
 	// host before it is stopped (default DefaultOutputCap; negative: no
 	// cap).
 	OutputCap int64
+	// OnLinkState, when set, hears when calls start waiting for the host
+	// after a lost connection, and when it answers again (or they gave up
+	// on it): for a terminal to say "reconnecting…". It must not block.
+	OnLinkState func(state LinkState, down time.Duration, err error)
 	// NoGNUFind pretends the host lacks GNU find, to exercise the POSIX
 	// directory listing.
 	NoGNUFind bool
@@ -73,6 +77,12 @@ type Host struct {
 	failures int
 	retryAt  time.Time
 	closed   bool
+
+	// link tracks the calls waiting for the host (awaitHost).
+	linkMu       sync.Mutex
+	linkWaiters  int
+	reconnecting bool
+	lostSince    time.Time
 
 	// collected are the jobs whose results Exec has: their ".collected"
 	// marks on the host go with the next command, or at Close.
@@ -331,4 +341,38 @@ func (c *conn) probed(ctx context.Context) (probe, error) {
 	}
 	c.probe = &p
 	return p, nil
+}
+
+// LinkState is what HostOptions.OnLinkState hears.
+type LinkState int
+
+const (
+	// LinkReconnecting: the connection was lost and calls wait for the
+	// host to come back.
+	LinkReconnecting LinkState = iota
+	// LinkBack: the host answers again.
+	LinkBack
+	// LinkGaveUp: every waiting call gave up before the host came back.
+	LinkGaveUp
+)
+
+// linkWait counts a call that starts (delta 1) or stops (-1, with how its
+// wait ended) waiting for the host, and tells OnLinkState of the changes.
+func (h *Host) linkWait(delta int, err error) {
+	h.linkMu.Lock()
+	h.linkWaiters += delta
+	state, tell := LinkReconnecting, false
+	switch {
+	case delta > 0 && !h.reconnecting:
+		h.reconnecting, h.lostSince, tell = true, time.Now(), true
+	case delta < 0 && h.reconnecting && err == nil:
+		h.reconnecting, state, tell = false, LinkBack, true
+	case delta < 0 && h.reconnecting && h.linkWaiters == 0:
+		h.reconnecting, state, tell = false, LinkGaveUp, true
+	}
+	down := time.Since(h.lostSince)
+	h.linkMu.Unlock()
+	if tell && h.opts.OnLinkState != nil {
+		h.opts.OnLinkState(state, down, err)
+	}
 }
