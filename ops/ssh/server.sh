@@ -200,7 +200,7 @@ watch_for_cancel() {
 			read_pid "$1.pid" && kill_job "$_rp_pid"
 			return
 			;;
-		r) : >"$1.lease" ;;
+		r) echo "$_wj_ttl" >"$1.lease" ;;
 		esac
 	done
 	_wfc_job=$1
@@ -269,14 +269,18 @@ EOF
 	kill -s KILL "$1" 2>/dev/null
 }
 
-# sweep_jobs removes the files of jobs nobody will collect: ended
-# more than a day ago, or whose waiter is gone without a status (killed,
-# or the host rebooted).
+# sweep_jobs removes the files of jobs nobody will collect: ended, with a
+# lease not renewed for longer than its TTL (its content; rounded up to
+# minutes) or ended a day ago, or whose waiter is gone without a status
+# (killed, or the host rebooted).
 sweep_jobs() {
 	for _sj_job in "$jobs"/*.waiter; do
 		_sj_job=${_sj_job%.waiter}
 		if [ -s "$_sj_job.status" ]; then
-			[ -n "$(find "$_sj_job.status" -mmin +1440 2>/dev/null)" ] && rm -f "$_sj_job".*
+			_sj_ttl=
+			read -r _sj_ttl <"$_sj_job.lease" 2>/dev/null
+			case $_sj_ttl in '' | *[!0-9]*) _sj_ttl=86400 ;; esac
+			[ -n "$(find "$_sj_job.lease" "$_sj_job.status" -mmin +$((_sj_ttl / 60 + 1)) 2>/dev/null)" ] && rm -f "$_sj_job".*
 		elif read -r _sj_waiter <"$_sj_job.waiter" 2>/dev/null && ! kill -s 0 "$_sj_waiter" 2>/dev/null &&
 			[ ! -s "$_sj_job.status" ]; then
 			# (Looked at again: the waiter writes the status, then ends.)
@@ -338,7 +342,7 @@ run_job() {
 		{ : >"$_rj_job.out"; } 2>/dev/null
 		_rj_made=$?
 		set +C
-		if [ "$_rj_made" != 0 ] || ! [ -p "$_rj_fifo" ] || ! { : >"$_rj_job.lease"; } 2>/dev/null; then
+		if [ "$_rj_made" != 0 ] || ! [ -p "$_rj_fifo" ] || ! { echo "$8" >"$_rj_job.lease"; } 2>/dev/null; then
 			rm -f "$_rj_job".*
 			finish "!EIO cannot create a job in $jobs"
 			return
@@ -346,9 +350,9 @@ run_job() {
 		printf '%s\n' "${10}" >"$_rj_job.label"
 		start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9"
 	fi
-	_rj_forget=${11}
+	# shellcheck disable=SC2086 # job IDs
+	[ -z "${11}" ] || forget_jobs ${11} 3<&- &
 	attach_job "$1" "$2" "$5" "$6" "$7" "$8"
-	_rj_forget=
 }
 
 # attach_job ID OFFSET SAVE SAVE_BYTES SAVE_LINES TTL sends the output of
@@ -437,11 +441,7 @@ attach_job() {
 	# Housekeeping after the answer, while the client reads it. Waited for
 	# before the next job and before the private directory goes.
 	rm -f "$_rj_claim" "$_rj_tail" "$_rj_copy"
-	{
-		# shellcheck disable=SC2086 # job IDs
-		[ -z "$_rj_forget" ] || forget_jobs $_rj_forget
-		mkfifo "$private/fifo.$((seq + 1))"
-	} 2>/dev/null &
+	mkfifo "$private/fifo.$((seq + 1))" 2>/dev/null &
 	housekeeping=$!
 }
 

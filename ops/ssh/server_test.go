@@ -211,6 +211,24 @@ func TestServerScript(t *testing.T) {
 					}
 				}, 5*time.Second, 20*time.Millisecond)
 			})
+			t.Run("an ended job nobody collects is swept once its lease is past", func(t *testing.T) {
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				stale, fresh := newJob("echo stale"), newJob("echo fresh")
+				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", stale...))
+				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", fresh...))
+				// The stale job's client vanished 3 minutes ago (its TTL is
+				// 60 s); the fresh one's may still come back for it.
+				old := time.Now().Add(-3 * time.Minute)
+				for _, f := range []string{".lease", ".status"} {
+					require.NoError(t, os.Chtimes(filepath.Join(jobs, stale[0]+f), old, old))
+				}
+				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache).run(t, "true") // sweeps at its start
+				matches, _ := filepath.Glob(filepath.Join(jobs, stale[0]+".*"))
+				assert.Empty(t, matches)
+				assert.FileExists(t, filepath.Join(jobs, fresh[0]+".out"))
+			})
 			t.Run("output past the cap stops the command", func(t *testing.T) {
 				l := startLocal(t, sh, true)
 				job := newJob(`yes 0123456789abcdef; echo not reached`)
