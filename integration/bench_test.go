@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -373,4 +374,100 @@ func runRPCBenchmark(b *testing.B) {
 	if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkReattach measures durable commands through 20 ms of added RTT:
+// the steady cost of `bash true` against a bare round trip on the same
+// connection (a keepalive, Host.Ping), and how soon the output of a
+// running command flows again after the link is reset: the reconnect
+// (until the host answers on a new connection) and the first byte of the
+// output missed meanwhile. Writes a markdown report to
+// $PI_REMOTE_BENCH_REATTACH_OUT (default stdout).
+func BenchmarkReattach(b *testing.B) {
+	for b.Loop() {
+		runReattachBenchmark(b)
+	}
+}
+
+func runReattachBenchmark(b *testing.B) {
+	srv := sshd.Start(b, sshd.Options{Config: []string{"MaxStartups 100"}})
+	p := netfault.Start(b, srv.Addr)
+	const rtt = 20 * time.Millisecond
+	p.SetRTT(rtt)
+	rttMs := float64(rtt.Milliseconds())
+	var backAt atomic.Int64 // when the host answered again, unix ns
+	h := rssh.New(viaProxy(b, srv, p), rssh.HostOptions{OnLinkState: func(s rssh.LinkState, _ time.Duration, _ error) {
+		if s == rssh.LinkBack {
+			backAt.Store(time.Now().UnixNano())
+		}
+	}})
+	b.Cleanup(func() { h.Close() })
+	te := newToolEnv(b, h, "bench-reattach", b.TempDir())
+	te.ok("bash", map[string]any{"command": "true"}) // connect, probe
+
+	bash := sample(b, 30, 0, func(int) { te.ok("bash", map[string]any{"command": "true"}) })
+	ping := sample(b, 30, 0, func(int) {
+		if _, err := h.Ping(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	})
+
+	var reconnect, firstByte, after []float64
+	for range 7 {
+		w := &firstWrite{}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- h.Exec(ctx, ops.Command{Script: "i=0; while [ $i -lt 3000 ]; do echo $i; i=$((i+1)); sleep 0.01; done", Output: w})
+		}()
+		for w.n.Load() < 20 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		backAt.Store(0)
+		reset := time.Now()
+		w.armed.Store(true)
+		p.Reset()
+		for w.at.Load() == 0 || backAt.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		back, first := time.Unix(0, backAt.Load()), time.Unix(0, w.at.Load())
+		reconnect = append(reconnect, float64(back.Sub(reset).Microseconds())/1000)
+		firstByte = append(firstByte, float64(first.Sub(reset).Microseconds())/1000)
+		after = append(after, float64(first.Sub(back).Microseconds())/1000)
+		cancel()
+		<-done
+	}
+	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+
+	var report strings.Builder
+	fmt.Fprintf(&report, "## Steady cost at 20 ms RTT (p50 / p95 ms)\n\n| call | time | round trips |\n|---|---|---|\n")
+	fmt.Fprintf(&report, "| bare round trip (keepalive on the connection) | %s | 1.0 |\n", ping)
+	fmt.Fprintf(&report, "| durable `bash true` (tool layer) | %s | %.1f |\n", bash, bash.p50/ping.p50)
+	fmt.Fprintf(&report, "\n## Re-attach after a reset at 20 ms RTT (median of 7, ms after the reset)\n\n")
+	fmt.Fprintf(&report, "| host answers on a new connection | first byte of the missed output | first byte after the host answered |\n|---|---|---|\n")
+	fmt.Fprintf(&report, "| %.0f | %.0f | %.0f (%.1f round trips) |\n", med(reconnect), med(firstByte), med(after), med(after)/rttMs)
+	out := os.Getenv("PI_REMOTE_BENCH_REATTACH_OUT")
+	if out == "" {
+		fmt.Print(report.String())
+		return
+	}
+	if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// firstWrite counts lines written and, once armed, records when the first
+// write after that came.
+type firstWrite struct {
+	n     atomic.Int64
+	armed atomic.Bool
+	at    atomic.Int64
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	f.n.Add(int64(bytes.Count(p, []byte("\n"))))
+	if f.armed.Load() && f.at.Load() == 0 {
+		f.at.Store(time.Now().UnixNano())
+	}
+	return len(p), nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -283,4 +284,34 @@ func TestDroppedConnectionThroughCLI(t *testing.T) {
 		checkNumbered(t, result)
 		assert.GreaterOrEqual(t, p.Accepted(), int64(2), "it reconnected")
 	})
+}
+
+// A read whose connection drops half-way goes on, once the host is back,
+// from the byte it had reached: the caller gets the whole file once.
+func TestReadSurvivesDroppedConnection(t *testing.T) {
+	t.Parallel()
+	p, h := reattachingHost(t)
+	name := filepath.Join(t.TempDir(), "big.txt")
+	var content bytes.Buffer
+	for i := 0; content.Len() < 8<<20; i++ {
+		fmt.Fprintf(&content, "line %d\n", i)
+	}
+	require.NoError(t, os.WriteFile(name, content.Bytes(), 0o644))
+	rc, err := h.Open(t.Context(), name)
+	require.NoError(t, err)
+	defer rc.Close()
+	first := make([]byte, 1<<20)
+	_, err = io.ReadFull(rc, first)
+	require.NoError(t, err)
+	accepted := p.Accepted()
+	p.Refuse(true)
+	p.Reset()
+	go func() {
+		time.Sleep(time.Second)
+		p.Refuse(false)
+	}()
+	rest, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(content.Bytes(), append(first, rest...)), "every byte once, in order (%d + %d of %d)", len(first), len(rest), content.Len())
+	assert.Greater(t, p.Accepted(), accepted, "on a new connection")
 }

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/pi-remote/pi-remote/ops"
 )
 
 // Open implements ops.ReadOperations with server.sh's open_file: one
@@ -16,83 +19,135 @@ import (
 // that read in short chunks come whole. The stream is flow-controlled by
 // the SSH channel: only what the caller reads (plus spoolSize and the
 // channel's window) crosses the network, and Close stops the read on the
-// host. An open whose connection drops before the host answered is tried
-// again once the host is back (see again); a read that loses it later
-// fails.
-func (h *Host) Open(ctx context.Context, name string) (rc io.ReadCloser, err error) {
-	err = h.again(ctx, func() error {
-		rc, err = h.open(ctx, name)
+// host.
+//
+// When the connection drops, the read waits for the host (as commands do,
+// up to HostOptions.ReattachTimeout) and goes on from the byte it had
+// reached, in a new open of the file: a file rewritten in place during
+// the outage may then be read partly old, partly new (an edit's guarded
+// write notices that).
+func (h *Host) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	var s *stream
+	err := h.again(ctx, func() (err error) {
+		s, err = h.openAt(ctx, name, 0)
 		return err
 	})
-	return rc, err
+	if err != nil {
+		return nil, err
+	}
+	return &reader{h: h, ctx: ctx, name: name, s: s}, nil
 }
 
-func (h *Host) open(ctx context.Context, name string) (io.ReadCloser, error) {
+// stream is one open_file request.
+type stream struct {
+	cancel context.CancelFunc
+	spool  *spool
+	br     *bufio.Reader
+}
+
+// close stops the stream: a read still running on the host is killed and
+// the rest of its output drained in the background, after which the server
+// serves others.
+func (s *stream) close() {
+	s.cancel()
+	s.spool.Close()
+}
+
+// openAt sends open_file for name from byte off and waits for its status.
+func (h *Host) openAt(ctx context.Context, name string, off int64) (*stream, error) {
 	c, err := h.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s, err := c.server(ctx)
+	srv, err := c.server(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	sp := newSpool(spoolSize)
-	r := &reader{ctx: ctx, cancel: cancel, name: name, spool: sp, br: bufio.NewReaderSize(sp, 32<<10)}
-	// Ends with the request: at the end of the file, or soon after Close.
+	s := &stream{cancel: cancel, spool: sp, br: bufio.NewReaderSize(sp, 32<<10)}
+	r := call("open_file", name)
+	if off > 0 {
+		r = call("open_file", name, strconv.FormatInt(off, 10))
+	}
+	// Ends with the request: at the end of the file, or soon after close.
 	go func() {
-		status, err := c.serve(rctx, s, job, sp, call("open_file", name))
+		status, err := c.serve(rctx, srv, job, sp, r)
 		if err == nil && status != "0" {
 			_, _, err = checkStatus("read", name, status, nil)
 		}
 		sp.end(err)
 	}()
-	line, err := r.br.ReadString('\n')
+	line, err := s.br.ReadString('\n')
 	if err != nil {
-		r.Close()
+		s.close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, err
 	}
 	if _, _, err := checkStatus("open", name, strings.TrimSuffix(line, "\n"), nil); err != nil {
-		r.Close()
+		s.close()
 		return nil, err
 	}
-	return r, nil
+	return s, nil
 }
 
 type reader struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	name   string
-	spool  *spool
-	br     *bufio.Reader
+	h    *Host
+	ctx  context.Context
+	name string
+	s    *stream
+	read int64 // bytes returned so far
 }
 
 func (r *reader) Read(p []byte) (int, error) {
-	if err := r.ctx.Err(); err != nil {
-		return 0, err
-	}
-	n, err := r.br.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
+	for {
+		if err := r.ctx.Err(); err != nil {
+			return 0, err
+		}
+		n, err := r.s.br.Read(p)
+		r.read += int64(n)
+		if n > 0 || err == nil || errors.Is(err, io.EOF) {
+			return n, err
+		}
+		if errors.Is(err, ops.ErrConnectionLost) && r.resume() {
+			continue
+		}
 		if cerr := r.ctx.Err(); cerr != nil {
-			return n, cerr
+			return 0, cerr
 		}
 		var pe *fs.PathError
 		if !errors.As(err, &pe) {
 			err = &fs.PathError{Op: "read", Path: r.name, Err: err}
 		}
+		return 0, err
 	}
-	return n, err
 }
 
-// Close stops the stream: a read still running on the host is killed and
-// the rest of its output drained in the background, after which the server
-// serves others.
+// resume opens the file again from where the reader is, once the host
+// answers again.
+func (r *reader) resume() bool {
+	h := r.h
+	if h.opts.ReattachTimeout < 0 || h.awaitHost(r.ctx, h.reattachTimeout()) != nil {
+		return false
+	}
+	var s *stream
+	err := h.again(r.ctx, func() (err error) {
+		s, err = h.openAt(r.ctx, r.name, r.read)
+		return err
+	})
+	if err != nil {
+		return false
+	}
+	r.s.close()
+	r.s = s
+	return true
+}
+
+// Close stops the stream.
 func (r *reader) Close() error {
-	r.cancel()
-	r.spool.Close()
+	r.s.close()
 	return nil
 }
 

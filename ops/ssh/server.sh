@@ -379,16 +379,30 @@ attach_job() {
 	_rj_tail=$private/tail.$seq
 	_rj_copy=$private/copy.$seq
 	# The live stream starts only for a command still running after a
-	# moment. Whoever creates the claim file first decides.
+	# moment (at once for a job that was running already: a client
+	# coming back). Whoever creates the claim file first decides.
+	_rj_nap=0.05
+	if [ -z "$_rj_waiter" ] && [ ! -s "$_rj_job.status" ]; then _rj_nap=0; fi
 	(
-		sleep 0.05 2>/dev/null || sleep 1
+		if [ "$_rj_nap" != 0 ]; then sleep "$_rj_nap" 2>/dev/null || sleep 1; fi
 		# A job that runs for more than a moment gets its lease watched
 		# (the end of the request stream makes sure of it too).
 		watch_lease_once "$_rj_job" "$6"
 		set -C
 		command : 2>/dev/null >"$_rj_claim" || exit 0
-		# shellcheck disable=SC2016 # $$, $1, $2 and $3 belong to the inner sh
-		sh -c 'echo "$$" >"$2"; exec tail -c +"$3" -f "$1"' sh "$_rj_job.out" "$_rj_tail" "$(($2 + 1))" 2>/dev/null |
+		set +C
+		# tail -f polls every second where it cannot watch the file
+		# (BusyBox; GNU tail out of inotify instances): a tenth of a
+		# second where it takes -s 0.1 (asked once per server).
+		if [ ! -e "$private/tail-s.checked" ]; then
+			if tail -s 0.1 -c +1 /dev/null >/dev/null 2>&1; then : >"$private/tail-s"; fi
+			: >"$private/tail-s.checked"
+		fi
+		_rj_every=
+		[ ! -e "$private/tail-s" ] || _rj_every=0.1
+		# shellcheck disable=SC2016 # $$ and $1 to $4 belong to the inner sh
+		sh -c 'echo "$$" >"$2"; if [ -n "$4" ]; then exec tail -s "$4" -c +"$3" -f "$1"; fi; exec tail -c +"$3" -f "$1"' \
+			sh "$_rj_job.out" "$_rj_tail" "$(($2 + 1))" "$_rj_every" 2>/dev/null |
 			tee "$_rj_copy" 2>/dev/null
 	) &
 	_rj_stream=$!
@@ -688,7 +702,8 @@ save_output() {
 	fi
 }
 
-# open_file PATH: "OK" and the bytes of PATH as they are read (a job, so
+# open_file PATH [OFFSET]: "OK" and the bytes of PATH (from byte OFFSET on)
+# as they are read (a job, so
 # the client may stop it), or "E CODE message". The final status is 0, or
 # "E CODE message" when reading failed part way.
 open_file() {
@@ -700,7 +715,12 @@ open_file() {
 		echo 'E EACCES permission denied'
 	else
 		echo OK
-		LC_ALL=C cat -- "$1" 2>"$private/err" 3<&- &
+		if [ "${2:-0}" -gt 0 ]; then
+			# The rest of a read whose connection was lost.
+			LC_ALL=C tail -c +$(($2 + 1)) -- "$1" 2>"$private/err" 3<&- &
+		else
+			LC_ALL=C cat -- "$1" 2>"$private/err" 3<&- &
+		fi
 		wait_child "$!"
 		if [ "$job_status" != 0 ]; then
 			finish "$(error_from_stderr 'read failed')"
