@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -36,15 +37,21 @@ func (h *Host) Jobs(ctx context.Context) ([]Job, error) {
 		return nil, fmt.Errorf("jobs: unexpected answer from host: %q", lines[0])
 	}
 	var jobs []Job
+	started := map[string]int64{}
 	for _, l := range lines[1:] {
-		f := strings.SplitN(l, "\t", 4)
-		if len(f) != 4 {
+		if rest, ok := strings.CutPrefix(l, "T "); ok {
+			// "T SECONDS PATH": when a job started (its label's time).
+			secs, p, _ := strings.Cut(rest, " ")
+			if t, err := strconv.ParseInt(secs, 10, 64); err == nil {
+				started[strings.TrimSuffix(path.Base(p), ".label")] = t
+			}
 			continue
 		}
-		j := Job{ID: f[0], Label: f[3]}
-		if started, err := strconv.ParseInt(f[2], 10, 64); err == nil && started <= now {
-			j.Age = time.Duration(now-started) * time.Second
+		f := strings.SplitN(l, "\t", 3)
+		if len(f) != 3 {
+			continue
 		}
+		j := Job{ID: f[0], Label: f[2]}
 		switch f[1] {
 		case "running", "lost":
 			j.State = f[1]
@@ -59,6 +66,11 @@ func (h *Host) Jobs(ctx context.Context) ([]Job, error) {
 			}
 		}
 		jobs = append(jobs, j)
+	}
+	for i, j := range jobs {
+		if t, ok := started[j.ID]; ok && t <= now {
+			jobs[i].Age = time.Duration(now-t) * time.Second
+		}
 	}
 	return jobs, nil
 }

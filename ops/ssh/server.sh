@@ -59,7 +59,7 @@ serve() {
 		jobs=$private/jobs
 		mkdir "$jobs"
 	fi
-	sweep_jobs
+	sweep_jobs </dev/null >/dev/null 2>&1 &
 	housekeeping=
 	trap '[ -z "$housekeeping" ] || wait "$housekeeping"; remove_private "$private"' EXIT
 	trap 'exit 129' HUP
@@ -269,24 +269,31 @@ EOF
 	kill -s KILL "$1" 2>/dev/null
 }
 
-# sweep_jobs removes the files of jobs nobody will collect: ended, with a
-# lease not renewed for longer than its TTL (its content; rounded up to
-# minutes) or ended a day ago, or whose waiter is gone without a status
-# (killed, or the host rebooted).
+# sweep_jobs removes the files of jobs nobody will collect: those whose
+# waiter is gone without a status (killed, or the host rebooted), and
+# those that ended longer ago than their TTL (the lease file's content;
+# by steps: a minute for a TTL up to a minute, 31 for one up to 30
+# minutes, a day for any) with no client back for them. It runs in the
+# background, three finds in all, however many jobs there are.
 sweep_jobs() {
 	for _sj_job in "$jobs"/*.waiter; do
 		_sj_job=${_sj_job%.waiter}
-		if [ -s "$_sj_job.status" ]; then
+		[ ! -s "$_sj_job.status" ] || continue
+		read -r _sj_waiter <"$_sj_job.waiter" && kill -s 0 "$_sj_waiter" && continue
+		# (Looked at again: the waiter writes the status, then ends.)
+		[ -s "$_sj_job.status" ] || rm -f "$_sj_job".*
+	done
+	for _sj_step in 1:60 31:1800 1441:; do
+		find "$jobs" -name '*.status' -mmin +"${_sj_step%:*}" | while IFS= read -r _sj_job; do
+			_sj_job=${_sj_job%.status}
 			_sj_ttl=
-			read -r _sj_ttl <"$_sj_job.lease" 2>/dev/null
+			read -r _sj_ttl <"$_sj_job.lease"
 			case $_sj_ttl in '' | *[!0-9]*) _sj_ttl=86400 ;; esac
-			[ -n "$(find "$_sj_job.lease" "$_sj_job.status" -mmin +$((_sj_ttl / 60 + 1)) 2>/dev/null)" ] && rm -f "$_sj_job".*
-		elif read -r _sj_waiter <"$_sj_job.waiter" 2>/dev/null && ! kill -s 0 "$_sj_waiter" 2>/dev/null &&
-			[ ! -s "$_sj_job.status" ]; then
-			# (Looked at again: the waiter writes the status, then ends.)
-			rm -f "$_sj_job".*
-		fi
-	done 2>/dev/null
+			if [ -z "${_sj_step#*:}" ] || [ "$_sj_ttl" -le "${_sj_step#*:}" ]; then
+				rm -f "$_sj_job".*
+			fi
+		done
+	done
 }
 
 # run_job ID OFFSET SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES TTL CAP LABEL
@@ -301,8 +308,7 @@ sweep_jobs() {
 #
 # A job belongs to no SSH channel. Its files, JOB.* in the jobs directory
 # (the user's alone), are its output (JOB.out), its pid, its waiter's pid,
-# a lease file, its label, when it started and, once it has ended, its
-# status. The waiter, a subshell that ignores HUP and PIPE
+# a lease file, its label and, once it has ended, its status. The waiter, a subshell that ignores HUP and PIPE
 # and talks to nothing but files, starts the command with sh -c in DIR
 # (the home directory when empty), stdin /dev/null, in its own session when
 # the host has setsid, with stdout and stderr into a FIFO; a relay drains
@@ -482,8 +488,9 @@ forget() {
 
 # list_jobs: "OK", the host's time (seconds since the epoch), then a line
 # per job not forgotten yet: ID, status (as attach_job's, "running", or
-# "lost" for a waiter gone without one), start time ("-" when not known)
-# and label, separated by tabs.
+# "lost" for a waiter gone without one) and label, separated by tabs; then
+# "T SECONDS PATH" lines, when stat -c works, for when each job started
+# (its label file's time).
 list_jobs() {
 	echo OK
 	date +%s
@@ -491,17 +498,16 @@ list_jobs() {
 		[ -e "$_lj_out" ] || continue
 		_lj_job=${_lj_out%.out}
 		_lj_status=
-		_lj_started=-
 		_lj_label=
 		read -r _lj_status <"$_lj_job.status"
-		read -r _lj_started <"$_lj_job.started"
 		IFS= read -r _lj_label <"$_lj_job.label"
 		if [ -z "$_lj_status" ]; then
 			_lj_status=running
 			read -r _lj_waiter <"$_lj_job.waiter" && ! kill -s 0 "$_lj_waiter" && [ ! -s "$_lj_job.status" ] && _lj_status=lost
 		fi
-		printf '%s\t%s\t%s\t%s\n' "${_lj_job##*/}" "$_lj_status" "$_lj_started" "$_lj_label"
+		printf '%s\t%s\t%s\n' "${_lj_job##*/}" "$_lj_status" "$_lj_label"
 	done
+	stat -c 'T %Y %n' -- "$jobs"/*.label
 }
 
 # stop_job ID kills job ID when it runs (its status then says "killed"),
@@ -560,9 +566,7 @@ start_job() {
 			exec $setsid_cmd sh -c '. "$0"' "$1.script"
 		) >"$4" 2>&1 &
 		echo "$!" >"$1.pid"
-		_sj_pid=$!
-		date +%s >"$1.started"
-		wait "$_sj_pid"
+		wait "$!"
 		_sj_status=$?
 		# (kill -0 fails once the relay has ended: wait reaps every child.)
 		if kill -s 0 "$_sj_relay" 2>/dev/null; then

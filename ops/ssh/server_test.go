@@ -224,9 +224,11 @@ func TestServerScript(t *testing.T) {
 				for _, f := range []string{".lease", ".status"} {
 					require.NoError(t, os.Chtimes(filepath.Join(jobs, stale[0]+f), old, old))
 				}
-				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache).run(t, "true") // sweeps at its start
-				matches, _ := filepath.Glob(filepath.Join(jobs, stale[0]+".*"))
-				assert.Empty(t, matches)
+				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache) // sweeps as it starts, in the background
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					matches, _ := filepath.Glob(filepath.Join(jobs, stale[0]+".*"))
+					assert.Empty(c, matches)
+				}, 5*time.Second, 20*time.Millisecond)
 				assert.FileExists(t, filepath.Join(jobs, fresh[0]+".out"))
 			})
 			t.Run("output past the cap stops the command", func(t *testing.T) {
