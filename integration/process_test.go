@@ -120,6 +120,9 @@ func TestLeaseExpiryKillsAnOrphanedJob(t *testing.T) {
 	}, 15*time.Second, 100*time.Millisecond)
 	t.Logf("gone %v after the client was killed (lease 5s)", time.Since(killed).Round(100*time.Millisecond))
 	assert.Less(t, time.Since(killed), 9*time.Second)
+	code, out, stderr := cli(t, "", append(srv.Flags(), "jobs")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "no jobs\n", out, "pi-remote jobs no longer lists it")
 }
 
 // A command that writes without end is stopped at the output cap, and the

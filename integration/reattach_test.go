@@ -77,28 +77,44 @@ func TestCommandSurvivesDroppedConnection(t *testing.T) {
 	}
 }
 
-// A command cancelled while its host is unreachable is killed on the host
-// once the host answers again.
+// A command aborted, or timed out, while its host is unreachable is
+// killed on the host once the host answers again.
 func TestCancelDuringDisconnectKillsOnReturn(t *testing.T) {
-	t.Parallel()
-	p, h := reattachingHost(t)
-	marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
-	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+	for _, how := range []string{"abort", "timeout"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			p, h := reattachingHost(t)
+			marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
+			t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
 
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- h.Exec(ctx, ops.Command{Script: "sleep " + marker + " & sleep " + marker + "; wait"}) }()
-	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Len(c, sleepers(t, marker), 2) }, 10*time.Second, 50*time.Millisecond)
-	p.Refuse(true)
-	p.Reset()
-	time.Sleep(time.Second)
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
-	assert.Len(t, sleepers(t, marker), 2, "the host is unreachable: the job runs on")
-	p.Refuse(false)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Empty(c, sleepers(t, marker), "killed once the host is back")
-	}, 15*time.Second, 100*time.Millisecond)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			if how == "timeout" {
+				ctx, cancel = context.WithTimeout(t.Context(), 4*time.Second)
+				defer cancel()
+			}
+			done := make(chan error, 1)
+			go func() { done <- h.Exec(ctx, ops.Command{Script: "sleep " + marker + " & sleep " + marker + "; wait"}) }()
+			require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Len(c, sleepers(t, marker), 2) }, 10*time.Second, 50*time.Millisecond)
+			p.Refuse(true)
+			p.Reset()
+			if how == "abort" {
+				time.Sleep(time.Second)
+				cancel()
+			}
+			err := <-done
+			if how == "abort" {
+				require.ErrorIs(t, err, context.Canceled)
+			} else {
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+			}
+			assert.Len(t, sleepers(t, marker), 2, "the host is unreachable: the job runs on")
+			p.Refuse(false)
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.Empty(c, sleepers(t, marker), "killed once the host is back")
+			}, 15*time.Second, 100*time.Millisecond)
+		})
+	}
 }
 
 // A write whose connection drops is applied once or not at all, and the
