@@ -146,7 +146,7 @@ func TestBusyboxHost(t *testing.T) {
 }
 
 // Listing 5,000 entries on the BusyBox host costs the same order as on a
-// GNU host (one process, not one per entry): within 3× of it, both
+// GNU host (one process, not one per entry): within 10× of it, both
 // measured in this run (best of five).
 func TestBusyboxListingKeepsUp(t *testing.T) {
 	t.Parallel()
@@ -179,5 +179,7 @@ func TestBusyboxListingKeepsUp(t *testing.T) {
 
 	bbTime, gnuTime := best(bbHost, bbDir), best(gnuHost, gnuDir)
 	t.Logf("ls of %d entries: BusyBox host %v, GNU host %v (%.1f×)", entries, bbTime, gnuTime, float64(bbTime)/float64(gnuTime))
-	assert.Less(t, bbTime, 3*gnuTime)
+	// Not a benchmark: a guard against the per-entry fallback (ls -ld for
+	// each name: seconds for 5000), loose enough for a loaded machine.
+	assert.Less(t, bbTime, 10*gnuTime)
 }

@@ -331,3 +331,32 @@ func TestReadSurvivesDroppedConnection(t *testing.T) {
 	assert.True(t, bytes.Equal(content.Bytes(), append(first, rest...)), "every byte once, in order (%d + %d of %d)", len(first), len(rest), content.Len())
 	assert.Greater(t, p.Accepted(), accepted, "on a new connection")
 }
+
+// A call made while a host that was up cannot be reached (the link just
+// dropped, the host restarts) waits for it as a call in flight does; a
+// host never reached fails at once.
+func TestNewCallWaitsForAHostThatWasUp(t *testing.T) {
+	t.Parallel()
+	p, h := reattachingHost(t)
+	dir := t.TempDir()
+	_, err := h.Stat(t.Context(), dir)
+	require.NoError(t, err)
+	p.Refuse(true)
+	p.Reset()
+	time.Sleep(300 * time.Millisecond) // the connection is known dead
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		p.Refuse(false)
+	}()
+	start := time.Now()
+	require.NoError(t, h.WriteFile(t.Context(), filepath.Join(dir, "f"), strings.NewReader("x"), ops.WriteOptions{}))
+	assert.Greater(t, time.Since(start), time.Second, "it waited for the host")
+
+	never, nh := reattachingHost(t)
+	never.Refuse(true)
+	start = time.Now()
+	_, err = nh.Stat(t.Context(), dir)
+	var ce *rssh.ConnectError
+	require.ErrorAs(t, err, &ce)
+	assert.Less(t, time.Since(start), 5*time.Second, "a host never reached fails at once")
+}

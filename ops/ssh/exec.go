@@ -188,7 +188,7 @@ func jobLabel(s string) string {
 // runJob sends one run_job request (a start, or an attach) on a server of
 // the current connection, renewing the job's lease meanwhile.
 func (h *Host) runJob(ctx context.Context, out io.Writer, ttl time.Duration, r request) (string, error) {
-	c, err := h.conn(ctx)
+	c, err := h.ready(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -253,7 +253,7 @@ func (h *Host) awaitHost(ctx context.Context, timeout time.Duration) (err error)
 		actx, cancel := context.WithDeadline(ctx, deadline)
 		_, err := h.conn(actx)
 		cancel()
-		if err == nil || errors.Is(err, errClosed) {
+		if err == nil || errors.Is(err, errClosed) || permanent(err) {
 			return err
 		}
 		if ctx.Err() != nil {

@@ -19,7 +19,7 @@ import (
 // again once the host is back (see again).
 func (h *Host) call(ctx context.Context, kind requestKind, op, name, fn string, args ...string) (status string, payload []byte, err error) {
 	do := func() error {
-		c, err := h.conn(ctx)
+		c, err := h.ready(ctx)
 		if err != nil {
 			return err
 		}
@@ -166,22 +166,27 @@ func parseLsMode(s string) fs.FileMode {
 // ReadDir implements ops.ReadOperations with one request: GNU find's
 // -printf when the host has it, else a shell loop.
 func (h *Host) ReadDir(ctx context.Context, name string) ([]ops.DirEntry, error) {
-	c, err := h.conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.probed(ctx)
-	if err != nil {
-		return nil, err
-	}
-	flavour := "posix"
-	switch {
-	case p.gnuFind:
-		flavour = "gnu"
-	case p.statC:
-		flavour = "stat"
-	}
-	_, payload, err := c.call(ctx, query, "readdir", name, "list_dir", name, flavour)
+	var flavour string
+	var payload []byte
+	err := h.again(ctx, func() error {
+		c, err := h.ready(ctx)
+		if err != nil {
+			return err
+		}
+		p, err := c.probed(ctx)
+		if err != nil {
+			return err
+		}
+		flavour = "posix"
+		switch {
+		case p.gnuFind:
+			flavour = "gnu"
+		case p.statC:
+			flavour = "stat"
+		}
+		_, payload, err = c.call(ctx, query, "readdir", name, "list_dir", name, flavour)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

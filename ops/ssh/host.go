@@ -77,6 +77,7 @@ type Host struct {
 	failures int
 	retryAt  time.Time
 	closed   bool
+	wasUp    bool // a connection was made once
 
 	// link tracks the calls waiting for the host (awaitHost).
 	linkMu       sync.Mutex
@@ -233,6 +234,38 @@ func (h *Host) dial(done chan struct{}) {
 	}
 	h.failures, h.lastErr = 0, nil
 	h.cur = newConn(h, d)
+	h.wasUp = true
+}
+
+// ready returns the live connection, as conn does. When the host was
+// reached before and cannot be now (a dropped link, a host restarting), a
+// new call waits for it as a call in flight would
+// (HostOptions.ReattachTimeout), unless the host refused the login or its
+// key: a host never reached fails at once.
+func (h *Host) ready(ctx context.Context) (*conn, error) {
+	c, err := h.conn(ctx)
+	var ce *ConnectError
+	if err == nil || !errors.As(err, &ce) || permanent(err) || h.opts.ReattachTimeout < 0 {
+		return c, err
+	}
+	h.mu.Lock()
+	wasUp := h.wasUp
+	h.mu.Unlock()
+	if !wasUp {
+		return nil, err
+	}
+	if werr := h.awaitHost(ctx, h.reattachTimeout()); werr != nil {
+		return nil, werr
+	}
+	return h.conn(ctx)
+}
+
+// permanent says whether a failure to connect will not pass by waiting:
+// the host's key or the login was refused.
+func permanent(err error) bool {
+	var hk *HostKeyError
+	var ae *AuthError
+	return errors.As(err, &hk) || errors.As(err, &ae)
 }
 
 // backoff is the pause before redialing after n failures in a row:

@@ -101,7 +101,7 @@ func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
 	sent := &countingWriter{w: out}
 	var status string
 	err := h.again(ctx, func() error {
-		c, err := h.conn(ctx)
+		c, err := h.ready(ctx)
 		if err != nil {
 			return err
 		}

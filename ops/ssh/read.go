@@ -55,7 +55,7 @@ func (s *stream) close() {
 
 // openAt sends open_file for name from byte off and waits for its status.
 func (h *Host) openAt(ctx context.Context, name string, off int64) (*stream, error) {
-	c, err := h.conn(ctx)
+	c, err := h.ready(ctx)
 	if err != nil {
 		return nil, err
 	}

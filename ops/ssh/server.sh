@@ -55,7 +55,8 @@ serve() {
 	# Jobs outlive this server (and its connection): their directories are
 	# the user's own, outside the private directory.
 	jobs=${XDG_CACHE_HOME:-$HOME/.cache}/pi-remote/jobs
-	if ! (umask 077 && mkdir -p "$jobs") 2>/dev/null || ! [ -w "$jobs" ]; then
+	# (Made once: two forks saved on every later start.)
+	if ! { [ -d "$jobs" ] || (umask 077 && mkdir -p "$jobs") 2>/dev/null; } || ! [ -w "$jobs" ]; then
 		jobs=$private/jobs
 		mkdir "$jobs"
 	fi

@@ -114,7 +114,7 @@ func (a *writeAttempt) suffix() string {
 
 // writeOnce is one attempt of WriteFile on the live connection.
 func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops.WriteOptions, a *writeAttempt) (err error) {
-	c, err := h.conn(ctx)
+	c, err := h.ready(ctx)
 	if err != nil {
 		return err
 	}
