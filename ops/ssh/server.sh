@@ -62,7 +62,7 @@ serve() {
 	fi
 	sweep_jobs </dev/null >/dev/null 2>&1 &
 	housekeeping=
-	trap '[ -z "$housekeeping" ] || wait "$housekeeping"; remove_private "$private"' EXIT
+	trap '[ -z "$housekeeping" ] || wait "$housekeeping"; rm -f "$jobs/.fifo-$$-$fifo_n"; remove_private "$private"' EXIT
 	trap 'exit 129' HUP
 	trap 'exit 141' PIPE
 	trap 'exit 143' TERM
@@ -75,6 +75,7 @@ serve() {
 		export SHLVL
 	fi
 	seq=0
+	fifo_n=1
 	uid_gid=$(id -u):$(id -g)
 	sync_file=
 	if sync "$private" 2>"$private/err" && ! [ -s "$private/err" ]; then
@@ -274,8 +275,9 @@ EOF
 # waiter is gone without a status (killed, or the host rebooted), and
 # those that ended longer ago than their TTL (the lease file's content;
 # by steps: a minute for a TTL up to a minute, 31 for one up to 30
-# minutes, a day for any) with no client back for them. It runs in the
-# background, three finds in all, however many jobs there are.
+# minutes, a day for any) with no client back for them; and the FIFOs
+# made ahead by servers that died. It runs in the background, four finds
+# in all, however many jobs there are.
 sweep_jobs() {
 	for _sj_job in "$jobs"/*.waiter; do
 		_sj_job=${_sj_job%.waiter}
@@ -283,6 +285,11 @@ sweep_jobs() {
 		read -r _sj_waiter <"$_sj_job.waiter" && kill -s 0 "$_sj_waiter" && continue
 		# (Looked at again: the waiter writes the status, then ends.)
 		[ -s "$_sj_job.status" ] || rm -f "$_sj_job".*
+	done
+	# FIFOs made ahead by servers that died (their jobs have them open).
+	find "$jobs" -name '.fifo-*' -mmin +1 | while IFS= read -r _sj_fifo; do
+		_sj_pid=${_sj_fifo##*/.fifo-}
+		kill -s 0 "${_sj_pid%%-*}" || rm -f "$_sj_fifo"
 	done
 	for _sj_step in 1:60 31:1800 1441:; do
 		find "$jobs" -name '*.status' -mmin +"${_sj_step%:*}" | while IFS= read -r _sj_job; do
@@ -340,10 +347,13 @@ run_job() {
 		fi
 		[ -z "$housekeeping" ] || wait "$housekeeping"
 		# The jobs directory is the user's alone (umask 077), and the
-		# FIFO may have been made ahead, at the end of the last job; the
-		# job keeps it open when this server and its directory go.
-		_rj_fifo=$private/fifo.$((seq + 1))
+		# FIFO may have been made ahead, at the end of the last request.
+		# It is not in the private directory: this server may go (its
+		# connection lost) before the job has opened it. The waiter
+		# removes it.
+		_rj_fifo=$jobs/.fifo-$$-$fifo_n
 		[ -p "$_rj_fifo" ] || mkfifo "$_rj_fifo" 2>/dev/null
+		fifo_n=$((fifo_n + 1))
 		# noclobber: of two starts of one job, one creates it.
 		set -C
 		{ : >"$_rj_job.out"; } 2>/dev/null
@@ -462,7 +472,7 @@ attach_job() {
 	# Housekeeping after the answer, while the client reads it. Waited for
 	# before the next job and before the private directory goes.
 	rm -f "$_rj_claim" "$_rj_tail" "$_rj_copy"
-	mkfifo "$private/fifo.$((seq + 1))" 2>/dev/null &
+	mkfifo "$jobs/.fifo-$$-$fifo_n" 2>/dev/null &
 	housekeeping=$!
 }
 
@@ -583,6 +593,7 @@ start_job() {
 			_sj_reason=capped
 		fi
 		echo "$_sj_status${_sj_reason:+ $_sj_reason}" >"$1.status"
+		rm -f "$4"
 		# Killed for want of a client: none will collect it.
 		if [ "$_sj_reason" = lease ]; then rm -f "$1".*; fi
 	) </dev/null >/dev/null 2>&1 3<&- &
