@@ -161,10 +161,16 @@ wait_job() {
 	if [ -n "$_wj_waiter" ]; then
 		wait "$_wj_waiter"
 	else
-		read -r _wj_waiter <"$_wj_job.waiter" 2>/dev/null
 		_wj_nap=0.01
 		while [ ! -s "$_wj_job.status" ]; do
-			if ! kill -s 0 "$_wj_waiter" 2>/dev/null && [ ! -s "$_wj_job.status" ]; then
+			# (Gone: forgotten or swept meanwhile.)
+			if [ ! -e "$_wj_job.out" ]; then
+				_wj_result=1
+				break
+			fi
+			# (Empty for a moment while the job starts.)
+			[ -n "$_wj_waiter" ] || read -r _wj_waiter <"$_wj_job.waiter" 2>/dev/null
+			if [ -n "$_wj_waiter" ] && ! kill -s 0 "$_wj_waiter" 2>/dev/null && [ ! -s "$_wj_job.status" ]; then
 				_wj_result=1
 				break
 			fi
@@ -282,7 +288,11 @@ sweep_jobs() {
 	for _sj_job in "$jobs"/*.waiter; do
 		_sj_job=${_sj_job%.waiter}
 		[ ! -s "$_sj_job.status" ] || continue
-		read -r _sj_waiter <"$_sj_job.waiter" && kill -s 0 "$_sj_waiter" && continue
+		# A job being started has an empty waiter file for a moment.
+		_sj_waiter=
+		read -r _sj_waiter <"$_sj_job.waiter"
+		case $_sj_waiter in '' | *[!0-9]*) continue ;; esac
+		kill -s 0 "$_sj_waiter" && continue
 		# (Looked at again: the waiter writes the status, then ends.)
 		[ -s "$_sj_job.status" ] || rm -f "$_sj_job".*
 	done
