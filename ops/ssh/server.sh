@@ -62,7 +62,8 @@ serve() {
 	fi
 	sweep_jobs </dev/null >/dev/null 2>&1 &
 	housekeeping=
-	trap '[ -z "$housekeeping" ] || wait "$housekeeping"; rm -f "$jobs/.fifo-$$-$fifo_n"; remove_private "$private"' EXIT
+	_rj_stream=
+	trap 'stop_stream; [ -z "$housekeeping" ] || wait "$housekeeping"; rm -f "$jobs/.fifo-$$-$fifo_n"; remove_private "$private"' EXIT
 	trap 'exit 129' HUP
 	trap 'exit 141' PIPE
 	trap 'exit 143' TERM
@@ -122,6 +123,17 @@ remove_private() {
 		IFS= read -r _rmp_path <"$_rmp_temp" && rm -f -- "$_rmp_path"
 	done
 	rm -rf "$1"
+}
+
+# stop_stream stops the output stream of the job this server is attached
+# to, if any, as the server exits (its connection lost, or hung up): tail
+# follows a file for ever, and tee, with nothing to write, would never
+# learn that its reader is gone.
+stop_stream() {
+	[ -n "$_rj_stream" ] || return 0
+	kill -s KILL "$_rj_stream" 2>/dev/null
+	read -r _ss_pid <"$_rj_tail" 2>/dev/null && kill -s KILL "$_ss_pid" 2>/dev/null
+	return 0
 }
 
 # finish STATUS ends the answer to a request.
@@ -427,9 +439,13 @@ attach_job() {
 		fi
 		_rj_every=
 		[ ! -e "$private/tail-s" ] || _rj_every=0.1
-		# shellcheck disable=SC2016 # $$ and $1 to $4 belong to the inner sh
-		sh -c 'echo "$$" >"$2"; if [ -n "$4" ]; then exec tail -s "$4" -c +"$3" -f "$1"; fi; exec tail -c +"$3" -f "$1"' \
-			sh "$_rj_job.out" "$_rj_tail" "$(($2 + 1))" "$_rj_every" 2>/dev/null |
+		# tail only starts with its pid written and this server alive: a
+		# server that exits stops it by that pid (stop_stream).
+		# shellcheck disable=SC2016 # $$ and $1 to $5 belong to the inner sh
+		sh -c 'echo "$$" >"$2" && kill -s 0 "$5" || exit 0
+			if [ -n "$4" ]; then exec tail -s "$4" -c +"$3" -f "$1"; fi
+			exec tail -c +"$3" -f "$1"' \
+			sh "$_rj_job.out" "$_rj_tail" "$(($2 + 1))" "$_rj_every" "$$" 2>/dev/null |
 			tee "$_rj_copy" 2>/dev/null
 	) &
 	_rj_stream=$!
@@ -479,6 +495,7 @@ attach_job() {
 		_rj_status=$_rj_status$_so_saved
 	fi
 	finish "$_rj_status"
+	_rj_stream=
 	# Housekeeping after the answer, while the client reads it. Waited for
 	# before the next job and before the private directory goes.
 	rm -f "$_rj_claim" "$_rj_tail" "$_rj_copy"

@@ -119,6 +119,19 @@ func (s *slowWriter) Write(p []byte) (int, error) {
 	return s.Buffer.Write(p)
 }
 
+// following lists the processes whose command line names file.
+func following(t *testing.T, file string) []string {
+	out, err := exec.Command("ps", "-eo", "pid=,args=").Output()
+	require.NoError(t, err)
+	var found []string
+	for line := range strings.Lines(string(out)) {
+		if strings.Contains(line, file) {
+			found = append(found, strings.TrimSpace(line))
+		}
+	}
+	return found
+}
+
 // sleeping lists the processes running `sleep arg`.
 func sleeping(t *testing.T, arg string) []string {
 	t.Helper()
@@ -267,7 +280,23 @@ func TestServerScript(t *testing.T) {
 					second := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 					assert.Equal(t, "3", second.do(t, &out, "run_job", job...))
 					assert.Equal(t, "ran\n", out.String())
+					// Nothing of the first server's stream is left following it.
+					require.EventuallyWithT(t, func(c *assert.CollectT) {
+						assert.Empty(c, following(t, job[0]+".out"))
+					}, 5*time.Second, 50*time.Millisecond)
 				}
+			})
+			t.Run("a server hung up while streaming leaves no tail behind", func(t *testing.T) {
+				l := startLocal(t, sh, true)
+				job := newJob("echo started; sleep 0.5; echo done")
+				require.NoError(t, l.send(call("run_job", job...)))
+				buf := make([]byte, len("started\n"))
+				_, err := io.ReadFull(l.stdout, buf) // the stream is running
+				require.NoError(t, err)
+				l.cmd.Process.Signal(syscall.SIGHUP)
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					assert.Empty(c, following(t, job[0]+".out"))
+				}, 5*time.Second, 50*time.Millisecond)
 			})
 			t.Run("a start sent twice runs once", func(t *testing.T) {
 				cache := t.TempDir()
