@@ -608,7 +608,14 @@ start_job() {
 		_sj_status=$?
 		# (kill -0 fails once the relay has ended: wait reaps every child.)
 		if kill -s 0 "$_sj_relay" 2>/dev/null; then
-			( sleep "$grace" 2>/dev/null || sleep 1; kill_tree "$_sj_relay" ) &
+			(
+				sleep "$grace" 2>/dev/null || sleep 1
+				# Output stops now (stopped relay, killed dd); kill_tree
+				# then finds a dd forked a moment before.
+				kill -s STOP "$_sj_relay" 2>/dev/null
+				read -r _sj_dd <"$1.relay.pid" 2>/dev/null && kill -s KILL "$_sj_dd" 2>/dev/null
+				kill_tree "$_sj_relay"
+			) &
 			_sj_timer=$!
 			wait "$_sj_relay"
 			kill -s KILL "$_sj_timer" 2>/dev/null
@@ -643,7 +650,10 @@ relay() {
 	_rl_left=$(($3 + 1))
 	while [ "$_rl_left" -gt 0 ]; do
 		_rl_count=$(((_rl_left + 65535) / 65536))
-		dd bs=65536 count="$_rl_count" <&4 2>"$1.relay"
+		# (Its pid for the grace timer, which must stop it at once.)
+		dd bs=65536 count="$_rl_count" <&4 2>"$1.relay" &
+		echo "$!" >"$1.relay.pid"
+		wait "$!"
 		# (GNU dd may warn about partial reads first.)
 		_rl_reads=
 		while IFS= read -r _rl_line; do
