@@ -28,7 +28,13 @@ import (
 // the host to come back.
 func reattachingHost(t *testing.T) (*netfault.Proxy, *rssh.Host) {
 	t.Helper()
-	srv := sshd.Start(t, sshd.Options{})
+	return reattachingHostWith(t, sshd.Options{})
+}
+
+// reattachingHostWith is reattachingHost on an sshd started with opts.
+func reattachingHostWith(t *testing.T, opts sshd.Options) (*netfault.Proxy, *rssh.Host) {
+	t.Helper()
+	srv := sshd.Start(t, opts)
 	p := netfault.Start(t, srv.Addr)
 	cfg := viaProxy(t, srv, p)
 	cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3

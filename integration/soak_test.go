@@ -13,9 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pi-remote/pi-remote/integration/netfault"
 	"github.com/pi-remote/pi-remote/integration/sshd"
-	rssh "github.com/pi-remote/pi-remote/ops/ssh"
 )
 
 // Chaos soak: 300 tool calls — writes (some too large for one request),
@@ -28,13 +26,7 @@ import (
 func TestChaosSoak(t *testing.T) {
 	t.Parallel()
 	cache, tmp := t.TempDir(), t.TempDir()
-	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache + " TMPDIR=" + tmp}})
-	p := netfault.Start(t, srv.Addr)
-	cfg := viaProxy(t, srv, p)
-	cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
-	cfg.ConnectTimeout = 2 * time.Second
-	h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: time.Minute})
-	t.Cleanup(func() { h.Close() })
+	p, h := reattachingHostWith(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache + " TMPDIR=" + tmp}})
 	dir := t.TempDir()
 	te := newToolEnv(t, h, "soak", dir)
 

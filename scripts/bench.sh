@@ -8,49 +8,37 @@
 # Writes docs/bench-ssh.md, docs/bench-rpc.md and docs/bench-reattach.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=docs/bench-ssh.md
 mkdir -p docs
-tmp=$(mktemp)
-PI_REMOTE_BENCH_OUT="$tmp" go test -run '^$' -bench BenchmarkRemoteTools -benchtime 1x -timeout 30m ./integration/ >/dev/null
-{
-	echo "# SSH backend benchmark"
-	echo
-	echo "Made by \`bash scripts/bench.sh\` on $(date -u +%Y-%m-%d) — $(nproc) cores, $(uname -sr), $(/usr/sbin/sshd -V 2>&1 | head -1)."
-	echo "One sshd on a loopback port, same fixtures for every column; times are wall clock per tool call"
-	echo "(pi-remote: through the tool layer on a warm connection; OpenSSH: \`ssh host <equivalent command>\`)."
-	echo
-	cat "$tmp"
-} >"$out"
-rm -f "$tmp"
-cat "$out"
+
+# report DOC VAR BENCHMARK TITLE DESCRIPTION runs one benchmark of
+# integration/, which writes its tables to the file named by $VAR, and
+# writes DOC: a title, how and where it was made, the description, the
+# tables.
+report() {
+	local doc=$1 var=$2 bench=$3 title=$4 description=$5 tmp
+	tmp=$(mktemp)
+	env "$var=$tmp" go test -run '^$' -bench "$bench" -benchtime 1x -timeout 30m ./integration/ >/dev/null
+	{
+		echo "# $title"
+		echo
+		echo "Made by \`bash scripts/bench.sh\` on $(date -u +%Y-%m-%d) — $(nproc) cores, $(uname -sr), $(/usr/sbin/sshd -V 2>&1 | head -1)."
+		echo "$description"
+		echo
+		cat "$tmp"
+	} >"$doc"
+	rm -f "$tmp"
+	cat "$doc"
+}
+
+report docs/bench-ssh.md PI_REMOTE_BENCH_OUT BenchmarkRemoteTools "SSH backend benchmark" \
+	"One sshd on a loopback port, same fixtures for every column; times are wall clock per tool call
+(pi-remote: through the tool layer on a warm connection; OpenSSH: \`ssh host <equivalent command>\`)."
 
 # RPC: sequential reads through pi-remote rpc against a ControlMaster.
-rpc_out=docs/bench-rpc.md
-tmp=$(mktemp)
-PI_REMOTE_BENCH_RPC_OUT="$tmp" go test -run '^$' -bench BenchmarkRPCReads -benchtime 1x -timeout 30m ./integration/ >/dev/null
-{
-	echo "# RPC benchmark"
-	echo
-	echo "Made by \`bash scripts/bench.sh\` on $(date -u +%Y-%m-%d) — $(nproc) cores, $(uname -sr), $(/usr/sbin/sshd -V 2>&1 | head -1)."
-	echo "One sshd on a loopback port; the rpc client sends a command and waits for its response line before the next."
-	echo
-	cat "$tmp"
-} >"$rpc_out"
-rm -f "$tmp"
-cat "$rpc_out"
+report docs/bench-rpc.md PI_REMOTE_BENCH_RPC_OUT BenchmarkRPCReads "RPC benchmark" \
+	"One sshd on a loopback port; the rpc client sends a command and waits for its response line before the next."
 
 # Durable commands at 20 ms RTT: bash true against a bare round trip, and
 # how soon a running command's output flows again after a reset.
-reattach_out=docs/bench-reattach.md
-tmp=$(mktemp)
-PI_REMOTE_BENCH_REATTACH_OUT="$tmp" go test -run '^$' -bench BenchmarkReattach -benchtime 1x -timeout 30m ./integration/ >/dev/null
-{
-	echo "# Durable commands benchmark"
-	echo
-	echo "Made by \`bash scripts/bench.sh\` on $(date -u +%Y-%m-%d) — $(nproc) cores, $(uname -sr), $(/usr/sbin/sshd -V 2>&1 | head -1)."
-	echo "One sshd behind a proxy on loopback that adds 20 ms of round-trip time; pi-remote's own client."
-	echo
-	cat "$tmp"
-} >"$reattach_out"
-rm -f "$tmp"
-cat "$reattach_out"
+report docs/bench-reattach.md PI_REMOTE_BENCH_REATTACH_OUT BenchmarkReattach "Durable commands benchmark" \
+	"One sshd behind a proxy on loopback that adds 20 ms of round-trip time; pi-remote's own client."
