@@ -99,7 +99,7 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 				go h.cancelJob(id)
 				return ctx.Err()
 			}
-			return fmt.Errorf("%w; the command may still be running on the host as job %s (until its lease of %s runs out)", err, id, ttl)
+			return fmt.Errorf("%w; the command may still be running on the host as job %s (`pi-remote jobs attach %s` follows it; it is killed when its lease of %s runs out)", err, id, id, ttl)
 		}
 	}
 	switch status {
