@@ -39,10 +39,7 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 		so.Saved = false
 		save, overBytes, overLines = so.Path, strconv.FormatInt(so.OverBytes, 10), strconv.FormatInt(so.OverLines, 10)
 	}
-	ttl := h.opts.LeaseTTL
-	if ttl <= 0 {
-		ttl = DefaultLeaseTTL
-	}
+	ttl := h.leaseTTL()
 	limit := ""
 	switch {
 	case h.opts.OutputCap == 0:
@@ -123,10 +120,7 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	if cmd.SaveOutput != nil {
 		cmd.SaveOutput.Saved = js.saved
 	}
-	if js.code != 0 {
-		return &ops.ExitError{Code: js.code, Reason: js.reason(h.opts.OutputCap)}
-	}
-	return nil
+	return js.err(h.opts.OutputCap)
 }
 
 // jobStatus is the status attach_job sends for an ended job.
@@ -155,6 +149,14 @@ func parseJobStatus(s string) (jobStatus, error) {
 		}
 	}
 	return js, nil
+}
+
+// err is what Exec returns for the ended job: nil, or an *ops.ExitError.
+func (js jobStatus) err(outputCap int64) error {
+	if js.code == 0 {
+		return nil
+	}
+	return &ops.ExitError{Code: js.code, Reason: js.reason(outputCap)}
 }
 
 // reason says why the host stopped the job, for ops.ExitError.
@@ -213,6 +215,13 @@ const DefaultLeaseTTL = 30 * time.Minute
 // DefaultReattachTimeout is how long a command waits for its host to come
 // back after the connection dropped.
 const DefaultReattachTimeout = 3 * time.Minute
+
+func (h *Host) leaseTTL() time.Duration {
+	if h.opts.LeaseTTL <= 0 {
+		return DefaultLeaseTTL
+	}
+	return h.opts.LeaseTTL
+}
 
 func (h *Host) reattachTimeout() time.Duration {
 	if h.opts.ReattachTimeout == 0 {

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/pi-remote/pi-remote/ops"
 )
 
 // Job is a command on the host that no client has collected yet: running,
@@ -94,10 +92,7 @@ func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
 	if err := checkJobID(id); err != nil {
 		return err
 	}
-	ttl := h.opts.LeaseTTL
-	if ttl <= 0 {
-		ttl = DefaultLeaseTTL
-	}
+	ttl := h.leaseTTL()
 	sent := &countingWriter{w: out}
 	var status string
 	err := h.again(ctx, func() error {
@@ -125,10 +120,7 @@ func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if js.code != 0 {
-		return &ops.ExitError{Code: js.code, Reason: js.reason(h.opts.OutputCap)}
-	}
-	return nil
+	return js.err(h.opts.OutputCap)
 }
 
 // StopJob kills job id when it runs, or removes its record when it has
