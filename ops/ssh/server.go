@@ -84,46 +84,42 @@ var errServerExited = errors.New("command server on the host exited")
 // channel is opened again.
 var errClosedEarly = errors.New("the host closed a new session channel before the command started")
 
-// startServer opens a session and starts a server in it.
+// startServer opens a session and starts a server in it. The exec request
+// asks for no reply and the program follows it at once: a new server costs
+// the channel's opening and one round trip (x/crypto's Session.Start would
+// wait a round trip for the exec reply first). A host that refuses the
+// command closes the channel, which the handshake sees.
 func startServer(ctx context.Context, client *gossh.Client, useSetsid bool) (*server, error) {
-	sess, err := client.NewSession()
+	ch, reqs, err := client.OpenChannel("session", nil)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{end: sess.Close, stderr: &tailBuffer{max: 4096}}
+	s := &server{end: ch.Close, stdin: ch, stdout: bufio.NewReaderSize(ch, 64<<10), stderr: &tailBuffer{max: 4096}}
+	// A server whose shell ended is never handed out again.
+	ended := make(chan bool, 1) // whether the host sent an exit status
+	go func() {
+		ended <- drainSessionRequests(reqs)
+		s.broken.Store(true)
+	}()
+	go io.Copy(s.stderr, ch.Stderr())
 	fail := func(err error) (*server, error) {
-		sess.Close()
+		ch.Close()
 		return nil, err
 	}
-	if s.stdin, err = sess.StdinPipe(); err != nil {
-		return fail(err)
-	}
-	out, err := sess.StdoutPipe()
-	if err != nil {
-		return fail(err)
-	}
-	s.stdout = bufio.NewReaderSize(out, 64<<10)
-	sess.Stderr = s.stderr
-	if err := sess.Start(bootstrap); err != nil {
+	exec := gossh.Marshal(struct{ Command string }{bootstrap})
+	if _, err := ch.SendRequest("exec", false, exec); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = errClosedEarly
 		}
 		return fail(err)
 	}
-	// A server whose shell ended is never handed out again.
-	ended := make(chan error, 1)
-	go func() {
-		ended <- sess.Wait()
-		s.broken.Store(true)
-	}()
 	if err := s.handshake(ctx, useSetsid); err != nil {
 		// A channel closed with no exit status and not a word on stderr
 		// ran nothing.
-		var missing *gossh.ExitMissingError
 		if errors.Is(err, io.EOF) && ctx.Err() == nil {
 			select {
-			case werr := <-ended:
-				if errors.As(werr, &missing) && s.stderr.suffix() == "" {
+			case exited := <-ended:
+				if !exited && s.stderr.suffix() == "" {
 					err = fmt.Errorf("%w (%w)", errClosedEarly, err)
 				}
 			case <-time.After(time.Second):
@@ -132,6 +128,22 @@ func startServer(ctx context.Context, client *gossh.Client, useSetsid bool) (*se
 		return fail(err)
 	}
 	return s, nil
+}
+
+// drainSessionRequests answers the host's requests on a session channel
+// until it closes, and says whether one was an exit status (or signal).
+func drainSessionRequests(reqs <-chan *gossh.Request) bool {
+	exited := false
+	for r := range reqs {
+		switch r.Type {
+		case "exit-status", "exit-signal":
+			exited = true
+		}
+		if r.WantReply {
+			r.Reply(false, nil)
+		}
+	}
+	return exited
 }
 
 // handshake sends the program to a bootstrap that runs on the other end of
