@@ -83,6 +83,60 @@ func TestCommandSurvivesDroppedConnection(t *testing.T) {
 	}
 }
 
+// All the calls of a connection re-attach with one request: four commands
+// printing numbered lines and a fifth that sleeps lose their connection
+// together; once the host is back they are served by the connection's
+// first command server alone (one session channel), each gets its output
+// exactly once and its exit code, and the sleeper, aborted after the
+// reconnect, is killed on the host through that same request.
+func TestAllCallsReattachInOneRequest(t *testing.T) {
+	t.Parallel()
+	p, h := reattachingHost(t)
+	marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
+	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+	const n = 4
+	outs := make([]*lockedBuffer, n)
+	errs := make(chan error, n)
+	for i := range n {
+		outs[i] = &lockedBuffer{}
+		script := fmt.Sprintf(`i=1; while [ $i -le 80 ]; do echo "line $i"; i=$((i+1)); sleep 0.05; done; exit %d`, i+1)
+		go func() { errs <- h.Exec(t.Context(), ops.Command{Script: script, Output: outs[i]}) }()
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	sleeper := make(chan error, 1)
+	go func() { sleeper <- h.Exec(ctx, ops.Command{Script: "exec sleep " + marker}) }()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Len(c, sleepers(t, marker), 1)
+		for _, o := range outs {
+			assert.Contains(c, o.String(), "line 3\n")
+		}
+	}, 10*time.Second, 20*time.Millisecond)
+
+	opened := h.SessionsOpened()
+	p.Refuse(true)
+	p.Reset()
+	time.Sleep(2 * time.Second)
+	p.Refuse(false)
+	for range n {
+		var ee *ops.ExitError
+		require.ErrorAs(t, <-errs, &ee)
+		assert.Contains(t, []int{1, 2, 3, 4}, ee.Code)
+	}
+	var want strings.Builder
+	for i := 1; i <= 80; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	for _, o := range outs {
+		assert.Equal(t, want.String(), o.String(), "every line once, in order")
+	}
+	assert.Len(t, sleepers(t, marker), 1, "the sleeper runs on")
+	cancel()
+	require.ErrorIs(t, <-sleeper, context.Canceled)
+	assert.Empty(t, sleepers(t, marker), "killed through the attach request before the call returned")
+	assert.Equal(t, int64(1), h.SessionsOpened()-opened, "one session after the reconnect: one request served all five calls")
+}
+
 // A command aborted, or timed out, while its host is unreachable is
 // killed on the host once the host answers again.
 func TestCancelDuringDisconnectKillsOnReturn(t *testing.T) {

@@ -57,7 +57,6 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	id := randomHex(8)
 	sent := &countingWriter{w: out}
 	var status string
-	var lostAt time.Time // when the connection dropped, if it did
 	for {
 		var err error
 		forget := h.toForget()
@@ -72,7 +71,7 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 			// gone), make sure now, or once the host is back (or the
 			// lease runs out).
 			// (Exactly ctx.Err(): the server confirmed the kill.)
-			if err != ctx.Err() || !lostAt.IsZero() {
+			if err != ctx.Err() {
 				if h.killJob(id) != nil {
 					go h.cancelJob(id)
 				}
@@ -81,22 +80,19 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 			}
 			return ctx.Err()
 		}
-		if !errors.Is(err, ops.ErrConnectionLost) && lostAt.IsZero() {
+		if !errors.Is(err, ops.ErrConnectionLost) || h.opts.ReattachTimeout < 0 {
 			return err
 		}
-		if h.opts.ReattachTimeout < 0 {
+		// Lost: attach again with the other calls of this host, from the
+		// byte reached. A job the host has never heard of, with no output
+		// yet, is one whose start was lost with the connection: it is
+		// started again (the same id: one of two starts runs).
+		status, err = h.reattachJob(ctx, id, sent, [3]string{save, overBytes, overLines})
+		if err != nil {
 			return err
 		}
-		if lostAt.IsZero() {
-			lostAt = time.Now()
-		}
-		wait := h.reattachTimeout() - time.Since(lostAt)
-		if wait <= 0 || h.awaitHost(ctx, wait) != nil {
-			if ctx.Err() != nil {
-				go h.cancelJob(id)
-				return ctx.Err()
-			}
-			return fmt.Errorf("%w; the command may still be running on the host as job %s (`pi-remote jobs attach %s` follows it; it is killed when its lease of %s runs out)", err, id, id, ttl)
+		if status != "!NOJOB" || sent.n > 0 {
+			break
 		}
 	}
 	switch status {

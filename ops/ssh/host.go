@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pi-remote/pi-remote/ops"
@@ -84,6 +85,14 @@ type Host struct {
 	linkWaiters  int
 	reconnecting bool
 	lostSince    time.Time
+
+	// attachQueue are the Exec calls waiting to re-attach to their jobs
+	// (attach.go); gathering, whether a gatherer waits for the host.
+	attachMu    sync.Mutex
+	attachQueue []*reattach
+	gathering   bool
+
+	sessions atomic.Int64 // session channels asked for, on every connection
 
 	// collected are the jobs whose results Exec has: their ".collected"
 	// marks on the host go with the next command, or at Close.
@@ -218,6 +227,11 @@ func (h *Host) conn(ctx context.Context) (*conn, error) {
 // but the connection they asked for is still worth having.
 func (h *Host) dial(done chan struct{}) {
 	d, err := dial(context.Background(), &h.cfg)
+	var c *conn
+	if err == nil {
+		c = newConn(h, d)
+		c.warm()
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	defer close(done)
@@ -229,11 +243,11 @@ func (h *Host) dial(done chan struct{}) {
 		return
 	}
 	if h.closed {
-		d.close()
+		c.kill(errClosed)
 		return
 	}
 	h.failures, h.lastErr = 0, nil
-	h.cur = newConn(h, d)
+	h.cur = c
 	h.wasUp = true
 }
 
@@ -318,6 +332,11 @@ func (h *Host) Connect(ctx context.Context) (Info, error) {
 	}
 	return info, nil
 }
+
+// SessionsOpened is how many session channels the Host has asked its
+// hosts for so far (command servers and SFTP, over all its connections):
+// a steady state opens none.
+func (h *Host) SessionsOpened() int64 { return h.sessions.Load() }
 
 // Ping costs one round trip; it fails when the connection is gone.
 func (h *Host) Ping(ctx context.Context) (time.Duration, error) {

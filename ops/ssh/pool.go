@@ -126,6 +126,7 @@ func (c *conn) server(ctx context.Context) (*server, error) {
 		if err != nil || s != nil {
 			return s, err
 		}
+		c.host.sessions.Add(1)
 		s, err = startServer(ctx, c.d.client, !c.host.opts.NoSetsid)
 		switch {
 		case err == nil:
@@ -160,6 +161,18 @@ func (c *conn) server(ctx context.Context) (*server, error) {
 			}
 		}
 		// Wait for a slot, or take the server that frees first.
+	}
+}
+
+// warm starts the connection's first command server as part of
+// connecting, so that the first call (or the calls coming back after a
+// lost connection) find it ready. A server that cannot start now is left
+// to the first call, which reports why.
+func (c *conn) warm() {
+	ctx, cancel := context.WithTimeout(context.Background(), c.host.cfg.ConnectTimeout)
+	defer cancel()
+	if s, err := c.server(ctx); err == nil {
+		c.release(s)
 	}
 }
 
@@ -230,6 +243,7 @@ func (c *conn) openSFTP(ctx context.Context) error {
 	if _, err := c.acquire(ctx, false); err != nil {
 		return err
 	}
+	c.host.sessions.Add(1)
 	sess, err := c.d.client.NewSession()
 	if err != nil {
 		if isOpenRefused(err) {

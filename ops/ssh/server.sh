@@ -17,6 +17,8 @@
 # <marker><status> and a newline. The marker cannot occur in output (it is
 # random), so everything before it belongs to the request.
 #
+# attach_jobs serves several jobs in one answer, in frames (see there).
+#
 # Commands (run_job) and reads (open_file) run in the background while a
 # watcher reads the request stream: the line "k" kills them; "r" renews a
 # command's lease. At the end of the stream (the client is gone) a read is
@@ -478,21 +480,8 @@ attach_job() {
 		tail -c +$(($2 + _rj_sent + 1)) "$_rj_job.out"
 	fi
 	if [ -z "$_rj_status" ]; then
-		read -r _rj_status <"$_rj_job.status"
-		_so_saved=
-		if [ -e "$_rj_job.saved" ]; then
-			# Sent before (that answer was lost): saved then.
-			read -r _so_saved <"$_rj_job.saved"
-			_so_saved=" $_so_saved"
-		elif [ -n "$3" ]; then
-			save_output "$_rj_job.out" "$3" "$4" "$5"
-			if [ -n "$_so_saved" ]; then
-				echo "$_so_saved" >"$_rj_job.saved"
-				# The output is sent again from there, if need be.
-				if [ "$_so_saved" = ' saved' ]; then ln -s "$3" "$_rj_job.out"; fi
-			fi
-		fi
-		_rj_status=$_rj_status$_so_saved
+		job_result "$_rj_job" "$3" "$4" "$5"
+		_rj_status=$_jr_status
 	fi
 	finish "$_rj_status"
 	_rj_stream=
@@ -501,6 +490,161 @@ attach_job() {
 	rm -f "$_rj_claim" "$_rj_tail" "$_rj_copy"
 	mkfifo "$jobs/.fifo-$$-$fifo_n" 2>/dev/null &
 	housekeeping=$!
+}
+
+# job_result JOB SAVE SAVE_BYTES SAVE_LINES sets _jr_status to the status
+# of the ended job in JOB as attach_job sends it, saving its output first
+# when it qualifies (see save_output).
+job_result() {
+	read -r _jr_status <"$1.status"
+	_so_saved=
+	if [ -e "$1.saved" ]; then
+		# Sent before (that answer was lost): saved then.
+		read -r _so_saved <"$1.saved"
+		_so_saved=" $_so_saved"
+	elif [ -n "$2" ]; then
+		save_output "$1.out" "$2" "$3" "$4"
+		if [ -n "$_so_saved" ]; then
+			echo "$_so_saved" >"$1.saved"
+			# The output is sent again from there, if need be.
+			if [ "$_so_saved" = ' saved' ]; then ln -s "$2" "$1.out"; fi
+		fi
+	fi
+	_jr_status=$_jr_status$_so_saved
+}
+
+# attach_jobs TTL ID OFFSET SAVE SAVE_BYTES SAVE_LINES [ID OFFSET ...]
+# attaches to several jobs in one request: the calls of a client whose
+# connection came back. It sends their output from each OFFSET on, as it
+# comes, in frames: the line "D ID N", then N bytes of job ID's output (at
+# most 1 MiB, so that no job holds up the others for long); and the line
+# "X ID STATUS" once job ID has ended and all its output went (STATUS as
+# attach_job's, or "!NOJOB"). Once every job has ended the answer ends
+# with the status "OK". Meanwhile "k ID" kills job ID and "r" renews every
+# lease (to TTL seconds); at the end of the request stream the jobs go on
+# and this server ends, as in wait_job.
+#
+# The jobs' sizes come from one ls per round, every 50 ms (every 200 ms
+# after two seconds without news; every second where sleep takes whole
+# seconds only).
+attach_jobs() {
+	seq=$((seq + 1))
+	_aj_dir=$private/attach.$seq
+	if ! mkdir "$_aj_dir"; then
+		finish "!EIO cannot create $_aj_dir"
+		return
+	fi
+	_aj_ttl=$1
+	shift
+	while [ "$#" -ge 5 ]; do
+		case $1 in
+		'' | *[!0-9a-f]*) ;;
+		*)
+			if [ -e "$jobs/$1.out" ]; then
+				# The job's state: offset reached, then SAVE's words.
+				printf '%s\n' "$2" "$3" "$4" "$5" >"$_aj_dir/$1"
+				watch_lease_once "$jobs/$1" "$_aj_ttl"
+			else
+				echo "X $1 !NOJOB"
+			fi
+			;;
+		esac
+		shift 5
+	done
+	attach_watcher "$_aj_dir" "$_aj_ttl" &
+	_aj_watcher=$!
+	_aj_idle=0
+	while :; do
+		# Which jobs have ended is seen before their sizes: the size of
+		# an ended job is final.
+		_aj_outs=
+		_aj_ended=' '
+		for _aj_state in "$_aj_dir"/*; do
+			[ -f "$_aj_state" ] || continue
+			_aj_id=${_aj_state##*/}
+			_aj_job=$jobs/$_aj_id
+			if [ -s "$_aj_job.status" ]; then
+				_aj_ended="$_aj_ended$_aj_id "
+			elif [ ! -e "$_aj_job.out" ]; then
+				echo "X $_aj_id !NOJOB"
+				rm -f "$_aj_state"
+				continue
+			else
+				_aj_waiter=
+				read -r _aj_waiter <"$_aj_job.waiter"
+				if [ -n "$_aj_waiter" ] && ! kill -s 0 "$_aj_waiter" 2>/dev/null && [ ! -s "$_aj_job.status" ]; then
+					echo "X $_aj_id !EIO the job ended without a status (its waiter was killed)"
+					rm -f "$_aj_state"
+					continue
+				fi
+			fi
+			_aj_outs="$_aj_outs $_aj_id.out"
+		done
+		[ -n "$_aj_outs" ] || break
+		_aj_news=
+		# shellcheck disable=SC2086 # job IDs are hex
+		_aj_sizes=$(cd "$jobs" && ls -lnL -- $_aj_outs)
+		while read -r _ _ _ _ _aj_size _aj_rest; do
+			_aj_id=${_aj_rest##* }
+			_aj_id=${_aj_id%.out}
+			_aj_state=$_aj_dir/$_aj_id
+			{ read -r _aj_off && read -r _aj_save && read -r _aj_bytes && read -r _aj_lines; } <"$_aj_state" || continue
+			if [ "$_aj_size" -gt "$_aj_off" ]; then
+				_aj_n=$((_aj_size - _aj_off))
+				[ "$_aj_n" -le 1048576 ] || _aj_n=1048576
+				echo "D $_aj_id $_aj_n"
+				tail -c +$((_aj_off + 1)) "$jobs/$_aj_id.out" | head -c "$_aj_n"
+				printf '%s\n' $((_aj_off + _aj_n)) "$_aj_save" "$_aj_bytes" "$_aj_lines" >"$_aj_state"
+				_aj_news=yes
+			else
+				case $_aj_ended in
+				*" $_aj_id "*)
+					job_result "$jobs/$_aj_id" "$_aj_save" "$_aj_bytes" "$_aj_lines"
+					echo "X $_aj_id $_jr_status"
+					rm -f "$_aj_state"
+					_aj_news=yes
+					;;
+				esac
+			fi
+		done <<EOF
+$_aj_sizes
+EOF
+		if [ -n "$_aj_news" ]; then
+			_aj_idle=0
+			continue
+		fi
+		_aj_idle=$((_aj_idle + 1))
+		if [ "$_aj_idle" -le 40 ]; then
+			sleep 0.05 2>/dev/null || sleep 1
+		else
+			sleep 0.2 2>/dev/null || sleep 1
+		fi
+	done
+	kill -s KILL "$_aj_watcher" 2>/dev/null
+	wait "$_aj_watcher" 2>/dev/null
+	rm -rf "$_aj_dir"
+	finish OK
+}
+
+# attach_watcher DIR TTL reads the request stream while attach_jobs runs:
+# "k ID" kills job ID, "r" renews the lease of each job in DIR. At the end
+# of the stream (the client is gone) it ends this server; the jobs go on.
+attach_watcher() {
+	while IFS= read -r _aw_line <&3; do
+		case $_aw_line in
+		r)
+			for _aw_state in "$1"/*; do
+				[ ! -f "$_aw_state" ] || echo "$2" >"$jobs/${_aw_state##*/}.lease"
+			done
+			;;
+		"k "*)
+			_aw_id=${_aw_line#k }
+			case $_aw_id in '' | *[!0-9a-f]*) continue ;; esac
+			[ -s "$jobs/$_aw_id.status" ] || ! read_pid "$jobs/$_aw_id.pid" || kill_job "$_rp_pid"
+			;;
+		esac
+	done
+	kill -s TERM $$
 }
 
 # forget_jobs ID... removes the files of ended jobs whose client has

@@ -286,6 +286,67 @@ func TestServerScript(t *testing.T) {
 					}, 5*time.Second, 50*time.Millisecond)
 				}
 			})
+			t.Run("several jobs are attached to in one request", func(t *testing.T) {
+				cache := t.TempDir()
+				first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				// Three jobs outlive their servers: one still printing, one
+				// ended, one that will be killed.
+				printing := newJob(`i=1; while [ $i -le 40 ]; do echo "line $i"; i=$((i+1)); sleep 0.02; done; exit 5`)
+				require.NoError(t, first.send(call("run_job", printing...)))
+				var got bytes.Buffer
+				buf := make([]byte, 1)
+				for !strings.Contains(got.String(), "line 3\n") {
+					_, err := first.stdout.Read(buf)
+					require.NoError(t, err)
+					got.Write(buf)
+				}
+				first.close()
+				ended := newJob("echo ended; exit 2")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				require.NoError(t, l.send(call("run_job", ended...)))
+				_, err := l.readUntilMarker(io.Discard)
+				require.NoError(t, err)
+				sleeper := newJob("echo sleeping; exec sleep 30")
+				other := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				require.NoError(t, other.send(call("run_job", sleeper...)))
+				line, err := other.stdout.ReadString('\n')
+				require.NoError(t, err)
+				require.Equal(t, "sleeping\n", line)
+				other.close()
+
+				outs := map[string]*bytes.Buffer{}
+				ends := map[string]string{}
+				missing := randomHex(8)
+				args := []string{"60", printing[0], strconv.Itoa(got.Len()), "", "", "", ended[0], "0", "", "", "", sleeper[0], "9", "", "", "", missing, "0", "", "", ""}
+				require.NoError(t, l.send(call("attach_jobs", args...)))
+				status, err := readAttach(l.server, func(id string) io.Writer {
+					if outs[id] == nil {
+						outs[id] = &bytes.Buffer{}
+					}
+					if id == printing[0] && outs[id].Len() > 0 {
+						// The printing job streams: kill the sleeper now.
+						require.NoError(t, l.write("k "+sleeper[0]+"\n"))
+					}
+					return outs[id]
+				}, func(id, status string) { ends[id] = status })
+				require.NoError(t, err)
+				assert.Equal(t, "OK", status)
+				var want strings.Builder
+				for i := 1; i <= 40; i++ {
+					fmt.Fprintf(&want, "line %d\n", i)
+				}
+				assert.Equal(t, want.String(), got.String()+outs[printing[0]].String(), "every byte once")
+				assert.Equal(t, "5", ends[printing[0]])
+				assert.Equal(t, "ended\n", outs[ended[0]].String())
+				assert.Equal(t, "2", ends[ended[0]])
+				assert.Nil(t, outs[sleeper[0]], "nothing past its offset")
+				assert.Equal(t, "137", ends[sleeper[0]], "killed")
+				assert.Equal(t, "!NOJOB", ends[missing])
+				assert.Len(t, ends, 4)
+				status, out := l.run(t, "echo next")
+				assert.Equal(t, "0", status, "the server serves on")
+				assert.Equal(t, "next\n", out)
+			})
 			t.Run("a server hung up while streaming leaves no tail behind", func(t *testing.T) {
 				l := startLocal(t, sh, true)
 				job := newJob("echo started; sleep 0.5; echo done")
