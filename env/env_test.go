@@ -2,6 +2,11 @@ package env
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,6 +136,91 @@ func TestQueueDifferentFilesDoNotWait(t *testing.T) {
 	done := make(chan struct{})
 	require.NoError(t, b.Do(ctx, func() error { close(done); return nil }))
 	<-done
+}
+
+// slowResolver answers RealPath after a delay per path, counting the
+// calls in flight: a host a round trip away.
+type slowResolver struct {
+	*local.FS
+	delay func(name string) time.Duration
+
+	mu       sync.Mutex
+	inFlight int
+	most     int
+}
+
+func (s *slowResolver) RealPath(ctx context.Context, name string) (string, error) {
+	s.mu.Lock()
+	s.inFlight++
+	s.most = max(s.most, s.inFlight)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
+	time.Sleep(s.delay(name))
+	return s.FS.RealPath(ctx, name)
+}
+
+// A batch's keys are asked for all at once, not one after another, and the
+// order of the reservations still holds for one file: the first
+// reservation, whose key comes last, runs first.
+func TestQueueResolvesKeysConcurrently(t *testing.T) {
+	dir := t.TempDir()
+	slow := &slowResolver{FS: local.New(), delay: func(name string) time.Duration {
+		if strings.HasSuffix(name, "/first") {
+			return 300 * time.Millisecond
+		}
+		return 50 * time.Millisecond
+	}}
+	e := New(slow, Options{Cwd: dir, Home: "/"})
+	ctx := t.Context()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "first"), nil, 0o644))
+	require.NoError(t, os.Symlink("first", filepath.Join(dir, "alias")))
+	var rs []*Reservation
+	rs = append(rs, must(e.Reserve(ctx, "first")))
+	for i := range 15 {
+		rs = append(rs, must(e.Reserve(ctx, fmt.Sprintf("f%d", i))))
+	}
+	rs = append(rs, must(e.Reserve(ctx, "alias")))
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := len(rs) - 1; i >= 0; i-- {
+		wg.Go(func() {
+			require.NoError(t, rs[i].Do(ctx, func() error {
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				return nil
+			}))
+		})
+	}
+	wg.Wait()
+	assert.Less(t, slices.Index(order, 0), slices.Index(order, len(rs)-1), "the same file through a symlink: in reservation order")
+	assert.Equal(t, rs[0].Key(), rs[len(rs)-1].Key())
+	assert.GreaterOrEqual(t, slow.most, 10, "keys asked for concurrently")
+	assert.Equal(t, 0, e.queue.pending(), "idle entries are removed")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// A reservation given up before the host said which file it names never
+// enters a queue.
+func TestQueueReleaseBeforeKey(t *testing.T) {
+	slow := &slowResolver{FS: local.New(), delay: func(string) time.Duration { return 100 * time.Millisecond }}
+	e := New(slow, Options{Cwd: t.TempDir(), Home: "/"})
+	r := must(e.Reserve(t.Context(), "f"))
+	r.Release()
+	next := must(e.Reserve(t.Context(), "f"))
+	require.NoError(t, next.Do(t.Context(), func() error { return nil }), "not held up by the released one")
+	assert.Equal(t, 0, e.queue.pending())
 }
 
 func TestCapabilitiesProbe(t *testing.T) {

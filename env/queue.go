@@ -14,9 +14,17 @@ import (
 // mutations of one batch land in call order whatever order their goroutines
 // start in. Different keys never wait for each other. A key's entry is
 // deleted as soon as its last reservation is released.
+//
+// Which file a path names is a question for the host (canonpath: a round
+// trip on a remote one), so Reserve does not wait for the answer: every
+// reservation resolves its key at once, concurrently, and enters its
+// file's queue only after every earlier reservation has entered its own.
+// A batch of calls is admitted in one round trip instead of one per call,
+// in the same order.
 type mutationQueue struct {
 	mu    sync.Mutex
 	tails map[canonpath.Key]*slot
+	last  chan struct{} // closed once the latest reservation has entered its queue
 }
 
 type slot struct {
@@ -26,26 +34,48 @@ type slot struct {
 
 // Reservation is a place in a file's mutation queue.
 type Reservation struct {
-	q    *mutationQueue
-	key  canonpath.Key
-	s    *slot
-	once sync.Once
+	q *mutationQueue
+	s *slot
+
+	entered chan struct{} // closed once key and err are set and s is queued (or not, on error)
+	key     canonpath.Key
+	err     error
+
+	released bool // guarded by q.mu
+	once     sync.Once
 }
 
-// Reserve canonicalizes p (resolved as by Resolve) and takes the next place
-// in that file's mutation queue. It does not wait: call Do to wait for the
-// earlier holders and run, or Release to give the place up. Every
-// Reservation must be released (Do releases).
+// Reserve resolves p (as by Resolve) and takes the next place in the
+// mutation queue of the file it names. It does not wait, not even for the
+// host to say which file that is: call Do to wait for the earlier holders
+// and run, or Release to give the place up. Every Reservation must be
+// released (Do releases).
 func (e *ExecutionEnv) Reserve(ctx context.Context, p string) (*Reservation, error) {
 	abs, err := e.Resolve(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	key, err := e.Key(ctx, abs)
-	if err != nil {
-		return nil, err
-	}
-	return e.queue.reserve(key), nil
+	q := &e.queue
+	r := &Reservation{q: q, s: &slot{done: make(chan struct{})}, entered: make(chan struct{})}
+	q.mu.Lock()
+	before := q.last
+	q.last = r.entered
+	q.mu.Unlock()
+	go func() {
+		key, err := e.Key(ctx, abs)
+		if before != nil {
+			<-before
+		}
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		r.key, r.err = key, err
+		if err == nil && !r.released {
+			r.s.prev = q.tails[key]
+			q.tails[key] = r.s
+		}
+		close(r.entered)
+	}()
+	return r, nil
 }
 
 // Mutate runs fn while holding p's place in the mutation queue: Reserve then
@@ -58,16 +88,12 @@ func (e *ExecutionEnv) Mutate(ctx context.Context, p string, fn func() error) er
 	return r.Do(ctx, fn)
 }
 
-func (q *mutationQueue) reserve(key canonpath.Key) *Reservation {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	s := &slot{done: make(chan struct{}), prev: q.tails[key]}
-	q.tails[key] = s
-	return &Reservation{q: q, key: key, s: s}
+// Key is the canonical key the reservation holds, once the host has said
+// (it waits for that); the zero Key when that failed.
+func (r *Reservation) Key() canonpath.Key {
+	<-r.entered
+	return r.key
 }
-
-// Key is the canonical key the reservation holds.
-func (r *Reservation) Key() canonpath.Key { return r.key }
 
 // Do waits until every earlier reservation of the same file is released,
 // runs fn, and releases. If ctx ends while waiting, Do releases and returns
@@ -81,6 +107,14 @@ func (r *Reservation) Do(ctx context.Context, fn func() error) error {
 }
 
 func (r *Reservation) wait(ctx context.Context) error {
+	select {
+	case <-r.entered:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.err != nil {
+		return r.err
+	}
 	// Walk back through the predecessors: a predecessor that gave up its
 	// place early is done before its own predecessors are, so each one is
 	// waited for.
@@ -104,11 +138,13 @@ func (r *Reservation) wait(ctx context.Context) error {
 	}
 }
 
-// Release gives up the place in the queue. It is idempotent.
+// Release gives up the place in the queue. It is idempotent, and may come
+// before the reservation has entered its queue (it then never does).
 func (r *Reservation) Release() {
 	r.once.Do(func() {
 		r.q.mu.Lock()
 		defer r.q.mu.Unlock()
+		r.released = true
 		close(r.s.done)
 		if r.q.tails[r.key] == r.s {
 			delete(r.q.tails, r.key)
