@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -164,16 +165,58 @@ func (c *conn) server(ctx context.Context) (*server, error) {
 	}
 }
 
-// warm starts the connection's first command server as part of
-// connecting, so that the first call (or the calls coming back after a
-// lost connection) find it ready. A server that cannot start now is left
-// to the first call, which reports why.
+// warm starts the connection's command servers as part of connecting, so
+// that no call pays for a session (and the user's login shell) on the hot
+// path: the first server before the connection is handed out (the first
+// call, or the calls coming back after a lost connection, find it ready),
+// then, concurrently and in the background, as many more as fit beside
+// SFTP, and the SFTP client. A server that cannot start now is left to the
+// call that needs it, which reports why.
 func (c *conn) warm() {
 	ctx, cancel := context.WithTimeout(context.Background(), c.host.cfg.ConnectTimeout)
-	defer cancel()
 	if s, err := c.server(ctx); err == nil {
 		c.release(s)
 	}
+	cancel()
+	more := c.max - 2 // one slot for SFTP, one started above
+	if c.host.opts.NoSFTP || c.max < 3 {
+		more++
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.host.cfg.ConnectTimeout)
+		defer cancel()
+		var wg sync.WaitGroup
+		for range more {
+			wg.Go(func() { c.grow(ctx) })
+		}
+		wg.Go(func() {
+			if _, done, err := c.useSFTP(ctx); err == nil && done != nil {
+				done()
+			}
+		})
+		wg.Wait()
+	}()
+}
+
+// grow starts one more server for the pool when a slot is free.
+func (c *conn) grow(ctx context.Context) {
+	c.mu.Lock()
+	if c.used >= c.limit || c.isDead() {
+		c.mu.Unlock()
+		return
+	}
+	c.used++
+	c.mu.Unlock()
+	c.host.sessions.Add(1)
+	s, err := startServer(ctx, c.d.client, !c.host.opts.NoSetsid)
+	if err != nil {
+		if isOpenRefused(err) {
+			c.refused()
+			return
+		}
+		s = nil
+	}
+	c.release(s)
 }
 
 // useSFTP returns the SFTP client for an upload, opening it on first use,
