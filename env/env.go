@@ -31,7 +31,8 @@ import (
 type Options struct {
 	// Name is how users and models refer to the host ("local", "devbox").
 	Name string
-	// Cwd is the absolute working directory; empty means the host's home.
+	// Cwd is the working directory: absolute, or relative to the host's
+	// home (asked of the host when first needed); empty means the home.
 	Cwd string
 	// Home is the host's home directory; empty means ask the host.
 	Home string
@@ -81,10 +82,14 @@ func (e *ExecutionEnv) Ops() ops.Operations { return e.ops }
 // Cwd returns the working directory, asking the host for its home when none
 // was configured.
 func (e *ExecutionEnv) Cwd(ctx context.Context) (string, error) {
-	if e.cwd != "" {
+	if path.IsAbs(e.cwd) {
 		return e.cwd, nil
 	}
-	return e.Home(ctx)
+	home, err := e.Home(ctx)
+	if err != nil {
+		return "", err
+	}
+	return path.Join(home, e.cwd), nil
 }
 
 // Home returns the host's home directory.

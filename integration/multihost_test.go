@@ -7,10 +7,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/pi-remote/pi-remote/integration/netfault"
 	"github.com/pi-remote/pi-remote/integration/sshd"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/loop/looptest"
@@ -113,4 +116,58 @@ func TestCLIWithTwoHosts(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "name:      dev\n")
 	assert.Contains(t, out, "name:      db\n")
+}
+
+// One of three hosts is down when the session starts: rpc and check still
+// start, calls to the two live hosts succeed, calls to the dead one are
+// error results naming it, and once it answers the next call to it
+// succeeds.
+func TestOneOfThreeHostsDown(t *testing.T) {
+	t.Parallel()
+	var servers []*sshd.Server
+	for range 3 {
+		servers = append(servers, sshd.Start(t, sshd.Options{}))
+	}
+	p := netfault.Start(t, servers[2].Addr)
+	p.Refuse(true)
+	var known strings.Builder
+	for _, s := range servers[:2] {
+		known.WriteString(readFile(t, s.KnownHosts))
+	}
+	known.WriteString(knownhosts.Line([]string{knownhosts.Normalize(p.Addr)}, servers[2].HostKeys[0]) + "\n")
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	require.NoError(t, os.WriteFile(kh, []byte(known.String()), 0o600))
+	dir := t.TempDir()
+	flags := []string{"--host", "a=" + servers[0].User + "@" + servers[0].Addr, "--host", "b=" + servers[1].User + "@" + servers[1].Addr,
+		"--host", "c=" + servers[2].User + "@" + p.Addr, "--known-hosts", kh, "--ssh-config", "none", "--cwd", dir, "--connect-timeout", "3s"}
+	for _, s := range servers {
+		flags = append(flags, "--identity", s.ClientKey)
+	}
+
+	code, out, stderr := cli(t, "", append(flags, "check")...)
+	assert.Equal(t, 3, code, "a host is unreachable: %s", stderr)
+	assert.Contains(t, out, "name:      a\n")
+	assert.Contains(t, out, "name:      b\n")
+	assert.Regexp(t, `name:      c\nhost:      .*\nstate:     unreachable: ssh .*127.0.0.1`, out)
+
+	c := startRPC(t, flags...)
+	for i, h := range []string{"a", "b", "c"} {
+		c.send(fmt.Sprintf(`{"id":"%d","type":"tool","name":"bash","args":{"command":"echo on %s","host":%q}}`, i, h, h))
+	}
+	for i, h := range []string{"a", "b"} {
+		r := c.response(fmt.Sprint(i))
+		require.Equal(t, true, r["success"], "%v", r)
+		assert.Contains(t, fmt.Sprint(r["data"]), "on "+h)
+	}
+	dead := fmt.Sprint(c.response("2"))
+	assert.Contains(t, dead, "isError:true", "an error result")
+	assert.Contains(t, dead, p.Addr, "naming the host")
+
+	p.Refuse(false)
+	time.Sleep(time.Second) // past the pause before a host is dialled again
+	c.send(`{"id":"again","type":"tool","name":"bash","args":{"command":"echo on c","host":"c"}}`)
+	r := c.response("again")
+	require.Equal(t, true, r["success"], "%v", r)
+	assert.Contains(t, fmt.Sprint(r["data"]), "on c")
+	assert.NotContains(t, fmt.Sprint(r["data"]), "isError:true")
 }

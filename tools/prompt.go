@@ -34,6 +34,9 @@ type HostInfo struct {
 	Host string
 	OS   string
 	Cwd  string
+	// Unreachable says why the host could not be reached when the
+	// session started; its calls are tried again.
+	Unreachable string
 }
 
 // Describe asks the host who and where it is and reads the project context
@@ -107,6 +110,10 @@ func BuildSystemPrompt(p PromptParts) string {
 		}
 		if h.OS != "" {
 			where += " (" + h.OS + ")"
+		}
+		if h.Unreachable != "" {
+			fmt.Fprintf(&b, "- Host %q: %s; unreachable when this session started (%s). Its calls fail until it answers; each call tries again.\n", h.Name, where, h.Unreachable)
+			continue
 		}
 		fmt.Fprintf(&b, "- Host %q: %s; working directory %s. Every path and command acts on this host, not on the machine running the agent.\n", h.Name, where, h.Cwd)
 	}

@@ -71,3 +71,12 @@ func TestSystemPromptListsEveryHost(t *testing.T) {
 	assert.Contains(t, p, `- Host "db": b@db1; working directory /var/lib.`)
 	assert.Contains(t, p, `without it the tool acts on "dev"`)
 }
+
+func TestSystemPromptSaysWhichHostIsUnreachable(t *testing.T) {
+	p := tools.BuildSystemPrompt(tools.PromptParts{
+		Hosts: []tools.HostInfo{{Name: "dev", User: "a", Host: "dev1", Cwd: "/src"}, {Name: "db", Host: "b@db1:22", Unreachable: "connection refused"}},
+		Date:  time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC),
+	})
+	assert.Contains(t, p, `- Host "dev": a@dev1; working directory /src.`)
+	assert.Contains(t, p, `- Host "db": b@db1:22; unreachable when this session started (connection refused). Its calls fail until it answers; each call tries again.`)
+}

@@ -48,22 +48,36 @@ type checkReport struct {
 	Fd       string   `json:"fd,omitempty"`
 	Helpers  []string `json:"helpers,omitempty"`
 	RTTMilli float64  `json:"rttMs"`
+	Error    string   `json:"error,omitempty"` // why the host could not be reached
 }
 
-func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool) error {
+func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool) (err error) {
 	ts, err := openTargets(ctx, g)
 	if err != nil {
 		return err
 	}
 	defer ts.close()
 	var reports []checkReport
+	var unreachable error
 	for _, t := range ts {
 		r, err := checkTarget(ctx, t)
-		if err != nil {
+		if err != nil && (len(ts) == 1 || !isConnectionFailure(err)) {
 			return err
+		}
+		if err != nil {
+			// One of several: reported with the others.
+			r = checkReport{Name: t.name, Host: t.where(), Error: unwrapConnection(err).Error()}
+			if unreachable == nil {
+				unreachable = &exitError{code: exitConnection, err: fmt.Errorf("host %s: %w", t.name, unwrapConnection(err))}
+			}
 		}
 		reports = append(reports, r)
 	}
+	defer func() {
+		if err == nil {
+			err = unreachable
+		}
+	}()
 	if asJSON {
 		enc := json.NewEncoder(ios.out)
 		enc.SetIndent("", "  ")
@@ -116,6 +130,10 @@ func printReport(w io.Writer, r checkReport, remote bool) {
 	fmt.Fprintf(w, "host:      %s\n", r.Host)
 	if len(r.Via) > 0 {
 		fmt.Fprintf(w, "via:       %s\n", strings.Join(r.Via, " -> "))
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "state:     unreachable: %s\n", r.Error)
+		return
 	}
 	if remote {
 		fmt.Fprintf(w, "host key:  %s\n", r.HostKey)

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -97,6 +99,7 @@ type target struct {
 	name string
 	env  *env.ExecutionEnv
 	host *ssh.Host // nil for this machine
+	down error     // why the host could not be reached at start, if it could not
 }
 
 func (t *target) close() {
@@ -165,8 +168,12 @@ func splitHostFlag(v string) (name, spec string) {
 
 // openTargets builds the environments the flags select: this machine
 // without --host; otherwise one per --host (NAME=SPEC names it; SPEC
-// "local" is this machine). Remote hosts are connected first, so that
-// connection problems surface as exit 3 before any tool runs.
+// "local" is this machine). Remote hosts are connected first, all at once,
+// so that connection problems surface before any tool runs: with one host
+// as exit 3; with several, a host that cannot be reached is reported (on
+// stderr, by check, in the system prompt) and kept, its calls failing with
+// the reason until it answers (each call tries again), unless none of the
+// hosts can be reached.
 func openTargets(ctx context.Context, g *globalOptions) (targets, error) {
 	if len(g.host.hosts) == 0 {
 		e, err := localEnv(g.cwd, "local")
@@ -181,9 +188,11 @@ func openTargets(ctx context.Context, g *globalOptions) (targets, error) {
 		return nil, err
 	}
 	seen := map[string]bool{}
+	var cfgs []ssh.Config
 	for _, v := range g.host.hosts {
 		name, spec := splitHostFlag(v)
 		var t *target
+		var cfg ssh.Config
 		if spec == "local" {
 			if name == "" {
 				name = "local"
@@ -194,8 +203,8 @@ func openTargets(ctx context.Context, g *globalOptions) (targets, error) {
 			}
 			t = &target{name: name, env: e}
 		} else {
-			cfg, err := g.host.sshConfigFor(spec)
-			if err != nil {
+			var err error
+			if cfg, err = g.host.sshConfigFor(spec); err != nil {
 				return fail(err)
 			}
 			if name == "" {
@@ -207,10 +216,6 @@ func openTargets(ctx context.Context, g *globalOptions) (targets, error) {
 				opts.OnLinkState = func(s ssh.LinkState, down time.Duration, err error) { tell(host, s, down, err) }
 			}
 			t = &target{name: name, host: ssh.New(cfg, opts)}
-			if err := t.open(ctx, cfg, g.cwd); err != nil {
-				t.close()
-				return fail(err)
-			}
 		}
 		if seen[name] {
 			t.close()
@@ -218,8 +223,56 @@ func openTargets(ctx context.Context, g *globalOptions) (targets, error) {
 		}
 		seen[name] = true
 		ts = append(ts, t)
+		cfgs = append(cfgs, cfg)
+	}
+	errs := make([]error, len(ts))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		if t.host != nil {
+			wg.Go(func() { errs[i] = t.open(ctx, cfgs[i], g.cwd) })
+		}
+	}
+	wg.Wait()
+	reached := 0
+	for i, t := range ts {
+		switch err := errs[i]; {
+		case err == nil:
+			reached++
+		case len(ts) == 1 || !isConnectionFailure(err):
+			return fail(err)
+		default:
+			t.unreachable(err, g.cwd)
+		}
+	}
+	if reached == 0 {
+		return fail(errs[0])
+	}
+	for _, t := range ts {
+		if t.down != nil && g.warn != nil {
+			fmt.Fprintf(g.warn, "pi-remote: host %s is unreachable (%v); its calls fail until it answers\n", t.name, unwrapConnection(t.down))
+		}
 	}
 	return ts, nil
+}
+
+// unreachable keeps a host that could not be reached at start: its
+// environment finds its home, and the working directory under it, once the
+// host answers (--cwd unchecked until then).
+func (t *target) unreachable(err error, cwd string) {
+	t.down = err
+	if cwd == "~" || strings.HasPrefix(cwd, "~/") {
+		cwd = strings.TrimLeft(cwd[1:], "/")
+	}
+	t.env = env.New(t.host, env.Options{Name: t.name, Cwd: cwd})
+}
+
+// unwrapConnection is a connection failure without the exit code.
+func unwrapConnection(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.err
+	}
+	return err
 }
 
 func (t *target) open(ctx context.Context, cfg ssh.Config, cwd string) error {

@@ -45,6 +45,7 @@ type iostreams struct {
 type globalOptions struct {
 	cwd  string
 	host hostFlags
+	warn io.Writer // stderr: notices that do not stop a command
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -75,7 +76,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func newRootCmd(io iostreams) *cobra.Command {
-	g := &globalOptions{}
+	g := &globalOptions{warn: io.err}
 	cmd := &cobra.Command{
 		Use:   "pi-remote",
 		Short: "Agent tools that run where the work is",

@@ -242,6 +242,10 @@ func newAgentSetup(ctx context.Context, g *globalOptions, o *runOptions, require
 	// the default (first) host's working directory.
 	var files []tools.ContextFile
 	for i, t := range ts {
+		if t.down != nil {
+			s.hosts = append(s.hosts, tools.HostInfo{Name: t.name, Host: t.where(), Unreachable: unwrapConnection(t.down).Error()})
+			continue
+		}
 		info, f, err := tools.Describe(ctx, t.env)
 		if err != nil {
 			return fail(hostError(err))
