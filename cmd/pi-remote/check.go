@@ -52,6 +52,7 @@ type checkReport struct {
 }
 
 func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool) (err error) {
+	g.host.oneShot = true
 	ts, err := openTargets(ctx, g)
 	if err != nil {
 		return err

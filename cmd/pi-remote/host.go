@@ -35,6 +35,9 @@ type hostFlags struct {
 	leaseTTL       time.Duration
 	outputCapMiB   int64
 
+	// oneShot: the command makes one call or a few (ssh.HostOptions.OneShot).
+	oneShot bool
+
 	// onLinkState, when set, hears of lost and restored connections.
 	onLinkState func(host string, state ssh.LinkState, down time.Duration, err error)
 }
@@ -54,7 +57,7 @@ func (h *hostFlags) register(fs *pflag.FlagSet) {
 
 // hostOptions are the backend's options from the flags.
 func (h *hostFlags) hostOptions() ssh.HostOptions {
-	o := ssh.HostOptions{ReattachTimeout: h.reattach, LeaseTTL: h.leaseTTL, OutputCap: h.outputCapMiB << 20}
+	o := ssh.HostOptions{ReattachTimeout: h.reattach, LeaseTTL: h.leaseTTL, OutputCap: h.outputCapMiB << 20, OneShot: h.oneShot}
 	if h.reattach == 0 {
 		o.ReattachTimeout = -1
 	}

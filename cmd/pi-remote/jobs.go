@@ -48,6 +48,7 @@ the host itself.`,
 			if len(g.host.hosts) == 0 {
 				return usageErrorf("jobs are on remote hosts: give --host")
 			}
+			g.host.oneShot = true
 			ts, err := openTargets(ctx, g)
 			if err != nil {
 				return err

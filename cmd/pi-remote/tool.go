@@ -52,6 +52,7 @@ Exit status: 0 success, 1 the tool returned an error result, 2 usage error,
 }
 
 func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOptions) error {
+	g.host.oneShot = true
 	ts, err := openTargets(ctx, g)
 	if err != nil {
 		return err

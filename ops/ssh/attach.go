@@ -182,7 +182,7 @@ func (h *Host) gather() {
 // connection dies get ErrConnectionLost and queue again.
 func (h *Host) serveBatch(c *conn, batch []*reattach) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.ConnectTimeout+killWait)
-	s, err := c.server(ctx)
+	s, err := c.server(ctx, true)
 	cancel()
 	if err != nil {
 		for _, r := range batch {
@@ -198,9 +198,14 @@ func (h *Host) serveBatch(c *conn, batch []*reattach) {
 		open[r.id] = r
 	}
 	b := &batchState{c: c, s: s, open: open}
-	if err := s.send(call("attach_jobs", args...)); err != nil {
+	prev, mine, err := s.post(call("attach_jobs", args...))
+	defer close(mine)
+	if err != nil {
 		b.fail(c.lost(err))
 		return
+	}
+	if prev != nil {
+		<-prev
 	}
 	stopRenewing := renewLease(s, ttl)
 	defer stopRenewing()

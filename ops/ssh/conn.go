@@ -36,7 +36,8 @@ type conn struct {
 	loweredAt time.Time
 	closedAt  time.Time // when we last closed a channel
 	used      int
-	idle      []*server
+	idle      []*server     // nothing in flight
+	busy      []*server     // requests in flight (server.inFlight)
 	freed     chan struct{} // closed and replaced when a slot or server frees
 
 	// SFTP is opened on first need, and only while at least two servers

@@ -190,7 +190,7 @@ func (h *Host) runJob(ctx context.Context, out io.Writer, ttl time.Duration, r r
 	if err != nil {
 		return "", err
 	}
-	s, err := c.server(ctx)
+	s, err := c.server(ctx, true)
 	if err != nil {
 		return "", err
 	}

@@ -51,6 +51,10 @@ type HostOptions struct {
 	// after a lost connection, and when it answers again (or they gave up
 	// on it): for a terminal to say "reconnecting…". It must not block.
 	OnLinkState func(state LinkState, down time.Duration, err error)
+	// OneShot is for a Host that serves one call or a few (the CLI's tool,
+	// check and jobs commands): connecting starts one command server, not
+	// the whole pool.
+	OneShot bool
 	// NoGNUFind pretends the host lacks GNU find, to exercise the POSIX
 	// directory listing.
 	NoGNUFind bool
@@ -316,7 +320,7 @@ func (h *Host) Connect(ctx context.Context) (Info, error) {
 		info.SFTP = true
 		done()
 	}
-	s, err := c.server(ctx)
+	s, err := c.server(ctx, false)
 	if err != nil {
 		return info, err
 	}

@@ -100,7 +100,7 @@ func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		s, err := c.server(ctx)
+		s, err := c.server(ctx, true)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,9 +13,18 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 )
 
-// acquire takes a channel slot, waiting while all are in use. It returns
-// an idle server instead when one is available (and wantServer is set).
-func (c *conn) acquire(ctx context.Context, wantServer bool) (*server, error) {
+// maxPipeline bounds the requests in flight on one server.
+const maxPipeline = 4
+
+// acquire takes a channel slot, waiting while all are in use. With
+// wantServer it returns a server instead when one can take the request: an
+// idle one, or, with every slot in use and for a short file function, a
+// server busy with short file functions only (the request is pipelined
+// behind them: the server reads it once it has answered them). A request
+// that reads the request stream while it runs (streams: a command, a
+// read) needs a server of its own: a request sent behind it would be read
+// as a line for it.
+func (c *conn) acquire(ctx context.Context, wantServer, streams bool) (*server, error) {
 	for {
 		c.mu.Lock()
 		if wantServer && len(c.idle) > 0 {
@@ -28,6 +38,7 @@ func (c *conn) acquire(ctx context.Context, wantServer bool) (*server, error) {
 				s.close()
 				continue
 			}
+			c.busyLocked(s, streams)
 			c.mu.Unlock()
 			return s, nil
 		}
@@ -41,6 +52,13 @@ func (c *conn) acquire(ctx context.Context, wantServer bool) (*server, error) {
 			c.used++
 			c.mu.Unlock()
 			return nil, nil
+		}
+		if wantServer && !streams {
+			if s := c.pipelinableLocked(); s != nil {
+				c.busyLocked(s, streams)
+				c.mu.Unlock()
+				return s, nil
+			}
 		}
 		// With every slot held by an idle server, close one for a new
 		// session of another kind.
@@ -64,20 +82,56 @@ func (c *conn) acquire(ctx context.Context, wantServer bool) (*server, error) {
 	}
 }
 
-// release gives back a slot (s == nil) or returns a server to the pool.
+// busyLocked counts one more request in flight on s.
+func (c *conn) busyLocked(s *server, streams bool) {
+	if s.inFlight == 0 {
+		c.busy = append(c.busy, s)
+	}
+	s.inFlight++
+	s.streams = s.streams || streams
+}
+
+// pipelinableLocked is the busy server with the fewest requests in flight
+// that can take one more, or nil.
+func (c *conn) pipelinableLocked() *server {
+	var best *server
+	for _, s := range c.busy {
+		if s.streams || s.inFlight >= maxPipeline || s.broken.Load() {
+			continue
+		}
+		if best == nil || s.inFlight < best.inFlight {
+			best = s
+		}
+	}
+	return best
+}
+
+// release gives back a slot (s == nil) or ends a request on s: a server
+// with nothing more in flight goes back to the pool, or is closed when its
+// state is unknown.
 func (c *conn) release(s *server) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s != nil && !s.broken.Load() && !c.isDead() {
-		c.idle = append(c.idle, s)
-	} else {
-		if s != nil {
-			s.close()
-		}
+	defer c.notifyLocked()
+	if s == nil {
 		c.used--
 		c.closedAt = time.Now()
+		return
 	}
-	c.notifyLocked()
+	if s.inFlight--; s.inFlight > 0 {
+		return
+	}
+	s.streams = false
+	if i := slices.Index(c.busy, s); i >= 0 {
+		c.busy = slices.Delete(c.busy, i, i+1)
+	}
+	if !s.broken.Load() && !c.isDead() {
+		c.idle = append(c.idle, s)
+		return
+	}
+	s.close()
+	c.used--
+	c.closedAt = time.Now()
 }
 
 func (c *conn) notifyLocked() {
@@ -118,12 +172,13 @@ func isOpenRefused(err error) bool {
 	return errors.As(err, &oce)
 }
 
-// server returns a command server for one request: idle, or newly started.
-// Give it back with release.
-func (c *conn) server(ctx context.Context) (*server, error) {
+// server returns a command server for one request: idle, newly started,
+// or busy with short requests that this one may follow (see acquire).
+// End the request with release.
+func (c *conn) server(ctx context.Context, streams bool) (*server, error) {
 	early := 0
 	for {
-		s, err := c.acquire(ctx, true)
+		s, err := c.acquire(ctx, true, streams)
 		if err != nil || s != nil {
 			return s, err
 		}
@@ -131,6 +186,9 @@ func (c *conn) server(ctx context.Context) (*server, error) {
 		s, err = startServer(ctx, c.d.client, !c.host.opts.NoSetsid)
 		switch {
 		case err == nil:
+			c.mu.Lock()
+			c.busyLocked(s, streams)
+			c.mu.Unlock()
 			return s, nil
 		case errors.Is(err, errClosedEarly) && early < maxClosedEarly && !c.isDead():
 			// Nothing ran: open another channel, after a moment.
@@ -170,17 +228,24 @@ func (c *conn) server(ctx context.Context) (*server, error) {
 // path: the first server before the connection is handed out (the first
 // call, or the calls coming back after a lost connection, find it ready),
 // then, concurrently and in the background, as many more as fit beside
-// SFTP, and the SFTP client. A server that cannot start now is left to the
-// call that needs it, which reports why.
+// SFTP. (SFTP itself opens on the first upload that needs it, once per
+// connection. Opened here too, against dropbear without sftp-server, one
+// connection in fifty died with "ssh: invalid channel" in the CLI's
+// one-shot calls: dropbear sends a packet on a channel x/crypto has closed.)
+// A server that cannot start now is left to the call that needs it, which
+// reports why.
 func (c *conn) warm() {
 	ctx, cancel := context.WithTimeout(context.Background(), c.host.cfg.ConnectTimeout)
-	if s, err := c.server(ctx); err == nil {
+	if s, err := c.server(ctx, false); err == nil {
 		c.release(s)
 	}
 	cancel()
 	more := c.max - 2 // one slot for SFTP, one started above
 	if c.host.opts.NoSFTP || c.max < 3 {
 		more++
+	}
+	if c.host.opts.OneShot {
+		more = 0
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.host.cfg.ConnectTimeout)
@@ -189,11 +254,6 @@ func (c *conn) warm() {
 		for range more {
 			wg.Go(func() { c.grow(ctx) })
 		}
-		wg.Go(func() {
-			if _, done, err := c.useSFTP(ctx); err == nil && done != nil {
-				done()
-			}
-		})
 		wg.Wait()
 	}()
 }
@@ -214,8 +274,12 @@ func (c *conn) grow(ctx context.Context) {
 			c.refused()
 			return
 		}
-		s = nil
+		c.release(nil)
+		return
 	}
+	c.mu.Lock()
+	c.busyLocked(s, false)
+	c.mu.Unlock()
 	c.release(s)
 }
 
@@ -283,7 +347,7 @@ func (c *conn) closeSFTPLocked() {
 // openSFTP starts the subsystem in a slot of its own. A host without it,
 // or one that refuses the channel, turns SFTP off for the connection.
 func (c *conn) openSFTP(ctx context.Context) error {
-	if _, err := c.acquire(ctx, false); err != nil {
+	if _, err := c.acquire(ctx, false, false); err != nil {
 		return err
 	}
 	c.host.sessions.Add(1)

@@ -59,7 +59,7 @@ func (h *Host) openAt(ctx context.Context, name string, off int64) (*stream, err
 	if err != nil {
 		return nil, err
 	}
-	srv, err := c.server(ctx)
+	srv, err := c.server(ctx, true)
 	if err != nil {
 		return nil, err
 	}

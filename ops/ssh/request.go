@@ -64,11 +64,15 @@ func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writ
 	sent := make(chan error, 1)
 	done := make(chan answer, 1)
 	go func() {
-		err := s.send(r)
+		prev, mine, err := s.post(r)
+		defer close(mine)
 		sent <- err
 		if err != nil {
 			done <- answer{err: err}
 			return
+		}
+		if prev != nil {
+			<-prev
 		}
 		st, err := s.readUntilMarker(gate)
 		done <- answer{st, err}
@@ -195,7 +199,7 @@ func (c *conn) call(ctx context.Context, kind requestKind, op, name, fn string, 
 
 // callData is call with raw data after the request line.
 func (c *conn) callData(ctx context.Context, kind requestKind, op, name string, data []byte, fn string, args ...string) (string, []byte, error) {
-	s, err := c.server(ctx)
+	s, err := c.server(ctx, false)
 	if err != nil {
 		return "", nil, err
 	}

@@ -23,15 +23,17 @@ import (
 )
 
 // A server is one long-lived POSIX sh on the host (server.sh), started once
-// on its own SSH session channel and then fed one request at a time: a
-// command or a file operation costs one round trip instead of a new session
-// (a fork of sshd, PAM, the user's login shell).
+// on its own SSH session channel and then fed requests: a command or a file
+// operation costs one round trip instead of a new session (a fork of sshd,
+// PAM, the user's login shell).
 //
 // A request is one line: the server's marker, a function of server.sh and
 // its words (shellquote.QuoteLine). The answer is the function's output on
 // stdout, then the marker, a status and a newline. While a job runs (a user
 // command, a streamed read) the line "k" kills it on the host. A server
-// serves one request at a time; the connection keeps a pool of them.
+// runs one request at a time, in the order they came; short ones may be
+// sent before the answers to earlier ones (post). The connection keeps a
+// pool of servers.
 type server struct {
 	end    func() error // closes the channel
 	stdin  io.WriteCloser
@@ -42,6 +44,15 @@ type server struct {
 
 	wmu    sync.Mutex  // one writer on stdin at a time: a request or a cancel
 	broken atomic.Bool // protocol state unknown: never reuse
+
+	// Requests may be pipelined: sent before the answers to earlier ones
+	// have been read. Answers come in the order the requests went.
+	pmu      sync.Mutex
+	lastRead chan struct{} // closed once the answer to the last request sent has been read
+
+	// Guarded by the pool's lock (conn.mu).
+	inFlight int  // requests given out on this server and not released
+	streams  bool // the one in flight reads the request stream while it runs: nothing may follow it
 }
 
 //go:embed server.sh
@@ -116,7 +127,7 @@ func startServer(ctx context.Context, client *gossh.Client, useSetsid bool) (*se
 	if err := s.handshake(ctx, useSetsid); err != nil {
 		// A channel closed with no exit status and not a word on stderr
 		// ran nothing.
-		if errors.Is(err, io.EOF) && ctx.Err() == nil {
+		if (errors.Is(err, io.EOF) || errors.Is(err, errServerExited)) && ctx.Err() == nil {
 			select {
 			case exited := <-ended:
 				if !exited && s.stderr.suffix() == "" {
@@ -207,6 +218,17 @@ func (s *server) send(r request) error {
 	b.WriteByte('\n')
 	b.Write(r.data)
 	return s.write(b.String())
+}
+
+// post sends r behind the requests already in flight. The answer to r
+// may be read once prev is closed (nil: at once); close mine once it has
+// been read, or given up on.
+func (s *server) post(r request) (prev, mine chan struct{}, err error) {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	prev, mine = s.lastRead, make(chan struct{})
+	s.lastRead = mine
+	return prev, mine, s.send(r)
 }
 
 // cancel asks the server to kill the job it runs. A cancel that arrives

@@ -2,11 +2,14 @@ package ssh_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/pi-remote/pi-remote/internal/unprivileged"
 	"github.com/pi-remote/pi-remote/ops"
@@ -81,7 +84,14 @@ func TestCommandsReuseServers(t *testing.T) {
 	h := rssh.New(srv.Config(), rssh.HostOptions{})
 	t.Cleanup(func() { h.Close() })
 	require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "true"}))
+	// The pool's warm-up goes on in the background.
 	before := srv.Sessions()
+	for since := time.Now(); time.Since(since) < time.Second; {
+		time.Sleep(50 * time.Millisecond)
+		if n := srv.Sessions(); n != before {
+			before, since = n, time.Now()
+		}
+	}
 	for range 50 {
 		require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "true"}))
 		_, err := h.Stat(t.Context(), "/")
@@ -140,4 +150,31 @@ func TestGuardedWriteWithEachDigestTool(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With every channel in use, short file requests are pipelined on a busy
+// server, never behind a command (which reads the request stream while it
+// runs): one session allowed, 40 stats and 5 commands at once all succeed
+// on one server.
+func TestRequestsShareAServer(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	h := rssh.New(srv.Config(), rssh.HostOptions{MaxSessions: 1, NoSFTP: true})
+	t.Cleanup(func() { h.Close() })
+	var wg sync.WaitGroup
+	outs := make([]strings.Builder, 5)
+	for i := range 45 {
+		wg.Go(func() {
+			if i%9 == 0 {
+				assert.NoError(t, h.Exec(t.Context(), ops.Command{Script: fmt.Sprintf("sleep 0.1; echo %d", i/9), Output: &outs[i/9]}))
+				return
+			}
+			_, err := h.Stat(t.Context(), "/")
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	for i := range outs {
+		assert.Equal(t, fmt.Sprintf("%d\n", i), outs[i].String())
+	}
+	assert.Equal(t, int64(1), h.SessionsOpened())
 }
