@@ -33,19 +33,22 @@ func settledSessions(t *testing.T, h *rssh.Host) int64 {
 
 // A warm connection opens no session: 100 mixed tool calls, in batches of
 // five at once, with a command aborted and one timed out among them, run
-// on the channels opened when the connection was made (a session costs the
-// user's login shell on the host, often hundreds of milliseconds).
+// on the channels opened when the connection was made, and the SFTP
+// channel its first upload opened (a session costs the user's login shell
+// on the host, often hundreds of milliseconds).
 func TestWarmCallsOpenNoSession(t *testing.T) {
 	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	h := host(t, srv, rssh.HostOptions{})
 	dir := t.TempDir()
 	te := newToolEnv(t, h, "warm", dir)
+	big := strings.Repeat("0123456789abcdef\n", 1<<16) // 1 MiB: an upload
 	te.ok("ls", map[string]any{})
+	// SFTP opens with the connection's first upload that needs it.
+	te.ok("write", map[string]any{"path": filepath.Join(dir, "first.txt"), "content": big})
 	opened := settledSessions(t, h)
 	require.Positive(t, opened)
 
-	big := strings.Repeat("0123456789abcdef\n", 1<<16) // 1 MiB: an upload
 	for batch := range 20 {
 		var wg sync.WaitGroup
 		for i := range 5 {

@@ -84,7 +84,7 @@ func startBusyboxHost(t *testing.T, sftp bool) *busyboxHost {
 	return &busyboxHost{srv: srv, root: root}
 }
 
-func userIDs(t *testing.T, name string) (int, int) {
+func userIDs(t testing.TB, name string) (int, int) {
 	t.Helper()
 	out, err := exec.Command("id", "-u", name).Output()
 	require.NoError(t, err)

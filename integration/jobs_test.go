@@ -51,10 +51,10 @@ func TestJobsCommand(t *testing.T) {
 		return jobs
 	}
 	// A client killed mid-command leaves a job (its lease is long).
-	orphan := func(command string) listedJob {
+	orphan := func(command, sleeping string) listedJob {
 		client := exec.Command(binary, append(srv.Flags(), "tool", "bash", fmt.Sprintf(`{"command":%q}`, command))...)
 		require.NoError(t, client.Start())
-		require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NotEmpty(c, sleepers(t, marker)) }, 10*time.Second, 50*time.Millisecond)
+		require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NotEmpty(c, sleepers(t, sleeping)) }, 10*time.Second, 50*time.Millisecond)
 		require.NoError(t, client.Process.Kill())
 		client.Wait()
 		for _, j := range list() {
@@ -68,7 +68,7 @@ func TestJobsCommand(t *testing.T) {
 
 	assert.Empty(t, list())
 	command := "echo started; sleep " + marker + "; echo finished; exit 3"
-	j := orphan(command)
+	j := orphan(command, marker)
 	assert.Equal(t, "running", j.State)
 
 	out, stderr, code := cli("jobs", "attach", j.ID)
@@ -86,12 +86,15 @@ func TestJobsCommand(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("job %s removed\n", j.ID), out, "an ended job is forgotten")
 	assert.Empty(t, list())
 
-	j = orphan("sleep " + marker + "0 & sleep " + marker + "; echo never")
+	// (Sleeping long enough for a busy machine to list it and kill it.)
+	long := "6" + marker
+	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+long).Run() })
+	j = orphan("sleep "+long+"0 & sleep "+long+"; echo never", long)
 	out, stderr, code = cli("jobs", "kill", j.ID)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, fmt.Sprintf("job %s killed\n", j.ID), out)
-	assert.Empty(t, sleepers(t, marker), "the whole group is gone")
-	assert.Empty(t, sleepers(t, marker+"0"))
+	assert.Empty(t, sleepers(t, long), "the whole group is gone")
+	assert.Empty(t, sleepers(t, long+"0"))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		jobs := list()
 		if assert.Len(c, jobs, 1) {

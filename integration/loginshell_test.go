@@ -24,7 +24,7 @@ var usersMu sync.Mutex
 
 // ensureUser creates (or updates) a local user with the given login shell,
 // unlocked for public-key login.
-func ensureUser(t *testing.T, name, shell string) string {
+func ensureUser(t testing.TB, name, shell string) string {
 	t.Helper()
 	usersMu.Lock()
 	defer usersMu.Unlock()
