@@ -315,10 +315,11 @@ func runSCP(b *testing.B, cfg, from, to string) {
 	}
 }
 
-// BenchmarkRPCReads: 500 sequential read calls through `pi-remote rpc`
-// against 500 `ssh host cat` through an OpenSSH ControlMaster, same sshd,
-// same run; then the rpc reads through 20 ms of added RTT. Writes a
-// markdown report to $PI_REMOTE_BENCH_RPC_OUT (default stdout).
+// BenchmarkRPCReads: 500 sequential read calls through `pi-remote rpc`,
+// the same in-process and 500 `ssh host cat` through an OpenSSH
+// ControlMaster, same sshd, same run; then the rpc reads through 20 ms of
+// added RTT. Writes a markdown report to $PI_REMOTE_BENCH_RPC_OUT (default
+// stdout).
 func BenchmarkRPCReads(b *testing.B) {
 	for b.Loop() {
 		runRPCBenchmark(b)
@@ -348,6 +349,10 @@ func runRPCBenchmark(b *testing.B) {
 		return sample(b, n, 0, call)
 	}
 	loop := rpcReads(srv.Flags())
+	h := rssh.New(srv.Config(), rssh.HostOptions{})
+	b.Cleanup(func() { h.Close() })
+	te := newToolEnv(b, h, "bench-read", dir)
+	inProcess := sample(b, n, 0, func(int) { te.ok("read", map[string]any{"path": "file4k.txt"}) })
 	mux := sample(b, n, 0, func(int) { runSSH(b, sshCfg, master, "cat "+dir+"/file4k.txt", nil) })
 
 	p := netfault.Start(b, srv.Addr)
@@ -363,6 +368,7 @@ func runRPCBenchmark(b *testing.B) {
 	fmt.Fprintf(&report, "## %d sequential 4 KiB reads (ms per call; p50 / p95)\n\n", n)
 	fmt.Fprintf(&report, "| path | per call | ratio |\n|---|---|---|\n")
 	fmt.Fprintf(&report, "| `pi-remote rpc` tool read | %s | 1× |\n", loop)
+	fmt.Fprintf(&report, "| the same read in-process (the tool layer on the same backend: what rpc adds is the difference) | %s | %.2f× |\n", inProcess, inProcess.p50/loop.p50)
 	fmt.Fprintf(&report, "| `ssh -S master host cat` (ControlMaster) | %s | %.1f× slower |\n", mux, mux.p50/loop.p50)
 	fmt.Fprintf(&report, "\n## Through 20 ms of added RTT\n\n| path | p50 ms | round trips per call |\n|---|---|---|\n")
 	fmt.Fprintf(&report, "| `pi-remote rpc` tool read | %.1f | %.1f |\n", slow.p50, (slow.p50-loop.p50)/float64(rtt.Milliseconds()))

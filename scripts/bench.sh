@@ -3,9 +3,11 @@
 # (pi-remote's persistent connection vs a new ssh per call vs a
 # ControlMaster), 64 MiB transfers vs scp, and round trips per call at 20 ms
 # of added RTT; rpc reads; durable commands (steady cost and re-attach after
-# a reset). Needs sshd and ssh (apt-get install openssh-server
+# a reset); batches of 16 calls at 0/20/100 ms of added RTT against a slow
+# login shell (creates the user pi-slowrc). Needs sshd and ssh (apt-get install openssh-server
 # openssh-client ripgrep fd-find); runs as root or as the user sshd logs in.
-# Writes docs/bench-ssh.md, docs/bench-rpc.md and docs/bench-reattach.md.
+# Writes docs/bench-ssh.md, docs/bench-rpc.md, docs/bench-reattach.md and
+# docs/bench-batches.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p docs
@@ -42,3 +44,8 @@ report docs/bench-rpc.md PI_REMOTE_BENCH_RPC_OUT BenchmarkRPCReads "RPC benchmar
 # how soon a running command's output flows again after a reset.
 report docs/bench-reattach.md PI_REMOTE_BENCH_REATTACH_OUT BenchmarkReattach "Durable commands benchmark" \
 	"One sshd behind a proxy on loopback that adds 20 ms of round-trip time; pi-remote's own client."
+
+# Batches of 16 tool calls, in-process and through rpc, at 0/20/100 ms of
+# added RTT, against a user whose login shell sleeps 0.5 s (needs root).
+report docs/bench-batches.md PI_REMOTE_BENCH_BATCH_OUT BenchmarkBatches "Batch benchmark" \
+	"One sshd on loopback, reached through a proxy that adds the round-trip time shown; the user's ~/.bashrc sleeps 0.5 s (pyenv, nvm or conda make real ones that slow)."

@@ -190,6 +190,9 @@ func (c *conn) server(ctx context.Context, streams bool) (*server, error) {
 			c.busyLocked(s, streams)
 			c.mu.Unlock()
 			return s, nil
+		case c.isDead():
+			c.release(nil)
+			return nil, c.lost(err)
 		case errors.Is(err, errClosedEarly) && early < maxClosedEarly && !c.isDead():
 			// Nothing ran: open another channel, after a moment.
 			c.release(nil)

@@ -130,8 +130,10 @@ remove_private() {
 # stop_stream stops the output stream of the job this server is attached
 # to, if any, as the server exits (its connection lost, or hung up): tail
 # follows a file for ever, and tee, with nothing to write, would never
-# learn that its reader is gone.
+# learn that its reader is gone. The mark "stopped" comes first: a tail
+# whose pid is not written yet sees it and does not start (attach_job).
 stop_stream() {
+	: >"$private/stopped"
 	[ -n "$_rj_stream" ] || return 0
 	kill -s KILL "$_rj_stream" 2>/dev/null
 	read -r _ss_pid <"$_rj_tail" 2>/dev/null && kill -s KILL "$_ss_pid" 2>/dev/null
@@ -227,6 +229,8 @@ watch_for_cancel() {
 	done
 	_wfc_job=$1
 	shift
+	# (As stop_stream: the mark first.)
+	: >"$private/stopped"
 	for _wfc_pid in "$@"; do
 		case $_wfc_pid in
 		@*) read -r _wfc_pid <"${_wfc_pid#@}" 2>/dev/null || continue ;;
@@ -441,13 +445,15 @@ attach_job() {
 		fi
 		_rj_every=
 		[ ! -e "$private/tail-s" ] || _rj_every=0.1
-		# tail only starts with its pid written and this server alive: a
-		# server that exits stops it by that pid (stop_stream).
-		# shellcheck disable=SC2016 # $$ and $1 to $5 belong to the inner sh
-		sh -c 'echo "$$" >"$2" && kill -s 0 "$5" || exit 0
+		# tail only starts with its pid written and this server alive,
+		# not stopping: a server that exits marks that it stops, then
+		# stops the tail by its pid (stop_stream), so a tail either sees
+		# the mark (or the private directory gone with it) or is killed.
+		# shellcheck disable=SC2016 # $$ and $1 to $6 belong to the inner sh
+		sh -c 'echo "$$" >"$2" && [ -d "$6" ] && [ ! -e "$6/stopped" ] && kill -s 0 "$5" || exit 0
 			if [ -n "$4" ]; then exec tail -s "$4" -c +"$3" -f "$1"; fi
 			exec tail -c +"$3" -f "$1"' \
-			sh "$_rj_job.out" "$_rj_tail" "$(($2 + 1))" "$_rj_every" "$$" 2>/dev/null |
+			sh "$_rj_job.out" "$_rj_tail" "$(($2 + 1))" "$_rj_every" "$$" "$private" 2>/dev/null |
 			tee "$_rj_copy" 2>/dev/null
 	) &
 	_rj_stream=$!

@@ -319,13 +319,10 @@ func TestServerScript(t *testing.T) {
 				missing := randomHex(8)
 				args := []string{"60", printing[0], strconv.Itoa(got.Len()), "", "", "", ended[0], "0", "", "", "", sleeper[0], "9", "", "", "", missing, "0", "", "", ""}
 				require.NoError(t, l.send(call("attach_jobs", args...)))
+				require.NoError(t, l.write("k "+sleeper[0]+"\n"))
 				status, err := readAttach(l.server, func(id string) io.Writer {
 					if outs[id] == nil {
 						outs[id] = &bytes.Buffer{}
-					}
-					if id == printing[0] && outs[id].Len() > 0 {
-						// The printing job streams: kill the sleeper now.
-						require.NoError(t, l.write("k "+sleeper[0]+"\n"))
 					}
 					return outs[id]
 				}, func(id, status string) { ends[id] = status })
