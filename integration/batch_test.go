@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pi-remote/pi-remote/integration/netfault"
 	"github.com/pi-remote/pi-remote/integration/sshd"
 	"github.com/pi-remote/pi-remote/ops"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/tools/toolstest"
 )
 
 // settledSessions waits until h has stopped opening session channels (the
@@ -104,4 +106,21 @@ func TestManyCommandsFewSessions(t *testing.T) {
 		require.NoError(t, errs[i], "call %d", i)
 		assert.Equal(t, fmt.Sprintf("%d\n", i), outs[i].String())
 	}
+}
+
+// The mutation order holds over a link with latency, where the canonical
+// paths of a batch's edits are now asked for concurrently: x→y→z through
+// two spellings, 200 times, and 200 edits of one file through three
+// spellings in one batch, at 5 ms of added round-trip time.
+func TestMutationOrderOverLatency(t *testing.T) {
+	t.Parallel()
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	p.SetRTT(5 * time.Millisecond)
+	cfg := viaProxy(t, srv, p)
+	toolstest.RunQueue(t, toolstest.Harness{New: func(t *testing.T) ops.Operations {
+		h := rssh.New(cfg, rssh.HostOptions{})
+		t.Cleanup(func() { h.Close() })
+		return h
+	}})
 }

@@ -263,23 +263,35 @@ func TestWriteSurvivesDroppedConnection(t *testing.T) {
 }
 
 // cliViaProxy is an sshd behind a fault proxy and the CLI flags that reach
-// it through the proxy, with keepalives of 3 x 1 s (from an ssh_config).
-func cliViaProxy(t *testing.T) (*netfault.Proxy, []string) {
+// it through the proxy, with keepalives of 3 x 1 s (from an ssh_config),
+// and the cache directory its jobs go to.
+func cliViaProxy(t *testing.T) (*netfault.Proxy, []string, string) {
 	t.Helper()
-	srv := sshd.Start(t, sshd.Options{})
+	cache := t.TempDir()
+	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
 	p := netfault.Start(t, srv.Addr)
 	kh := filepath.Join(t.TempDir(), "known_hosts")
 	require.NoError(t, os.WriteFile(kh, []byte(knownhosts.Line([]string{knownhosts.Normalize(p.Addr)}, srv.HostKeys[0])+"\n"), 0o600))
 	cfg := filepath.Join(t.TempDir(), "ssh_config")
 	require.NoError(t, os.WriteFile(cfg, []byte("Host *\n  ServerAliveInterval 1\n  ServerAliveCountMax 3\n  ConnectTimeout 2\n"), 0o600))
-	return p, []string{"--host", srv.User + "@" + p.Addr, "--identity", srv.ClientKey, "--known-hosts", kh, "--ssh-config", cfg}
+	return p, []string{"--host", srv.User + "@" + p.Addr, "--identity", srv.ClientKey, "--known-hosts", kh, "--ssh-config", cfg}, cache
 }
 
-// dropAt5s resets the link 5 s from now and refuses connections for the
-// next 10 s.
-func dropAt5s(p *netfault.Proxy) {
+// dropWhileRunning resets the link once numberedCommand has printed its
+// fifth line on the host (whatever the client took to start, on a busy
+// machine), and refuses connections for the next 10 s.
+func dropWhileRunning(p *netfault.Proxy, cache string) {
 	go func() {
-		time.Sleep(5 * time.Second)
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			outs, _ := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", "*.out"))
+			if len(outs) > 0 {
+				if b, _ := os.ReadFile(outs[0]); bytes.Contains(b, []byte("line 5\n")) {
+					break
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		p.Refuse(true)
 		p.Reset()
 		time.Sleep(10 * time.Second)
@@ -315,8 +327,8 @@ func TestDroppedConnectionThroughCLI(t *testing.T) {
 
 	t.Run("run", func(t *testing.T) {
 		t.Parallel()
-		p, flags := cliViaProxy(t)
-		dropAt5s(p)
+		p, flags, cache := cliViaProxy(t)
+		dropWhileRunning(p, cache)
 		session := filepath.Join(t.TempDir(), "session.jsonl")
 		code, out, stderr := cli(t, "", append(flags, "run", "--model", "scripted/"+script, "--session", session, "--mode", "json", "count")...)
 		require.Equal(t, 0, code, stderr)
@@ -341,8 +353,8 @@ func TestDroppedConnectionThroughCLI(t *testing.T) {
 	})
 	t.Run("run on a terminal's stderr", func(t *testing.T) {
 		t.Parallel()
-		p, flags := cliViaProxy(t)
-		dropAt5s(p)
+		p, flags, cache := cliViaProxy(t)
+		dropWhileRunning(p, cache)
 		session := filepath.Join(t.TempDir(), "session.jsonl")
 		code, out, stderr := cli(t, "", append(flags, "run", "--model", "scripted/"+script, "--session", session, "count")...)
 		require.Equal(t, 0, code, stderr)
@@ -351,9 +363,9 @@ func TestDroppedConnectionThroughCLI(t *testing.T) {
 	})
 	t.Run("rpc", func(t *testing.T) {
 		t.Parallel()
-		p, flags := cliViaProxy(t)
+		p, flags, cache := cliViaProxy(t)
 		c := startRPC(t, append(flags, "--model", "scripted/"+script)...)
-		dropAt5s(p)
+		dropWhileRunning(p, cache)
 		c.send(`{"id":"p","type":"prompt","message":"count"}`)
 		assert.Equal(t, true, c.response("p")["success"])
 		require.Eventually(t, func() bool {

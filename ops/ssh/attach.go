@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pi-remote/pi-remote/ops"
@@ -181,7 +182,20 @@ func (h *Host) gather() {
 // c and gives each call its output and verdict. Calls still open when the
 // connection dies get ErrConnectionLost and queue again.
 func (h *Host) serveBatch(c *conn, batch []*reattach) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.ConnectTimeout+killWait)
+	// A server may take a while to free (every channel busy with other
+	// commands): waited for until it comes, the connection dies, or every
+	// call of the batch gives up (each one's job then dies through cancelJob).
+	ctx, cancel := context.WithCancel(context.Background())
+	var left atomic.Int32
+	left.Store(int32(len(batch)))
+	for _, r := range batch {
+		stop := context.AfterFunc(r.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
 	s, err := c.server(ctx, true)
 	cancel()
 	if err != nil {
