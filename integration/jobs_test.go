@@ -29,7 +29,8 @@ func TestJobsCommand(t *testing.T) {
 	t.Parallel()
 	cache := t.TempDir()
 	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
-	marker := fmt.Sprintf("3.%d", time.Now().UnixNano()%1000000007)
+	// (Long enough to be listed as running on a busy machine.)
+	marker := fmt.Sprintf("8.%d", time.Now().UnixNano()%1000000007)
 	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
 	cli := func(args ...string) (string, string, int) {
 		cmd := exec.Command(binary, append(srv.Flags(), args...)...)

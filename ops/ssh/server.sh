@@ -825,6 +825,8 @@ relay() {
 # running and has none yet, detached from this server.
 watch_lease_once() {
 	job_running "$1" || return
+	# (Most often watched already: no fork for that.)
+	[ ! -e "$1.lease.watched" ] || return 0
 	(
 		set -C
 		command : >"$1.lease.watched" || exit 0
