@@ -57,12 +57,18 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	id := randomHex(8)
 	sent := &countingWriter{w: out}
 	var status string
-	for {
+	for restarts := 0; ; {
 		var err error
 		forget := h.toForget()
 		status, err = h.runJob(ctx, sent, ttl, call("run_job", id, strconv.FormatInt(sent.n, 10), script, cmd.Dir, save, overBytes, overLines, strconv.Itoa(int(ttl.Seconds())), limit, label, strings.Join(forget, " ")))
 		if err == nil {
 			h.forgotten(forget)
+			// A start whose server died before the job began (a start
+			// sent again found it so): the host dropped it, start it anew.
+			if status == "!NOJOB" && sent.n == 0 && restarts < 3 {
+				restarts++
+				continue
+			}
 			break
 		}
 		if ctx.Err() != nil {

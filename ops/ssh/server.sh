@@ -190,6 +190,10 @@ wait_job() {
 				_wj_result=1
 				break
 			fi
+			if [ -z "$_wj_waiter" ] && unstarted "$_wj_job"; then
+				_wj_result=2
+				break
+			fi
 			sleep "$_wj_nap" 2>/dev/null || sleep 1
 			case $_wj_nap in 0.01) _wj_nap=0.05 ;; 0.05) _wj_nap=0.2 ;; esac
 		done
@@ -197,6 +201,23 @@ wait_job() {
 	kill -s KILL "$_wj_watcher" 2>/dev/null
 	wait "$_wj_watcher" 2>/dev/null
 	return "$_wj_result"
+}
+
+# unstarted JOB: true, with the job's files gone, for a job whose server
+# died after creating it and before its waiter began (its pid, in
+# JOB.server, answers no more): the client starts it again. Of this and
+# the waiter, whoever creates JOB.started first decides; the waiter runs
+# the command only if it does.
+unstarted() {
+	read -r _us_pid <"$1.server" 2>/dev/null || return 1
+	! kill -s 0 "$_us_pid" 2>/dev/null || return 1
+	set -C
+	{ : >"$1.started"; } 2>/dev/null
+	_us_mine=$?
+	set +C
+	[ "$_us_mine" = 0 ] || return 1
+	# (Its output first: the job is gone for attach_job at once.)
+	rm -f "$1.out" "$1".*
 }
 
 # wait_child PID waits for the background process PID (a read's cat) while
@@ -392,6 +413,9 @@ run_job() {
 			finish "!EIO cannot create a job in $jobs"
 			return
 		fi
+		# Who is starting it: if this server dies before the job's waiter
+		# begins, an attacher sees it (unstarted).
+		echo "$$" >"$_rj_job.server"
 		printf '%s\n' "${10}" >"$_rj_job.label"
 		start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9"
 	fi
@@ -460,9 +484,11 @@ attach_job() {
 
 	_rj_status=
 	_wj_ttl=$6
-	if ! wait_job "$_rj_job" "$_rj_waiter" "$_rj_stream" "@$_rj_tail"; then
-		_rj_status='!EIO the job ended without a status (its waiter was killed)'
-	fi
+	wait_job "$_rj_job" "$_rj_waiter" "$_rj_stream" "@$_rj_tail"
+	case $? in
+	1) _rj_status='!EIO the job ended without a status (its waiter was killed)' ;;
+	2) _rj_status='!NOJOB' ;;
+	esac
 	_rj_waiter=
 	set -C
 	if command : 2>/dev/null >"$_rj_claim"; then
@@ -580,6 +606,11 @@ attach_jobs() {
 				read -r _aj_waiter <"$_aj_job.waiter"
 				if [ -n "$_aj_waiter" ] && ! kill -s 0 "$_aj_waiter" 2>/dev/null && [ ! -s "$_aj_job.status" ]; then
 					echo "X $_aj_id !EIO the job ended without a status (its waiter was killed)"
+					rm -f "$_aj_state"
+					continue
+				fi
+				if [ -z "$_aj_waiter" ] && unstarted "$_aj_job"; then
+					echo "X $_aj_id !NOJOB"
 					rm -f "$_aj_state"
 					continue
 				fi
@@ -736,6 +767,11 @@ cancel_job() {
 # line: readers wait for the file to be non-empty.
 start_job() {
 	(
+		# (An attacher that found this job's server dead may have given
+		# up on the job first: see unstarted.)
+		set -C
+		{ : >"$1.started"; } 2>/dev/null || exit 0
+		set +C
 		trap '' HUP PIPE
 		relay "$1" "$4" "$5" &
 		_sj_relay=$!

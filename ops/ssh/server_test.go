@@ -278,7 +278,13 @@ func TestServerScript(t *testing.T) {
 					first.close()
 					var out bytes.Buffer
 					second := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-					assert.Equal(t, "3", second.do(t, &out, "run_job", job...))
+					status := second.do(t, &out, "run_job", job...)
+					if status == "!NOJOB" {
+						// The first server died before the job began: the
+						// host dropped it, and the client starts it again.
+						status = second.do(t, &out, "run_job", job...)
+					}
+					assert.Equal(t, "3", status)
 					assert.Equal(t, "ran\n", out.String())
 					// Nothing of the first server's stream is left following it.
 					require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -343,6 +349,34 @@ func TestServerScript(t *testing.T) {
 				status, out := l.run(t, "echo next")
 				assert.Equal(t, "0", status, "the server serves on")
 				assert.Equal(t, "next\n", out)
+			})
+			t.Run("a job whose server died before it began is started again", func(t *testing.T) {
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				require.NoError(t, os.MkdirAll(jobs, 0o700))
+				gone := exec.Command("true")
+				require.NoError(t, gone.Run())
+				// As its server left it: created, then nothing.
+				claim := func(id string) {
+					require.NoError(t, os.WriteFile(filepath.Join(jobs, id+".out"), nil, 0o600))
+					require.NoError(t, os.WriteFile(filepath.Join(jobs, id+".server"), []byte(strconv.Itoa(gone.Process.Pid)+"\n"), 0o600))
+				}
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				job := newJob("echo ran; exit 3")
+				claim(job[0])
+				var out bytes.Buffer
+				assert.Equal(t, "!NOJOB", l.do(t, &out, "run_job", job...), "dropped, not waited for")
+				assert.Equal(t, "3", l.do(t, &out, "run_job", job...), "started anew")
+				assert.Equal(t, "ran\n", out.String())
+
+				other := randomHex(8)
+				claim(other)
+				ends := map[string]string{}
+				require.NoError(t, l.send(call("attach_jobs", "60", other, "0", "", "", "")))
+				status, err := readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
+				require.NoError(t, err)
+				assert.Equal(t, "OK", status)
+				assert.Equal(t, "!NOJOB", ends[other])
 			})
 			t.Run("a server hung up while streaming leaves no tail behind", func(t *testing.T) {
 				l := startLocal(t, sh, true)
