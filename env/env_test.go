@@ -63,13 +63,23 @@ func TestQueueOrdersByReservation(t *testing.T) {
 		require.NoError(t, err)
 		rs = append(rs, r)
 	}
+	// Started in reverse, they still run in reservation order.
+	order := doInReverse(t, rs)
+	for i := range order {
+		assert.Equal(t, i, order[i])
+	}
+	assert.Equal(t, 0, e.queue.pending(), "idle entries are removed")
+}
+
+// doInReverse runs every reservation's Do, starting the goroutines last
+// first, and returns the order (indexes in rs) in which they ran.
+func doInReverse(t *testing.T, rs []*Reservation) []int {
 	var mu sync.Mutex
 	var order []int
 	var wg sync.WaitGroup
-	// Start the goroutines in reverse: they still run in reservation order.
 	for i := len(rs) - 1; i >= 0; i-- {
 		wg.Go(func() {
-			require.NoError(t, rs[i].Do(ctx, func() error {
+			require.NoError(t, rs[i].Do(t.Context(), func() error {
 				mu.Lock()
 				order = append(order, i)
 				mu.Unlock()
@@ -78,10 +88,7 @@ func TestQueueOrdersByReservation(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for i := range order {
-		assert.Equal(t, i, order[i])
-	}
-	assert.Equal(t, 0, e.queue.pending(), "idle entries are removed")
+	return order
 }
 
 func TestQueueGivingUpKeepsOrder(t *testing.T) {
@@ -184,20 +191,7 @@ func TestQueueResolvesKeysConcurrently(t *testing.T) {
 		rs = append(rs, must(e.Reserve(ctx, fmt.Sprintf("f%d", i))))
 	}
 	rs = append(rs, must(e.Reserve(ctx, "alias")))
-	var mu sync.Mutex
-	var order []int
-	var wg sync.WaitGroup
-	for i := len(rs) - 1; i >= 0; i-- {
-		wg.Go(func() {
-			require.NoError(t, rs[i].Do(ctx, func() error {
-				mu.Lock()
-				order = append(order, i)
-				mu.Unlock()
-				return nil
-			}))
-		})
-	}
-	wg.Wait()
+	order := doInReverse(t, rs)
 	assert.Less(t, slices.Index(order, 0), slices.Index(order, len(rs)-1), "the same file through a symlink: in reservation order")
 	assert.Equal(t, rs[0].Key(), rs[len(rs)-1].Key())
 	assert.GreaterOrEqual(t, slow.most, 10, "keys asked for concurrently")

@@ -99,6 +99,20 @@ func (l *localServer) do(t *testing.T, w io.Writer, fn string, args ...string) s
 	return status
 }
 
+// readUntil reads the answer in progress a byte at a time up to and
+// including text (no further: the rest stays on the stream).
+func (l *localServer) readUntil(t *testing.T, text string) *bytes.Buffer {
+	t.Helper()
+	var got bytes.Buffer
+	buf := make([]byte, 1)
+	for !strings.Contains(got.String(), text) {
+		_, err := l.stdout.Read(buf)
+		require.NoError(t, err)
+		got.Write(buf)
+	}
+	return &got
+}
+
 // run runs a command and returns its status and output.
 func (l *localServer) run(t *testing.T, script string) (string, string) {
 	t.Helper()
@@ -167,13 +181,7 @@ func TestServerScript(t *testing.T) {
 				require.NoError(t, first.send(call("run_job", job...)))
 				// Read the first lines, then the server goes, as with a
 				// dropped connection.
-				var got bytes.Buffer
-				buf := make([]byte, 1)
-				for !strings.Contains(got.String(), "line 3\n") {
-					_, err := first.stdout.Read(buf)
-					require.NoError(t, err)
-					got.Write(buf)
-				}
+				got := first.readUntil(t, "line 3\n")
 				first.close()
 
 				second := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
@@ -299,13 +307,7 @@ func TestServerScript(t *testing.T) {
 				// ended, one that will be killed.
 				printing := newJob(`i=1; while [ $i -le 40 ]; do echo "line $i"; i=$((i+1)); sleep 0.02; done; exit 5`)
 				require.NoError(t, first.send(call("run_job", printing...)))
-				var got bytes.Buffer
-				buf := make([]byte, 1)
-				for !strings.Contains(got.String(), "line 3\n") {
-					_, err := first.stdout.Read(buf)
-					require.NoError(t, err)
-					got.Write(buf)
-				}
+				got := first.readUntil(t, "line 3\n")
 				first.close()
 				ended := newJob("echo ended; exit 2")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
