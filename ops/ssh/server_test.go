@@ -70,15 +70,17 @@ func startLocal(t *testing.T, sh []string, useSetsid bool, env ...string) *local
 	l.server = &server{stdin: stdin, stdout: bufio.NewReader(stdout), stderr: &tailBuffer{max: 4096}, end: end}
 	l.cmd.Stderr = l.stderr
 	require.NoError(t, l.cmd.Start())
+	// Reaped as soon as it exits, as sshd does: a zombie still answers
+	// kill -0, and the server script tells a dead server by that.
+	done := make(chan struct{})
+	go func() {
+		l.cmd.Wait()
+		close(done)
+	}()
 	t.Cleanup(func() {
 		// As a client leaves: the end of the request stream, and the
 		// server's own cleanup; killed only if it does not go.
 		stdin.Close()
-		done := make(chan struct{})
-		go func() {
-			l.cmd.Wait()
-			close(done)
-		}()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
