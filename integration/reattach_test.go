@@ -96,12 +96,17 @@ func TestAllCallsReattachInOneRequest(t *testing.T) {
 	p, h := reattachingHostWith(t, sshd.Options{Config: []string{"SetEnv TMPDIR=" + tmp}})
 	marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
 	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+	// The printing commands stop after line 40 until the test has seen
+	// the attach request hold them (the gate file): on a busy machine the
+	// reconnect may otherwise take longer than they run.
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Cleanup(func() { os.WriteFile(gate, nil, 0o644) })
 	const n = 4
 	outs := make([]*lockedBuffer, n)
 	errs := make(chan error, n)
 	for i := range n {
 		outs[i] = &lockedBuffer{}
-		script := fmt.Sprintf(`i=1; while [ $i -le 80 ]; do echo "line $i"; i=$((i+1)); sleep 0.05; done; exit %d`, i+1)
+		script := fmt.Sprintf(`i=1; while [ $i -le 80 ]; do echo "line $i"; [ $i -ne 40 ] || until [ -e %s ]; do sleep 0.05; done; i=$((i+1)); sleep 0.05; done; exit %d`, gate, i+1)
 		go func() { errs <- h.Exec(t.Context(), ops.Command{Script: script, Output: outs[i]}) }()
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -126,7 +131,8 @@ func TestAllCallsReattachInOneRequest(t *testing.T) {
 			jobs, _ := os.ReadDir(attaches[0])
 			assert.Len(c, jobs, n+1, "for every job, while the printing ones run")
 		}
-	}, 20*time.Second, 5*time.Millisecond)
+	}, 20*time.Second, 20*time.Millisecond)
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
 	for range n {
 		var ee *ops.ExitError
 		require.ErrorAs(t, <-errs, &ee)
