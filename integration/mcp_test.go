@@ -57,15 +57,7 @@ func TestMCPServer(t *testing.T) {
 		require.NoError(t, err, "a tool call is never a protocol error")
 		return res
 	}
-	text := func(res *mcp.CallToolResult) string {
-		var s string
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				s += tc.Text
-			}
-		}
-		return s
-	}
+	text := mcpText
 	assert.Equal(t, "alpha\nTODO beta\n", text(call("read", map[string]any{"path": "notes.txt"})))
 	assert.False(t, call("write", map[string]any{"path": "out/new.txt", "content": "x\n"}).IsError)
 	assert.False(t, call("edit", map[string]any{"path": "out/new.txt", "edits": []map[string]string{{"oldText": "x", "newText": "y"}}}).IsError)
@@ -101,4 +93,15 @@ func TestMCPServer(t *testing.T) {
 		assert.Empty(c, psMatching(t, "sleep "+marker), "cancellation killed the remote command")
 	}, 10*time.Second, 100*time.Millisecond)
 	assert.Equal(t, "still here\n", text(call("bash", map[string]any{"command": "echo still here"})))
+}
+
+// mcpText is the text of a tool result.
+func mcpText(res *mcp.CallToolResult) string {
+	var s string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			s += tc.Text
+		}
+	}
+	return s
 }

@@ -2,13 +2,16 @@ package integration
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -118,12 +121,9 @@ func TestCLIWithTwoHosts(t *testing.T) {
 	assert.Contains(t, out, "name:      db\n")
 }
 
-// One of three hosts is down when the session starts: rpc and check still
-// start, calls to the two live hosts succeed, calls to the dead one are
-// error results naming it, and once it answers the next call to it
-// succeeds.
-func TestOneOfThreeHostsDown(t *testing.T) {
-	t.Parallel()
+// threeHostsOneDown starts three sshd, the third behind a proxy that
+// refuses connections, and returns the CLI flags naming them a, b and c.
+func threeHostsOneDown(t *testing.T) ([]string, *netfault.Proxy) {
 	var servers []*sshd.Server
 	for range 3 {
 		servers = append(servers, sshd.Start(t, sshd.Options{}))
@@ -137,37 +137,120 @@ func TestOneOfThreeHostsDown(t *testing.T) {
 	known.WriteString(knownhosts.Line([]string{knownhosts.Normalize(p.Addr)}, servers[2].HostKeys[0]) + "\n")
 	kh := filepath.Join(t.TempDir(), "known_hosts")
 	require.NoError(t, os.WriteFile(kh, []byte(known.String()), 0o600))
-	dir := t.TempDir()
 	flags := []string{"--host", "a=" + servers[0].User + "@" + servers[0].Addr, "--host", "b=" + servers[1].User + "@" + servers[1].Addr,
-		"--host", "c=" + servers[2].User + "@" + p.Addr, "--known-hosts", kh, "--ssh-config", "none", "--cwd", dir, "--connect-timeout", "3s"}
+		"--host", "c=" + servers[2].User + "@" + p.Addr, "--known-hosts", kh, "--ssh-config", "none", "--cwd", t.TempDir(), "--connect-timeout", "3s"}
 	for _, s := range servers {
 		flags = append(flags, "--identity", s.ClientKey)
 	}
+	return flags, p
+}
 
-	code, out, stderr := cli(t, "", append(flags, "check")...)
-	assert.Equal(t, 3, code, "a host is unreachable: %s", stderr)
-	assert.Contains(t, out, "name:      a\n")
-	assert.Contains(t, out, "name:      b\n")
-	assert.Regexp(t, `name:      c\nhost:      .*\nstate:     unreachable: ssh .*127.0.0.1`, out)
-
-	c := startRPC(t, flags...)
-	for i, h := range []string{"a", "b", "c"} {
-		c.send(fmt.Sprintf(`{"id":"%d","type":"tool","name":"bash","args":{"command":"echo on %s","host":%q}}`, i, h, h))
-	}
-	for i, h := range []string{"a", "b"} {
-		r := c.response(fmt.Sprint(i))
-		require.Equal(t, true, r["success"], "%v", r)
-		assert.Contains(t, fmt.Sprint(r["data"]), "on "+h)
-	}
-	dead := fmt.Sprint(c.response("2"))
-	assert.Contains(t, dead, "isError:true", "an error result")
-	assert.Contains(t, dead, p.Addr, "naming the host")
-
+// hostBack lets the third host of threeHostsOneDown answer again, and
+// waits past the pause before a host that failed is dialled again.
+func hostBack(p *netfault.Proxy) {
 	p.Refuse(false)
-	time.Sleep(time.Second) // past the pause before a host is dialled again
-	c.send(`{"id":"again","type":"tool","name":"bash","args":{"command":"echo on c","host":"c"}}`)
-	r := c.response("again")
-	require.Equal(t, true, r["success"], "%v", r)
-	assert.Contains(t, fmt.Sprint(r["data"]), "on c")
-	assert.NotContains(t, fmt.Sprint(r["data"]), "isError:true")
+	time.Sleep(time.Second)
+}
+
+// One of three hosts is down when the session starts: check reports it,
+// rpc, mcp and run start, calls to the two live hosts succeed, calls to
+// the dead one are error results naming it, and once it answers the next
+// call to it succeeds.
+func TestOneOfThreeHostsDown(t *testing.T) {
+	t.Run("check", func(t *testing.T) {
+		t.Parallel()
+		flags, _ := threeHostsOneDown(t)
+		code, out, stderr := cli(t, "", append(flags, "check")...)
+		assert.Equal(t, 3, code, "a host is unreachable: %s", stderr)
+		assert.Contains(t, out, "name:      a\n")
+		assert.Contains(t, out, "name:      b\n")
+		assert.Regexp(t, `name:      c\nhost:      .*\nstate:     unreachable: ssh .*127.0.0.1`, out)
+	})
+
+	t.Run("rpc", func(t *testing.T) {
+		t.Parallel()
+		flags, p := threeHostsOneDown(t)
+		c := startRPC(t, flags...)
+		for i, h := range []string{"a", "b", "c"} {
+			c.send(fmt.Sprintf(`{"id":"%d","type":"tool","name":"bash","args":{"command":"echo on %s","host":%q}}`, i, h, h))
+		}
+		for i, h := range []string{"a", "b"} {
+			r := c.response(fmt.Sprint(i))
+			require.Equal(t, true, r["success"], "%v", r)
+			assert.Contains(t, fmt.Sprint(r["data"]), "on "+h)
+		}
+		dead := fmt.Sprint(c.response("2"))
+		assert.Contains(t, dead, "isError:true", "an error result")
+		assert.Contains(t, dead, p.Addr, "naming the host")
+
+		hostBack(p)
+		c.send(`{"id":"again","type":"tool","name":"bash","args":{"command":"echo on c","host":"c"}}`)
+		r := c.response("again")
+		require.Equal(t, true, r["success"], "%v", r)
+		assert.Contains(t, fmt.Sprint(r["data"]), "on c")
+		assert.NotContains(t, fmt.Sprint(r["data"]), "isError:true")
+	})
+
+	t.Run("mcp", func(t *testing.T) {
+		t.Parallel()
+		flags, p := threeHostsOneDown(t)
+		client := mcp.NewClient(&mcp.Implementation{Name: "pi-remote-test", Version: "1"}, nil)
+		cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: exec.Command(binary, append(flags, "mcp")...)}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { cs.Close() })
+		bash := func(host string) *mcp.CallToolResult {
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo on " + host, "host": host}})
+			require.NoError(t, err, "a tool call is never a protocol error")
+			return res
+		}
+		for _, h := range []string{"a", "b"} {
+			res := bash(h)
+			assert.False(t, res.IsError, "%s: %s", h, mcpText(res))
+			assert.Equal(t, "on "+h+"\n", mcpText(res))
+		}
+		dead := bash("c")
+		assert.True(t, dead.IsError, "an error result")
+		assert.Contains(t, mcpText(dead), p.Addr, "naming the host")
+
+		hostBack(p)
+		again := bash("c")
+		assert.False(t, again.IsError, mcpText(again))
+		assert.Equal(t, "on c\n", mcpText(again))
+	})
+
+	t.Run("run", func(t *testing.T) {
+		t.Parallel()
+		flags, p := threeHostsOneDown(t)
+		fake := &scriptedOpenAI{turns: []openAITurn{
+			{calls: [][3]string{
+				{"call_a", "bash", `{"command":"echo on a","host":"a"}`},
+				{"call_b", "bash", `{"command":"echo on b","host":"b"}`},
+				{"call_c", "bash", `{"command":"echo on c","host":"c"}`},
+			}},
+			{calls: [][3]string{{"call_c2", "bash", `{"command":"echo on c","host":"c"}`}}},
+			{text: "Done."},
+		}}
+		// The host comes back while the model thinks about the results.
+		fake.onRequest = func(n int) {
+			if n == 2 {
+				hostBack(p)
+			}
+		}
+		api := httptest.NewServer(fake)
+		t.Cleanup(api.Close)
+		code, _, stderr := cli(t, "", append(flags, "run", "--session", filepath.Join(t.TempDir(), "s.jsonl"), "--model", "openai/fake-1", "--base-url", api.URL+"/v1", "--mode", "json", "echo on every host")...)
+		require.Equal(t, 0, code, stderr)
+		results := map[string]string{}
+		for _, req := range fake.requests {
+			for _, m := range req["messages"].([]any) {
+				if m := m.(map[string]any); m["role"] == "tool" {
+					results[m["tool_call_id"].(string)] = fmt.Sprint(m["content"])
+				}
+			}
+		}
+		assert.Equal(t, "on a\n", results["call_a"])
+		assert.Equal(t, "on b\n", results["call_b"])
+		assert.Contains(t, results["call_c"], p.Addr, "an error naming the host")
+		assert.Equal(t, "on c\n", results["call_c2"], "the host answers again")
+	})
 }

@@ -25,6 +25,7 @@ type rpcClient struct {
 	in    io.WriteCloser
 	mu    sync.Mutex
 	lines []map[string]any
+	more  chan struct{} // closed, and replaced, when a line arrives
 }
 
 func startRPC(t testing.TB, args ...string) *rpcClient {
@@ -36,7 +37,7 @@ func startRPC(t testing.TB, args ...string) *rpcClient {
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
 	require.NoError(t, cmd.Start())
-	c := &rpcClient{t: t, cmd: cmd, in: in}
+	c := &rpcClient{t: t, cmd: cmd, in: in, more: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -47,6 +48,8 @@ func startRPC(t testing.TB, args ...string) *rpcClient {
 			}
 			c.mu.Lock()
 			c.lines = append(c.lines, m)
+			close(c.more)
+			c.more = make(chan struct{})
 			c.mu.Unlock()
 		}
 	}()
@@ -62,19 +65,24 @@ func (c *rpcClient) send(line string) {
 // response waits for the response with this id.
 func (c *rpcClient) response(id string) map[string]any {
 	c.t.Helper()
-	var found map[string]any
-	require.Eventually(c.t, func() bool {
+	timeout := time.After(30 * time.Second)
+	for seen := 0; ; {
 		c.mu.Lock()
-		defer c.mu.Unlock()
-		for _, l := range c.lines {
+		for _, l := range c.lines[seen:] {
 			if l["type"] == "response" && fmt.Sprint(l["id"]) == id {
-				found = l
-				return true
+				c.mu.Unlock()
+				return l
 			}
 		}
-		return false
-	}, 30*time.Second, 100*time.Microsecond, "response %s", id)
-	return found
+		seen = len(c.lines)
+		more := c.more
+		c.mu.Unlock()
+		select {
+		case <-more:
+		case <-timeout:
+			c.t.Fatalf("no response %s within 30 s", id)
+		}
+	}
 }
 
 func (c *rpcClient) find(pred func(map[string]any) bool) map[string]any {

@@ -24,9 +24,10 @@ import (
 // with the next scripted turn, streamed the way OpenAI streams, and
 // records the requests.
 type scriptedOpenAI struct {
-	mu       sync.Mutex
-	turns    []openAITurn
-	requests []map[string]any
+	mu        sync.Mutex
+	turns     []openAITurn
+	requests  []map[string]any
+	onRequest func(n int) // when set, runs before request n (from 1) is answered
 }
 
 type openAITurn struct {
@@ -42,6 +43,9 @@ func (s *scriptedOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, req)
 	n := len(s.requests)
 	s.mu.Unlock()
+	if s.onRequest != nil {
+		s.onRequest(n)
+	}
 	if n > len(s.turns) {
 		http.Error(w, `{"error":{"message":"script exhausted"}}`, 500)
 		return
