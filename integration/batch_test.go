@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -105,6 +107,89 @@ func TestManyCommandsFewSessions(t *testing.T) {
 	for i := range n {
 		require.NoError(t, errs[i], "call %d", i)
 		assert.Equal(t, fmt.Sprintf("%d\n", i), outs[i].String())
+	}
+}
+
+// Long commands do not hold up short calls: four commands that print for
+// 20 s against a host allowing three sessions, or one (more commands than
+// the pool has servers), all start within a few seconds, and while they
+// run, short calls (a read, a listing, an echo) each finish within a few
+// seconds; every command's output arrives complete, in order, with its
+// exit code.
+func TestLongCommandsDoNotHoldUpShortCalls(t *testing.T) {
+	for _, sessions := range []int{3, 1} {
+		t.Run(fmt.Sprintf("MaxSessions %d", sessions), func(t *testing.T) {
+			t.Parallel()
+			longCommandsAndShortCalls(t, sessions)
+		})
+	}
+}
+
+func longCommandsAndShortCalls(t *testing.T, sessions int) {
+	srv := sshd.Start(t, sshd.Options{Config: []string{fmt.Sprintf("MaxSessions %d", sessions)}})
+	h := host(t, srv, rssh.HostOptions{MaxSessions: sessions})
+	dir := t.TempDir()
+	note := filepath.Join(dir, "note.txt")
+	require.NoError(t, os.WriteFile(note, []byte("short\n"), 0o644))
+	const n, lines = 4, 200 // 200 lines, 0.1 s apart
+	outs := make([]*lockedBuffer, n)
+	errs := make(chan error, n)
+	start := time.Now()
+	for i := range n {
+		outs[i] = &lockedBuffer{}
+		script := fmt.Sprintf(`i=1; while [ $i -le %d ]; do echo "line $i"; i=$((i+1)); sleep 0.1; done; exit %d`, lines, i+1)
+		go func() { errs <- h.Exec(t.Context(), ops.Command{Script: script, Output: outs[i]}) }()
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for _, o := range outs {
+			assert.Contains(c, o.String(), "line 1\n")
+		}
+	}, 10*time.Second, 20*time.Millisecond, "every command starts, the fourth too")
+	t.Logf("all %d commands started after %s", n, time.Since(start).Round(time.Millisecond))
+
+	var slowest time.Duration
+	for i := range 15 {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		began := time.Now()
+		switch i % 3 {
+		case 0:
+			f, err := h.Open(ctx, note)
+			require.NoError(t, err, "read %d", i)
+			b, err := io.ReadAll(f)
+			f.Close()
+			require.NoError(t, err)
+			assert.Equal(t, "short\n", string(b))
+		case 1:
+			entries, err := h.ReadDir(ctx, dir)
+			require.NoError(t, err, "listing %d", i)
+			assert.Len(t, entries, 1)
+		case 2:
+			var out strings.Builder
+			require.NoError(t, h.Exec(ctx, ops.Command{Script: "echo quick", Output: &out}), "echo %d", i)
+			assert.Equal(t, "quick\n", out.String())
+		}
+		cancel()
+		slowest = max(slowest, time.Since(began))
+	}
+	t.Logf("slowest short call: %s", slowest.Round(time.Millisecond))
+	assert.Less(t, slowest, 5*time.Second)
+	for _, o := range outs {
+		assert.NotContains(t, o.String(), fmt.Sprintf("line %d\n", lines), "the short calls finished while the commands ran")
+	}
+
+	var want strings.Builder
+	for i := 1; i <= lines; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	codes := map[int]bool{}
+	for range n {
+		var ee *ops.ExitError
+		require.ErrorAs(t, <-errs, &ee)
+		codes[ee.Code] = true
+	}
+	assert.Equal(t, map[int]bool{1: true, 2: true, 3: true, 4: true}, codes)
+	for _, o := range outs {
+		assert.Equal(t, want.String(), o.String(), "every line once, in order")
 	}
 }
 

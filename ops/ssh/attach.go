@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pi-remote/pi-remote/ops"
@@ -19,7 +18,12 @@ import (
 // again and then serves all the calls queued by then with a single
 // attach_jobs request (server.sh): one server, one round trip, however
 // many commands were running. Calls that lose their connection while a
-// batch is being served form the next batch.
+// batch is being served form the next batch (the old one went with that
+// connection).
+//
+// The same request follows commands whose servers let go of them, to serve
+// other requests (conn.letGoLocked): they join the request running on the
+// connection, so that however many long commands run, they hold one server.
 
 // reattach is one Exec call waiting for its job's output and status.
 type reattach struct {
@@ -133,7 +137,8 @@ func (h *Host) unqueueReattach(r *reattach) bool {
 }
 
 // gather waits for the host while calls are queued, and hands all of them
-// to one batch each time it answers.
+// to the connection's attach request each time it answers: the one already
+// running, or a new one.
 func (h *Host) gather() {
 	for {
 		h.attachMu.Lock()
@@ -173,49 +178,89 @@ func (h *Host) gather() {
 			continue
 		}
 		h.attachQueue = nil
+		if b := h.attaching; b != nil && b.c == c && b.join(batch) {
+			h.attachMu.Unlock()
+			continue
+		}
+		b := newBatch(h, c)
+		b.join(batch)
+		h.attaching = b
 		h.attachMu.Unlock()
-		go h.serveBatch(c, batch)
+		go b.serve()
 	}
 }
 
-// serveBatch attaches to the jobs of batch with one attach_jobs request on
-// c and gives each call its output and verdict. Calls still open when the
-// connection dies get ErrConnectionLost and queue again.
-func (h *Host) serveBatch(c *conn, batch []*reattach) {
-	// A server may take a while to free (every channel busy with other
-	// commands): waited for until it comes, the connection dies, or every
-	// call of the batch gives up (each one's job then dies through cancelJob).
-	ctx, cancel := context.WithCancel(context.Background())
-	var left atomic.Int32
-	left.Store(int32(len(batch)))
-	for _, r := range batch {
-		stop := context.AfterFunc(r.ctx, func() {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-		})
-		defer stop()
+// batchState is one attach_jobs request: it follows the jobs of calls
+// that lost their connection, or whose server let go of them, until each
+// ends. Calls join it while it runs ("a" lines).
+type batchState struct {
+	h *Host
+	c *conn
+
+	wait       context.Context // for a server; ends when every call gave up first
+	cancelWait context.CancelFunc
+
+	mu      sync.Mutex
+	s       *server              // once it has one
+	started bool                 // the request went: joining calls are sent as "a" lines
+	ended   bool                 // the answer ended: no more calls join
+	open    map[string]*reattach // calls without a verdict yet
+	stops   []func() bool        // their context.AfterFuncs
+}
+
+func newBatch(h *Host, c *conn) *batchState {
+	b := &batchState{h: h, c: c, open: map[string]*reattach{}}
+	b.wait, b.cancelWait = context.WithCancel(context.Background())
+	return b
+}
+
+// join adds calls to b; false when b's answer has ended.
+func (b *batchState) join(calls []*reattach) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return false
 	}
-	s, err := c.server(ctx, true)
-	cancel()
-	if err != nil {
-		for _, r := range batch {
-			r.settle(attachResult{err: c.lost(err)})
+	for _, r := range calls {
+		b.open[r.id] = r
+		b.stops = append(b.stops, context.AfterFunc(r.ctx, func() { b.kill(r) }))
+		if b.started {
+			// "a ID OFFSET SAVE_BYTES SAVE_LINES SAVE"; a write that fails
+			// breaks the server, which the reader sees.
+			b.s.write(fmt.Sprintf("a %s %d %s %s %s\n", r.id, r.sent.n, r.save[1], r.save[2], r.save[0]))
 		}
+	}
+	return true
+}
+
+// serve takes a server, which may wait for one to free (every channel
+// busy with other commands: see conn.letGoLocked), sends the request with
+// the calls joined so far, and reads its answer.
+func (b *batchState) serve() {
+	defer func() {
+		for _, stop := range b.stops {
+			stop()
+		}
+	}()
+	s, err := b.c.server(b.wait, true)
+	b.cancelWait()
+	if err != nil {
+		b.end(nil, b.c.lost(err))
 		return
 	}
-	ttl := h.leaseTTL()
+	ttl := b.h.leaseTTL()
+	b.mu.Lock()
+	b.s, b.started = s, true
 	args := []string{strconv.Itoa(int(ttl.Seconds()))}
-	open := make(map[string]*reattach, len(batch))
-	for _, r := range batch {
+	for _, r := range b.open {
 		args = append(args, r.id, strconv.FormatInt(r.sent.n, 10), r.save[0], r.save[1], r.save[2])
-		open[r.id] = r
 	}
-	b := &batchState{c: c, s: s, open: open}
 	prev, mine, err := s.post(call("attach_jobs", args...))
+	b.mu.Unlock()
 	defer close(mine)
 	if err != nil {
-		b.fail(c.lost(err))
+		s.close()
+		b.end(s, b.c.lost(err))
 		return
 	}
 	if prev != nil {
@@ -223,23 +268,14 @@ func (h *Host) serveBatch(c *conn, batch []*reattach) {
 	}
 	stopRenewing := renewLease(s, ttl)
 	defer stopRenewing()
-	for _, r := range batch {
-		stop := context.AfterFunc(r.ctx, func() { b.kill(r) })
-		defer stop()
-	}
+	// With one channel, or every one held by this and short requests, the
+	// commands' output pauses while a request waits (it goes on from where
+	// it stopped in the next attach request): like a command's server,
+	// this one is let go of.
+	b.c.mayLetGo(s)
 	b.read()
 }
 
-// batchState is one attach_jobs request being read.
-type batchState struct {
-	c *conn
-	s *server
-
-	mu   sync.Mutex
-	open map[string]*reattach // calls without a verdict yet
-}
-
-// take removes the call of job id from the open ones.
 func (b *batchState) take(id string) *reattach {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -255,12 +291,27 @@ func (b *batchState) get(id string) *reattach {
 }
 
 // kill asks the host to kill r's job; the call's verdict comes with the
-// job's end, or after killWait without one.
+// job's end, or after killWait without one. Before the request went, the
+// call just leaves (its job is killed once a server answers, cancelJob).
 func (b *batchState) kill(r *reattach) {
-	if b.get(r.id) == nil {
+	b.mu.Lock()
+	if b.open[r.id] != r {
+		b.mu.Unlock()
 		return
 	}
-	if b.s.write("k "+r.id+"\n") != nil {
+	if !b.started {
+		delete(b.open, r.id)
+		none := len(b.open) == 0
+		b.mu.Unlock()
+		r.settle(attachResult{err: r.ctx.Err()})
+		if none {
+			b.cancelWait()
+		}
+		return
+	}
+	s := b.s
+	b.mu.Unlock()
+	if s.write("k "+r.id+"\n") != nil {
 		return // the reader sees the broken server
 	}
 	time.AfterFunc(killWait, func() {
@@ -273,23 +324,39 @@ func (b *batchState) kill(r *reattach) {
 		b.mu.Unlock()
 		if none {
 			// Nobody waits for the rest of the answer.
-			b.s.close()
+			s.close()
 		}
 	})
 }
 
-// fail gives every open call err.
-func (b *batchState) fail(err error) {
-	b.s.close()
-	b.c.release(b.s)
+// end closes b to joining calls and gives each open call err; with
+// err nil, calls that joined as the answer ended (no verdict for them)
+// attach again. s, if any, goes back to the pool.
+func (b *batchState) end(s *server, err error) {
+	b.h.attachMu.Lock()
+	if b.h.attaching == b {
+		b.h.attaching = nil
+	}
+	b.h.attachMu.Unlock()
 	b.mu.Lock()
+	b.ended = true
 	open := b.open
 	b.open = nil
 	b.mu.Unlock()
+	if s != nil {
+		b.c.release(s)
+	}
+	if err == nil {
+		err = errNotJoined
+	}
 	for _, r := range open {
 		r.settle(attachResult{err: err})
 	}
 }
+
+// errNotJoined: a call joined an attach request as it ended; it attaches
+// again (as after a lost connection).
+var errNotJoined = fmt.Errorf("%w: the attach request ended as the command joined it", ops.ErrConnectionLost)
 
 // read reads the answer up to its end.
 func (b *batchState) read() {
@@ -307,19 +374,15 @@ func (b *batchState) read() {
 		})
 	switch {
 	case err != nil:
-		b.fail(b.c.lost(err))
-		return
+		b.s.close()
+		b.end(b.s, b.c.lost(err))
+	case status == "!DETACHED":
+		b.end(b.s, nil) // its calls attach again
 	case status != "OK":
-		b.fail(fmt.Errorf("command server: %s", strings.TrimPrefix(status, "!EIO ")))
-		return
-	}
-	b.c.release(b.s)
-	b.mu.Lock()
-	open := b.open
-	b.open = nil
-	b.mu.Unlock()
-	for _, r := range open {
-		r.settle(attachResult{err: fmt.Errorf("command server: no status for job %s", r.id)})
+		b.s.close()
+		b.end(b.s, fmt.Errorf("command server: %s", strings.TrimPrefix(status, "!EIO ")))
+	default:
+		b.end(b.s, nil)
 	}
 }
 

@@ -39,6 +39,7 @@ type conn struct {
 	idle      []*server     // nothing in flight
 	busy      []*server     // requests in flight (server.inFlight)
 	freed     chan struct{} // closed and replaced when a slot or server frees
+	lettingGo int           // servers asked to let go of their command
 
 	// SFTP is opened on first need, and only while at least two servers
 	// fit beside it; once the server refuses a channel it is closed (as

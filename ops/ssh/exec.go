@@ -56,11 +56,16 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	// attaches to the job instead of running it twice.
 	id := randomHex(8)
 	sent := &countingWriter{w: out}
+	// A command that runs long may be let go of by its server, for other
+	// requests, and followed with the others on one server (attach.go):
+	// the attach request's line carries SAVE, which may not hold a newline;
+	// and following it needs the wait for the host.
+	mayLetGo := !strings.Contains(save, "\n") && h.opts.ReattachTimeout >= 0
 	var status string
 	for restarts := 0; ; {
 		var err error
 		forget := h.toForget()
-		status, err = h.runJob(ctx, sent, ttl, call("run_job", id, strconv.FormatInt(sent.n, 10), script, cmd.Dir, save, overBytes, overLines, strconv.Itoa(int(ttl.Seconds())), limit, label, strings.Join(forget, " ")))
+		status, err = h.runJob(ctx, sent, ttl, mayLetGo, call("run_job", id, strconv.FormatInt(sent.n, 10), script, cmd.Dir, save, overBytes, overLines, strconv.Itoa(int(ttl.Seconds())), limit, label, strings.Join(forget, " ")))
 		if err == nil {
 			h.forgotten(forget)
 			// A start whose server died before the job began (a start
@@ -69,9 +74,10 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 				restarts++
 				continue
 			}
-			break
-		}
-		if ctx.Err() != nil {
+			if status != "!DETACHED" {
+				break
+			}
+		} else if ctx.Err() != nil {
 			// The job's server kills it when told to; if that server was
 			// given up on first (too slow to answer, or its connection
 			// gone), make sure now, or once the host is back (or the
@@ -85,14 +91,14 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 				h.gotResult(id)
 			}
 			return ctx.Err()
-		}
-		if !errors.Is(err, ops.ErrConnectionLost) || h.opts.ReattachTimeout < 0 {
+		} else if !errors.Is(err, ops.ErrConnectionLost) || h.opts.ReattachTimeout < 0 {
 			return err
 		}
-		// Lost: attach again with the other calls of this host, from the
-		// byte reached. A job the host has never heard of, with no output
-		// yet, is one whose start was lost with the connection: it is
-		// started again (the same id: one of two starts runs).
+		// Lost, or let go of: attach again with the other calls of this
+		// host, from the byte reached. A job the host has never heard of,
+		// with no output yet, is one whose start was lost with the
+		// connection: it is started again (the same id: one of two starts
+		// runs).
 		status, err = h.reattachJob(ctx, id, sent, [3]string{save, overBytes, overLines})
 		if err != nil {
 			return err
@@ -190,8 +196,10 @@ func jobLabel(s string) string {
 }
 
 // runJob sends one run_job request (a start, or an attach) on a server of
-// the current connection, renewing the job's lease meanwhile.
-func (h *Host) runJob(ctx context.Context, out io.Writer, ttl time.Duration, r request) (string, error) {
+// the current connection, renewing the job's lease meanwhile. With
+// mayLetGo the server may answer "!DETACHED" when another request needs it
+// (conn.letGoLocked).
+func (h *Host) runJob(ctx context.Context, out io.Writer, ttl time.Duration, mayLetGo bool, r request) (string, error) {
 	c, err := h.ready(ctx)
 	if err != nil {
 		return "", err
@@ -199,6 +207,9 @@ func (h *Host) runJob(ctx context.Context, out io.Writer, ttl time.Duration, r r
 	s, err := c.server(ctx, true)
 	if err != nil {
 		return "", err
+	}
+	if mayLetGo {
+		c.mayLetGo(s)
 	}
 	stop := renewLease(s, ttl)
 	defer stop()

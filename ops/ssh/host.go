@@ -91,10 +91,12 @@ type Host struct {
 	lostSince    time.Time
 
 	// attachQueue are the Exec calls waiting to re-attach to their jobs
-	// (attach.go); gathering, whether a gatherer waits for the host.
+	// (attach.go); gathering, whether a gatherer waits for the host;
+	// attaching, the attach request that calls join, if one runs.
 	attachMu    sync.Mutex
 	attachQueue []*reattach
 	gathering   bool
+	attaching   *batchState
 
 	sessions atomic.Int64 // session channels asked for, on every connection
 

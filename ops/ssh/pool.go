@@ -70,22 +70,104 @@ func (c *conn) acquire(ctx context.Context, wantServer, streams bool) (*server, 
 			s.close()
 			return nil, nil
 		}
+		letGo, next := c.letGoLocked()
+		var uses uint64
+		if letGo != nil {
+			uses = letGo.uses
+		}
 		freed := c.freed
 		c.mu.Unlock()
-		select {
-		case <-freed:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-c.dead:
-			return nil, c.lost(io.EOF)
+		if letGo != nil {
+			// Its answer ("!DETACHED") frees it.
+			go c.letGo(letGo, uses)
+		}
+		if err := c.awaitFreed(ctx, freed, next); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// awaitFreed waits until freed is closed or, when next is positive, for
+// next.
+func (c *conn) awaitFreed(ctx context.Context, freed <-chan struct{}, next time.Duration) error {
+	var later <-chan time.Time
+	if next > 0 {
+		t := time.NewTimer(next)
+		defer t.Stop()
+		later = t.C
+	}
+	select {
+	case <-freed:
+	case <-later:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.dead:
+		return c.lost(io.EOF)
+	}
+	return nil
+}
+
+// letGoAfter is how long a command holds a server of its own while other
+// requests wait for one: then it is let go of, and followed with the
+// connection's other such commands on one server (attach.go).
+const letGoAfter = 500 * time.Millisecond
+
+// letGoLocked picks the server to free for a request that would wait: the
+// one whose command has run longest, if that is letGoAfter by now, and
+// marks it; otherwise how long until one will be. One at a time: the
+// server it frees goes to one waiter, and the next waiter asks again.
+func (c *conn) letGoLocked() (*server, time.Duration) {
+	if c.lettingGo > 0 {
+		return nil, 0
+	}
+	var oldest *server
+	for _, s := range c.busy {
+		if !s.jobSince.IsZero() && !s.lettingGo && !s.broken.Load() && (oldest == nil || s.jobSince.Before(oldest.jobSince)) {
+			oldest = s
+		}
+	}
+	if oldest == nil {
+		return nil, 0
+	}
+	if wait := letGoAfter - time.Since(oldest.jobSince); wait > 0 {
+		return nil, wait
+	}
+	oldest.lettingGo = true
+	c.lettingGo++
+	return oldest, 0
+}
+
+// letGo asks s to let go of its command, unless that request has ended
+// meanwhile: a "d" must not reach a later request on s. (Checked and sent
+// with the writer's lock: no later request can go out in between.)
+func (c *conn) letGo(s *server, uses uint64) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	c.mu.Lock()
+	still := s.lettingGo && s.uses == uses
+	c.mu.Unlock()
+	if !still {
+		return
+	}
+	if _, err := io.WriteString(s.stdin, "d\n"); err != nil {
+		s.broken.Store(true) // its reader sees it
+	}
+}
+
+// mayLetGo marks s, which was given a command, as one that may be let go
+// of; requests waiting for a server hear of it.
+func (c *conn) mayLetGo(s *server) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.jobSince = time.Now()
+	c.notifyLocked()
 }
 
 // busyLocked counts one more request in flight on s.
 func (c *conn) busyLocked(s *server, streams bool) {
 	if s.inFlight == 0 {
 		c.busy = append(c.busy, s)
+		s.uses++
 	}
 	s.inFlight++
 	s.streams = s.streams || streams
@@ -122,6 +204,11 @@ func (c *conn) release(s *server) {
 		return
 	}
 	s.streams = false
+	s.jobSince = time.Time{}
+	if s.lettingGo {
+		s.lettingGo = false
+		c.lettingGo--
+	}
 	if i := slices.Index(c.busy, s); i >= 0 {
 		c.busy = slices.Delete(c.busy, i, i+1)
 	}

@@ -121,8 +121,13 @@ func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writ
 	}
 	select {
 	case a := <-done:
-		if _, err := c.finish(s, gate, a); err != nil {
+		status, err := c.finish(s, gate, a)
+		if err != nil {
 			return "", err
+		}
+		if status == "!DETACHED" {
+			// Let go of as the kill came: it may run on.
+			return "", fmt.Errorf("%w (%w)", ctx.Err(), errKillUnconfirmed)
 		}
 		return "", ctx.Err()
 	case <-c.dead:

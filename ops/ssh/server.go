@@ -30,7 +30,8 @@ import (
 // A request is one line: the server's marker, a function of server.sh and
 // its words (shellquote.QuoteLine). The answer is the function's output on
 // stdout, then the marker, a status and a newline. While a job runs (a user
-// command, a streamed read) the line "k" kills it on the host. A server
+// command, a streamed read) the line "k" kills it on the host; "d" lets go
+// of a command, which runs on and is followed elsewhere (attach.go). A server
 // runs one request at a time, in the order they came; short ones may be
 // sent before the answers to earlier ones (post). The connection keeps a
 // pool of servers.
@@ -53,6 +54,12 @@ type server struct {
 	// Guarded by the pool's lock (conn.mu).
 	inFlight int  // requests given out on this server and not released
 	streams  bool // the one in flight reads the request stream while it runs: nothing may follow it
+	// A command in flight that may be let go of when another request
+	// waits for a server (see conn.letGoLocked): since when it runs
+	// (zero: none), and whether it was asked to.
+	jobSince  time.Time
+	lettingGo bool
+	uses      uint64 // times it went from idle to busy
 }
 
 //go:embed server.sh

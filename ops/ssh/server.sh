@@ -69,6 +69,10 @@ serve() {
 	trap 'exit 129' HUP
 	trap 'exit 141' PIPE
 	trap 'exit 143' TERM
+	# The client lets go of a running job (watch_for_cancel's "d"): the
+	# signal ends wait_job's wait.
+	detach=
+	trap 'detach=yes' USR1
 	# bash sources ~/.bashrc when it thinks sshd started it as a top-level
 	# shell (SSH_CLIENT set, SHLVL below 2 after its own increment).
 	# Commands here are not top-level: give them the level a login shell
@@ -162,15 +166,19 @@ call() {
 # ended: for the background process WAITER (its waiter, when this server
 # started it), or, without one, until its status file appears (the waiter
 # belongs to a server that is gone). Meanwhile a watcher reads the request
-# stream: "k" kills the job, "r" renews its lease. At the end of the stream
-# (the client is gone) the job goes on: the watcher kills this request's
-# HELPER processes (a HELPER "@FILE" is the pid written in FILE, if any) and
-# ends this server, whose channel is gone. Returns 1 when the job's waiter
-# died without a status (the host rebooted, or someone killed it).
+# stream: "k" kills the job, "r" renews its lease, "d" stops the wait (the
+# client follows the job elsewhere: this server is wanted for other
+# requests). At the end of the stream (the client is gone) the job goes
+# on: the watcher kills this request's HELPER processes (a HELPER "@FILE"
+# is the pid written in FILE, if any) and ends this server, whose channel
+# is gone. Returns 1 when the job's waiter died without a status (the host
+# rebooted, or someone killed it), 3 when the wait stopped for "d" with the
+# job still running.
 wait_job() {
 	_wj_job=$1
 	_wj_waiter=$2
 	shift 2
+	detach=
 	watch_for_cancel "$_wj_job" "$@" &
 	_wj_watcher=$!
 	_wj_result=0
@@ -178,7 +186,7 @@ wait_job() {
 		wait "$_wj_waiter"
 	else
 		_wj_nap=0.01
-		while [ ! -s "$_wj_job.status" ]; do
+		while [ ! -s "$_wj_job.status" ] && [ -z "$detach" ]; do
 			# (Gone: forgotten or swept meanwhile.)
 			if [ ! -e "$_wj_job.out" ]; then
 				_wj_result=1
@@ -200,6 +208,12 @@ wait_job() {
 	fi
 	kill -s KILL "$_wj_watcher" 2>/dev/null
 	wait "$_wj_watcher" 2>/dev/null
+	rm -f "$private/detaching"
+	# (A job that ended as the client let go is answered as ended.)
+	if [ -n "$detach" ] && [ "$_wj_result" = 0 ] && [ ! -s "$_wj_job.status" ]; then
+		_wj_result=3
+	fi
+	detach=
 	return "$_wj_result"
 }
 
@@ -246,6 +260,16 @@ watch_for_cancel() {
 			return
 			;;
 		r) echo "$_wj_ttl" >"$1.lease" ;;
+		d)
+			# Again until the wait has ended (a signal that came before
+			# it began did not end it); "k" is still heard meanwhile.
+			: >"$private/detaching"
+			(
+				while [ -e "$private/detaching" ] && kill -s USR1 $$; do
+					sleep 0.1 2>/dev/null || sleep 1
+				done
+			) 3<&- &
+			;;
 		esac
 	done
 	_wfc_job=$1
@@ -488,13 +512,14 @@ attach_job() {
 	case $? in
 	1) _rj_status='!EIO the job ended without a status (its waiter was killed)' ;;
 	2) _rj_status='!NOJOB' ;;
+	3) _rj_status='!DETACHED' ;;
 	esac
 	_rj_waiter=
 	set -C
 	if command : 2>/dev/null >"$_rj_claim"; then
 		set +C
 		kill -s KILL "$_rj_stream" 2>/dev/null
-		tail -c +$(($2 + 1)) "$_rj_job.out"
+		[ "$_rj_status" = '!DETACHED' ] || tail -c +$(($2 + 1)) "$_rj_job.out"
 	else
 		set +C
 		# Streaming: stop tail (its pid comes a moment after the claim),
@@ -508,9 +533,13 @@ attach_job() {
 		fi
 		kill -s KILL "$_rp_pid" 2>/dev/null
 		wait "$_rj_stream"
-		_rj_sent=$(wc -c <"$_rj_copy")
-		tail -c +$(($2 + _rj_sent + 1)) "$_rj_job.out"
+		if [ "$_rj_status" != '!DETACHED' ]; then
+			_rj_sent=$(wc -c <"$_rj_copy")
+			tail -c +$(($2 + _rj_sent + 1)) "$_rj_job.out"
+		fi
 	fi
+	# Let go of: its lease is watched (its next client renews it).
+	[ "$_rj_status" != '!DETACHED' ] || watch_lease_once "$_rj_job" "$6"
 	if [ -z "$_rj_status" ]; then
 		job_result "$_rj_job" "$3" "$4" "$5"
 		_rj_status=$_jr_status
@@ -552,8 +581,13 @@ job_result() {
 # most 1 MiB, so that no job holds up the others for long); and the line
 # "X ID STATUS" once job ID has ended and all its output went (STATUS as
 # attach_job's, or "!NOJOB"). Once every job has ended the answer ends
-# with the status "OK". Meanwhile "k ID" kills job ID and "r" renews every
-# lease (to TTL seconds); at the end of the request stream the jobs go on
+# with the status "OK". Meanwhile "k ID" kills job ID, "r" renews every
+# lease (to TTL seconds), and "a ID OFFSET SAVE_BYTES SAVE_LINES SAVE" adds
+# a job (one its client let go of on another server, see wait_job's "d"):
+# one added as the answer ends is left out, and its client, which sees no
+# "X" for it, attaches to it elsewhere. "d" ends the answer early, with the
+# status "!DETACHED": the client wants this server for something else, and
+# attaches again later. At the end of the request stream the jobs go on
 # and this server ends, as in wait_job.
 #
 # The jobs' sizes come from one ls per round, every 50 ms (every 200 ms
@@ -586,7 +620,12 @@ attach_jobs() {
 	attach_watcher "$_aj_dir" "$_aj_ttl" &
 	_aj_watcher=$!
 	_aj_idle=0
+	_aj_end=OK
 	while :; do
+		if [ -e "$_aj_dir.stop" ]; then
+			_aj_end='!DETACHED'
+			break
+		fi
 		# Which jobs have ended is seen before their sizes: the size of
 		# an ended job is final.
 		_aj_outs=
@@ -659,12 +698,13 @@ EOF
 	done
 	kill -s KILL "$_aj_watcher" 2>/dev/null
 	wait "$_aj_watcher" 2>/dev/null
-	rm -rf "$_aj_dir"
-	finish OK
+	rm -rf "$_aj_dir" "$_aj_dir.stop"
+	finish "$_aj_end"
 }
 
 # attach_watcher DIR TTL reads the request stream while attach_jobs runs:
-# "k ID" kills job ID, "r" renews the lease of each job in DIR. At the end
+# "k ID" kills job ID, "r" renews the lease of each job in DIR, "a ..."
+# adds a job to DIR, "d" stops the answer (see attach_jobs). At the end
 # of the stream (the client is gone) it ends this server; the jobs go on.
 attach_watcher() {
 	while IFS= read -r _aw_line <&3; do
@@ -678,6 +718,26 @@ attach_watcher() {
 			_aw_id=${_aw_line#k }
 			case $_aw_id in '' | *[!0-9a-f]*) continue ;; esac
 			[ -s "$jobs/$_aw_id.status" ] || ! read_pid "$jobs/$_aw_id.pid" || kill_job "$_rp_pid"
+			;;
+		d) : >"$1.stop" ;;
+		"a "*)
+			# a ID OFFSET SAVE_BYTES SAVE_LINES SAVE: one more job (SAVE,
+			# the rest of the line, may hold spaces). Its state file is
+			# renamed into place: the main loop reads it whole or not at all.
+			_aw_rest=${_aw_line#a }
+			_aw_id=${_aw_rest%% *}
+			_aw_rest=${_aw_rest#* }
+			_aw_off=${_aw_rest%% *}
+			_aw_rest=${_aw_rest#* }
+			_aw_bytes=${_aw_rest%% *}
+			_aw_rest=${_aw_rest#* }
+			_aw_lines=${_aw_rest%% *}
+			_aw_rest=${_aw_rest#* }
+			case $_aw_id in '' | *[!0-9a-f]*) continue ;; esac
+			case $_aw_off in '' | *[!0-9]*) continue ;; esac
+			printf '%s\n' "$_aw_off" "$_aw_rest" "$_aw_bytes" "$_aw_lines" >"$1/.$_aw_id" &&
+				mv -f "$1/.$_aw_id" "$1/$_aw_id"
+			watch_lease_once "$jobs/$_aw_id" "$2"
 			;;
 		esac
 	done

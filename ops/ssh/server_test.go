@@ -354,6 +354,102 @@ func TestServerScript(t *testing.T) {
 				assert.Equal(t, "0", status, "the server serves on")
 				assert.Equal(t, "next\n", out)
 			})
+			t.Run("a job let go of runs on and joins a running attach request", func(t *testing.T) {
+				cache := t.TempDir()
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				// Let go of while its output streams.
+				printing := newJob(`i=1; while [ $i -le 40 ]; do echo "line $i"; i=$((i+1)); sleep 0.05; done; exit 4`)
+				require.NoError(t, l.send(call("run_job", printing...)))
+				got := l.readUntil(t, "line 3\n")
+				require.NoError(t, l.write("d\n"))
+				status, err := l.readUntilMarker(got)
+				require.NoError(t, err)
+				assert.Equal(t, "!DETACHED", status)
+				assert.NotContains(t, got.String(), "line 40\n", "it runs on")
+				// Let go of at once, before its output would stream.
+				quiet := newJob("sleep 1; echo late")
+				require.NoError(t, l.send(call("run_job", quiet...)))
+				require.NoError(t, l.write("d\n"))
+				var none bytes.Buffer
+				status, err = l.readUntilMarker(&none)
+				require.NoError(t, err)
+				assert.Equal(t, "!DETACHED", status)
+				assert.Empty(t, none.String())
+				// The server is free for the next request.
+				status, out := l.run(t, "echo next")
+				assert.Equal(t, "0", status)
+				assert.Equal(t, "next\n", out)
+
+				sleeper := newJob("exec sleep 30")
+				other := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				require.NoError(t, other.send(call("run_job", sleeper...)))
+				require.NoError(t, other.write("d\n"))
+				status, err = other.readUntilMarker(io.Discard)
+				require.NoError(t, err)
+				assert.Equal(t, "!DETACHED", status)
+
+				// One attach request for the sleeper; the other two join it.
+				outs := map[string]*bytes.Buffer{}
+				ends := map[string]string{}
+				require.NoError(t, l.send(call("attach_jobs", "60", sleeper[0], "0", "", "", "")))
+				require.NoError(t, l.write(fmt.Sprintf("a %s %d   \n", printing[0], got.Len())))
+				require.NoError(t, l.write("a "+quiet[0]+" 0   \n"))
+				done := make(chan error, 1)
+				go func() {
+					status, err = readAttach(l.server, func(id string) io.Writer {
+						if outs[id] == nil {
+							outs[id] = &bytes.Buffer{}
+						}
+						return outs[id]
+					}, func(id, status string) {
+						ends[id] = status
+						if len(ends) == 2 {
+							l.write("k " + sleeper[0] + "\n")
+						}
+					})
+					done <- err
+				}()
+				require.NoError(t, <-done)
+				assert.Equal(t, "OK", status)
+				var want strings.Builder
+				for i := 1; i <= 40; i++ {
+					fmt.Fprintf(&want, "line %d\n", i)
+				}
+				assert.Equal(t, want.String(), got.String()+outs[printing[0]].String(), "every byte once")
+				assert.Equal(t, "4", ends[printing[0]])
+				assert.Equal(t, "late\n", outs[quiet[0]].String())
+				assert.Equal(t, "0", ends[quiet[0]])
+				assert.Equal(t, "137", ends[sleeper[0]], "killed once the others ended")
+			})
+			t.Run("an attach request let go of ends early, its jobs running on", func(t *testing.T) {
+				cache := t.TempDir()
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				sleeper := newJob("echo sleeping; exec sleep 30")
+				require.NoError(t, l.send(call("run_job", sleeper...)))
+				l.readUntil(t, "sleeping\n")
+				require.NoError(t, l.write("d\n"))
+				status, err := l.readUntilMarker(io.Discard)
+				require.NoError(t, err)
+				require.Equal(t, "!DETACHED", status)
+
+				require.NoError(t, l.send(call("attach_jobs", "60", sleeper[0], "9", "", "", "")))
+				require.NoError(t, l.write("d\n"))
+				ends := map[string]string{}
+				status, err = readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
+				require.NoError(t, err)
+				assert.Equal(t, "!DETACHED", status)
+				assert.Empty(t, ends, "no job ended")
+				status, out := l.run(t, "echo next")
+				assert.Equal(t, "0", status, "the server serves on")
+				assert.Equal(t, "next\n", out)
+				// The job runs on: a later attach request kills it.
+				require.NoError(t, l.send(call("attach_jobs", "60", sleeper[0], "9", "", "", "")))
+				require.NoError(t, l.write("k "+sleeper[0]+"\n"))
+				status, err = readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
+				require.NoError(t, err)
+				assert.Equal(t, "OK", status)
+				assert.Equal(t, "137", ends[sleeper[0]])
+			})
 			t.Run("a job whose server died before it began is started again", func(t *testing.T) {
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
