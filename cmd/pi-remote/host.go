@@ -35,7 +35,8 @@ type hostFlags struct {
 	leaseTTL       time.Duration
 	outputCapMiB   int64
 
-	// oneShot: the command makes one call or a few (ssh.HostOptions.OneShot).
+	// oneShot: the command makes one call or a few: each host warms one
+	// command server (ssh.HostOptions.WarmServers).
 	oneShot bool
 
 	// onLinkState, when set, hears of lost and restored connections.
@@ -56,8 +57,20 @@ func (h *hostFlags) register(fs *pflag.FlagSet) {
 }
 
 // hostOptions are the backend's options from the flags.
-func (h *hostFlags) hostOptions() ssh.HostOptions {
-	o := ssh.HostOptions{ReattachTimeout: h.reattach, LeaseTTL: h.leaseTTL, OutputCap: h.outputCapMiB << 20, OneShot: h.oneShot}
+// warmBudget is how many command servers a session warms over all its
+// hosts (each one a login shell on its host), a full pool each for one or
+// two hosts; every host warms at least one.
+const warmBudget = 16
+
+// hostOptions are the options of each of n SSH hosts.
+func (h *hostFlags) hostOptions(n int) ssh.HostOptions {
+	o := ssh.HostOptions{ReattachTimeout: h.reattach, LeaseTTL: h.leaseTTL, OutputCap: h.outputCapMiB << 20}
+	switch {
+	case h.oneShot:
+		o.WarmServers = 1
+	case n > 2:
+		o.WarmServers = max(1, warmBudget/n)
+	}
 	if h.reattach == 0 {
 		o.ReattachTimeout = -1
 	}
@@ -192,6 +205,12 @@ func openTargets(ctx context.Context, g *globalOptions) (targets, error) {
 	}
 	seen := map[string]bool{}
 	var cfgs []ssh.Config
+	sshHosts := 0
+	for _, v := range g.host.hosts {
+		if _, spec := splitHostFlag(v); spec != "local" {
+			sshHosts++
+		}
+	}
 	for _, v := range g.host.hosts {
 		name, spec := splitHostFlag(v)
 		var t *target
@@ -213,7 +232,7 @@ func openTargets(ctx context.Context, g *globalOptions) (targets, error) {
 			if name == "" {
 				name = cfg.Alias
 			}
-			opts := g.host.hostOptions()
+			opts := g.host.hostOptions(sshHosts)
 			if tell := g.host.onLinkState; tell != nil {
 				host := name
 				opts.OnLinkState = func(s ssh.LinkState, down time.Duration, err error) { tell(host, s, down, err) }
@@ -279,7 +298,7 @@ func unwrapConnection(err error) error {
 }
 
 func (t *target) open(ctx context.Context, cfg ssh.Config, cwd string) error {
-	if _, err := t.host.Connect(ctx); err != nil {
+	if err := t.host.Reach(ctx); err != nil {
 		return connectionError(err)
 	}
 	t.env = env.New(t.host, env.Options{Name: t.name})

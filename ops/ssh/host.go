@@ -51,10 +51,14 @@ type HostOptions struct {
 	// after a lost connection, and when it answers again (or they gave up
 	// on it): for a terminal to say "reconnecting…". It must not block.
 	OnLinkState func(state LinkState, down time.Duration, err error)
-	// OneShot is for a Host that serves one call or a few (the CLI's tool,
-	// check and jobs commands): connecting starts one command server, not
-	// the whole pool.
-	OneShot bool
+	// WarmServers is how many command servers connecting starts (each
+	// runs the user's login shell on the host): the first before the
+	// connection is handed out, the others in the background. 0: as many
+	// as fit beside SFTP, for a Host that serves batches of calls. A Host
+	// that serves one call or a few (the CLI's tool, check and jobs
+	// commands), or one of many hosts, wants fewer; the pool grows on
+	// demand all the same.
+	WarmServers int
 	// NoGNUFind pretends the host lacks GNU find, to exercise the POSIX
 	// directory listing.
 	NoGNUFind bool
@@ -305,6 +309,13 @@ type Info struct {
 	Setsid  bool
 	Tools   []string // helpers found on the host (sha256sum, readlink, gnufind)
 	RTT     time.Duration
+}
+
+// Reach dials the connection, with its first command server, unless it is
+// up: what a session needs before its first call, and no more.
+func (h *Host) Reach(ctx context.Context) error {
+	_, err := h.conn(ctx)
+	return err
 }
 
 // Connect dials (or reuses) the connection and reports on it.

@@ -334,8 +334,8 @@ func (c *conn) warm() {
 	if c.host.opts.NoSFTP || c.max < 3 {
 		more++
 	}
-	if c.host.opts.OneShot {
-		more = 0
+	if w := c.host.opts.WarmServers; w > 0 {
+		more = min(more, w-1)
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.host.cfg.ConnectTimeout)
