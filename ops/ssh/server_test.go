@@ -230,8 +230,9 @@ func TestServerScript(t *testing.T) {
 					entries, err := os.ReadDir(jobs)
 					require.NoError(c, err)
 					for _, e := range entries {
-						// (And the FIFO made ahead for this server's next job.)
-						if !strings.HasPrefix(e.Name(), ".fifo-") {
+						// (And the FIFO made ahead for this server's next job,
+						// and the mark of the last sweep.)
+						if !strings.HasPrefix(e.Name(), ".fifo-") && e.Name() != ".swept" {
 							assert.True(c, strings.HasPrefix(e.Name(), second[0]+"."), "only the second job's files: %s", e.Name())
 						}
 					}
@@ -250,7 +251,16 @@ func TestServerScript(t *testing.T) {
 				for _, f := range []string{".lease", ".status"} {
 					require.NoError(t, os.Chtimes(filepath.Join(jobs, stale[0]+f), old, old))
 				}
-				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache) // sweeps as it starts, in the background
+				// Servers sweep as they start, in the background, at most
+				// once a minute: the first swept a moment ago.
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					assert.NoDirExists(c, filepath.Join(jobs, ".sweeping"), "the first server's sweep is over")
+				}, 5*time.Second, 20*time.Millisecond)
+				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache).run(t, "true")
+				time.Sleep(300 * time.Millisecond)
+				assert.FileExists(t, filepath.Join(jobs, stale[0]+".out"), "not swept again within the minute")
+				require.NoError(t, os.Chtimes(filepath.Join(jobs, ".swept"), old, old))
+				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
 					matches, _ := filepath.Glob(filepath.Join(jobs, stale[0]+".*"))
 					assert.Empty(c, matches)
