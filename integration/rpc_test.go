@@ -26,6 +26,8 @@ type rpcClient struct {
 	mu    sync.Mutex
 	lines []map[string]any
 	more  chan struct{} // closed, and replaced, when a line arrives
+
+	stopOnce sync.Once
 }
 
 func startRPC(t testing.TB, args ...string) *rpcClient {
@@ -53,8 +55,25 @@ func startRPC(t testing.TB, args ...string) *rpcClient {
 			c.mu.Unlock()
 		}
 	}()
-	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(c.stop)
 	return c
+}
+
+// stop ends the input, as a client that is done does, and waits a moment
+// for rpc to close its hosts (which tells them the results it has) before
+// killing it.
+func (c *rpcClient) stop() {
+	c.stopOnce.Do(func() {
+		c.in.Close()
+		exited := make(chan struct{})
+		go func() { c.cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			c.cmd.Process.Kill()
+			<-exited
+		}
+	})
 }
 
 func (c *rpcClient) send(line string) {
@@ -65,7 +84,13 @@ func (c *rpcClient) send(line string) {
 // response waits for the response with this id.
 func (c *rpcClient) response(id string) map[string]any {
 	c.t.Helper()
-	timeout := time.After(30 * time.Second)
+	return c.responseWithin(id, 30*time.Second)
+}
+
+// responseWithin waits up to d for the response with this id.
+func (c *rpcClient) responseWithin(id string, d time.Duration) map[string]any {
+	c.t.Helper()
+	timeout := time.After(d)
 	for seen := 0; ; {
 		c.mu.Lock()
 		for _, l := range c.lines[seen:] {
@@ -80,7 +105,7 @@ func (c *rpcClient) response(id string) map[string]any {
 		select {
 		case <-more:
 		case <-timeout:
-			c.t.Fatalf("no response %s within 30 s", id)
+			c.t.Fatalf("no response %s within %s", id, d)
 		}
 	}
 }

@@ -4,20 +4,30 @@
 # ControlMaster), 64 MiB transfers vs scp, and round trips per call at 20 ms
 # of added RTT; rpc reads; durable commands (steady cost and re-attach after
 # a reset); batches of 16 calls at 0/20/100 ms of added RTT against a slow
-# login shell (creates the user pi-slowrc). Needs sshd and ssh (apt-get install openssh-server
-# openssh-client ripgrep fd-find); runs as root or as the user sshd logs in.
-# Writes docs/bench-ssh.md, docs/bench-rpc.md, docs/bench-reattach.md and
-# docs/bench-batches.md.
+# login shell (creates the user pi-slowrc); one rpc process serving up to
+# 200 hosts (creates pi-fastrc too). Needs sshd and ssh (apt-get install
+# openssh-server openssh-client ripgrep fd-find); runs as root or as the
+# user sshd logs in. Writes docs/bench-ssh.md, docs/bench-rpc.md,
+# docs/bench-reattach.md, docs/bench-batches.md and docs/bench-hosts.md;
+# `bash scripts/bench.sh bench-hosts` makes that one only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p docs
+
+# Arguments, if any, name the reports to make (e.g. bench-hosts); by
+# default every one.
+only=("$@")
 
 # report DOC VAR BENCHMARK TITLE DESCRIPTION runs one benchmark of
 # integration/, which writes its tables to the file named by $VAR, and
 # writes DOC: a title, how and where it was made, the description, the
 # tables.
 report() {
-	local doc=$1 var=$2 bench=$3 title=$4 description=$5 tmp
+	local doc=$1 var=$2 bench=$3 title=$4 description=$5 tmp name
+	name=$(basename "$doc" .md)
+	if [ "${#only[@]}" -gt 0 ] && ! printf '%s\n' "${only[@]}" | grep -qx "$name"; then
+		return
+	fi
 	tmp=$(mktemp)
 	env "$var=$tmp" go test -run '^$' -bench "$bench" -benchtime 1x -timeout 30m ./integration/ >/dev/null
 	{
@@ -49,3 +59,8 @@ report docs/bench-reattach.md PI_REMOTE_BENCH_REATTACH_OUT BenchmarkReattach "Du
 # added RTT, against a user whose login shell sleeps 0.5 s (needs root).
 report docs/bench-batches.md PI_REMOTE_BENCH_BATCH_OUT BenchmarkBatches "Batch benchmark" \
 	"One sshd on loopback, reached through a proxy that adds the round-trip time shown; the user's ~/.bashrc sleeps 0.5 s (pyenv, nvm or conda make real ones that slow)."
+
+# One rpc process serving 1, 50 and 200 hosts (an sshd each, named in an
+# ssh_config), with fast and slow login shells (needs root).
+report docs/bench-hosts.md PI_REMOTE_BENCH_HOSTS_OUT BenchmarkManyHosts "Many hosts benchmark" \
+	"One \`pi-remote rpc\` process; each host is an sshd of its own on a loopback port of this machine, all named in one ssh_config file."
