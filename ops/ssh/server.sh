@@ -350,12 +350,13 @@ EOF
 sweep_jobs() {
 	# At most once a minute, by one server at a time: a sweep of many jobs
 	# costs, and many servers may start at once (a claim older than ten
-	# minutes is one a killed sweep left).
-	[ -z "$(find "$jobs/.swept" -mmin -1 2>/dev/null)" ] || return 0
-	if ! mkdir "$jobs/.sweeping" 2>/dev/null; then
-		[ -n "$(find "$jobs/.sweeping" -prune -mmin +10 2>/dev/null)" ] || return 0
+	# minutes is one a killed sweep left). The stamp and the claim are
+	# beside the directory, which holds jobs only.
+	[ -z "$(find "$jobs.swept" -mmin -1 2>/dev/null)" ] || return 0
+	if ! mkdir "$jobs.sweeping" 2>/dev/null; then
+		[ -n "$(find "$jobs.sweeping" -prune -mmin +10 2>/dev/null)" ] || return 0
 	fi
-	: >"$jobs/.swept"
+	: >"$jobs.swept"
 	for _sj_job in "$jobs"/*.waiter; do
 		_sj_job=${_sj_job%.waiter}
 		[ ! -s "$_sj_job.status" ] || continue
@@ -383,7 +384,7 @@ sweep_jobs() {
 			fi
 		done
 	done
-	rmdir "$jobs/.sweeping"
+	rmdir "$jobs.sweeping"
 }
 
 # run_job ID OFFSET SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES TTL CAP LABEL
