@@ -339,19 +339,10 @@ func TestServerScript(t *testing.T) {
 				args := []string{"60", printing[0], strconv.Itoa(got.Len()), "", "", "", ended[0], "0", "", "", "", sleeper[0], "9", "", "", "", missing, "0", "", "", ""}
 				require.NoError(t, l.send(call("attach_jobs", args...)))
 				require.NoError(t, l.write("k "+sleeper[0]+"\n"))
-				status, err := readAttach(l.server, func(id string) io.Writer {
-					if outs[id] == nil {
-						outs[id] = &bytes.Buffer{}
-					}
-					return outs[id]
-				}, func(id, status string) { ends[id] = status })
+				status, err := readAttach(l.server, bufferPer(outs), func(id, status string) { ends[id] = status })
 				require.NoError(t, err)
 				assert.Equal(t, "OK", status)
-				var want strings.Builder
-				for i := 1; i <= 40; i++ {
-					fmt.Fprintf(&want, "line %d\n", i)
-				}
-				assert.Equal(t, want.String(), got.String()+outs[printing[0]].String(), "every byte once")
+				assert.Equal(t, numberedLines(40), got.String()+outs[printing[0]].String(), "every byte once")
 				assert.Equal(t, "5", ends[printing[0]])
 				assert.Equal(t, "ended\n", outs[ended[0]].String())
 				assert.Equal(t, "2", ends[ended[0]])
@@ -403,28 +394,15 @@ func TestServerScript(t *testing.T) {
 				require.NoError(t, l.send(call("attach_jobs", "60", sleeper[0], "0", "", "", "")))
 				require.NoError(t, l.write(fmt.Sprintf("a %s %d   \n", printing[0], got.Len())))
 				require.NoError(t, l.write("a "+quiet[0]+" 0   \n"))
-				done := make(chan error, 1)
-				go func() {
-					status, err = readAttach(l.server, func(id string) io.Writer {
-						if outs[id] == nil {
-							outs[id] = &bytes.Buffer{}
-						}
-						return outs[id]
-					}, func(id, status string) {
-						ends[id] = status
-						if len(ends) == 2 {
-							l.write("k " + sleeper[0] + "\n")
-						}
-					})
-					done <- err
-				}()
-				require.NoError(t, <-done)
+				status, err = readAttach(l.server, bufferPer(outs), func(id, status string) {
+					ends[id] = status
+					if len(ends) == 2 {
+						l.write("k " + sleeper[0] + "\n")
+					}
+				})
+				require.NoError(t, err)
 				assert.Equal(t, "OK", status)
-				var want strings.Builder
-				for i := 1; i <= 40; i++ {
-					fmt.Fprintf(&want, "line %d\n", i)
-				}
-				assert.Equal(t, want.String(), got.String()+outs[printing[0]].String(), "every byte once")
+				assert.Equal(t, numberedLines(40), got.String()+outs[printing[0]].String(), "every byte once")
 				assert.Equal(t, "4", ends[printing[0]])
 				assert.Equal(t, "late\n", outs[quiet[0]].String())
 				assert.Equal(t, "0", ends[quiet[0]])
@@ -699,4 +677,24 @@ func TestPrintfFormatRoundTrip(t *testing.T) {
 // home directory, its output not saved, with a lease of a minute.
 func newJob(script string) []string {
 	return []string{randomHex(8), "0", script, "", "", "", "", "60", "", "test job", ""}
+}
+
+// numberedLines is "line 1\n" to "line n\n".
+func numberedLines(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	return b.String()
+}
+
+// bufferPer gives readAttach a buffer per job in outs, made on its first
+// frame.
+func bufferPer(outs map[string]*bytes.Buffer) func(id string) io.Writer {
+	return func(id string) io.Writer {
+		if outs[id] == nil {
+			outs[id] = &bytes.Buffer{}
+		}
+		return outs[id]
+	}
 }
