@@ -179,7 +179,7 @@ func TestServerScript(t *testing.T) {
 			t.Run("a job outlives its server and is attached to from an offset", func(t *testing.T) {
 				cache := t.TempDir()
 				first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-				job := newJob(`i=1; while [ $i -le 30 ]; do echo "line $i"; i=$((i+1)); sleep 0.02; done; exit 5`)
+				job := newJob(printLines(30, "0.02", 5))
 				require.NoError(t, first.send(call("run_job", job...)))
 				// Read the first lines, then the server goes, as with a
 				// dropped connection.
@@ -192,11 +192,7 @@ func TestServerScript(t *testing.T) {
 				var rest bytes.Buffer
 				status := second.do(t, &rest, "run_job", attach...)
 				assert.Equal(t, "5", status, "the true exit status")
-				var want strings.Builder
-				for i := 1; i <= 30; i++ {
-					fmt.Fprintf(&want, "line %d\n", i)
-				}
-				assert.Equal(t, want.String(), got.String()+rest.String(), "every byte once")
+				assert.Equal(t, numberedLines(30), got.String()+rest.String(), "every byte once")
 
 				// The answer lost, the same again: the end is sent again.
 				var again bytes.Buffer
@@ -316,7 +312,7 @@ func TestServerScript(t *testing.T) {
 				first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				// Three jobs outlive their servers: one still printing, one
 				// ended, one that will be killed.
-				printing := newJob(`i=1; while [ $i -le 40 ]; do echo "line $i"; i=$((i+1)); sleep 0.02; done; exit 5`)
+				printing := newJob(printLines(40, "0.02", 5))
 				require.NoError(t, first.send(call("run_job", printing...)))
 				got := first.readUntil(t, "line 3\n")
 				first.close()
@@ -358,7 +354,7 @@ func TestServerScript(t *testing.T) {
 				cache := t.TempDir()
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				// Let go of while its output streams.
-				printing := newJob(`i=1; while [ $i -le 40 ]; do echo "line $i"; i=$((i+1)); sleep 0.05; done; exit 4`)
+				printing := newJob(printLines(40, "0.05", 4))
 				require.NoError(t, l.send(call("run_job", printing...)))
 				got := l.readUntil(t, "line 3\n")
 				require.NoError(t, l.write("d\n"))
@@ -677,6 +673,12 @@ func TestPrintfFormatRoundTrip(t *testing.T) {
 // home directory, its output not saved, with a lease of a minute.
 func newJob(script string) []string {
 	return []string{randomHex(8), "0", script, "", "", "", "", "60", "", "test job", ""}
+}
+
+// printLines is a script that prints numberedLines(n), a line every nap
+// seconds, and exits with code.
+func printLines(n int, nap string, code int) string {
+	return fmt.Sprintf(`i=1; while [ $i -le %d ]; do echo "line $i"; i=$((i+1)); sleep %s; done; exit %d`, n, nap, code)
 }
 
 // numberedLines is "line 1\n" to "line n\n".
