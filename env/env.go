@@ -66,6 +66,7 @@ func New(o ops.Operations, opts Options) *ExecutionEnv {
 		e.cwd = path.Clean(opts.Cwd)
 	}
 	e.queue.tails = map[canonpath.Key]*slot{}
+	e.queue.keys = map[string]canonpath.Key{}
 	return e
 }
 

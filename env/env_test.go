@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/local"
 )
 
@@ -79,7 +80,7 @@ func doInReverse(t *testing.T, rs []*Reservation) []int {
 	var wg sync.WaitGroup
 	for i := len(rs) - 1; i >= 0; i-- {
 		wg.Go(func() {
-			require.NoError(t, rs[i].Do(t.Context(), func() error {
+			require.NoError(t, rs[i].Do(t.Context(), func(string) error {
 				mu.Lock()
 				order = append(order, i)
 				mu.Unlock()
@@ -105,13 +106,13 @@ func TestQueueGivingUpKeepsOrder(t *testing.T) {
 	// second gives up while first still runs: third must still wait for first.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	assert.ErrorIs(t, second.Do(cctx, func() error { t.Error("cancelled reservation ran"); return nil }), context.Canceled)
+	assert.ErrorIs(t, second.Do(cctx, func(string) error { t.Error("cancelled reservation ran"); return nil }), context.Canceled)
 
 	firstDone := make(chan struct{})
 	ran := make(chan struct{})
 	thirdReturned := make(chan error, 1)
 	go func() {
-		thirdReturned <- third.Do(ctx, func() error {
+		thirdReturned <- third.Do(ctx, func(string) error {
 			select {
 			case <-firstDone:
 			default:
@@ -126,7 +127,7 @@ func TestQueueGivingUpKeepsOrder(t *testing.T) {
 		t.Fatal("third ran while first held the file")
 	case <-time.After(50 * time.Millisecond):
 	}
-	require.NoError(t, first.Do(ctx, func() error { close(firstDone); return nil }))
+	require.NoError(t, first.Do(ctx, func(string) error { close(firstDone); return nil }))
 	<-ran
 	require.NoError(t, <-thirdReturned)
 	assert.Equal(t, 0, e.queue.pending(), "idle entries are removed")
@@ -141,7 +142,7 @@ func TestQueueDifferentFilesDoNotWait(t *testing.T) {
 	b, err := e.Reserve(ctx, "b")
 	require.NoError(t, err)
 	done := make(chan struct{})
-	require.NoError(t, b.Do(ctx, func() error { close(done); return nil }))
+	require.NoError(t, b.Do(ctx, func(string) error { close(done); return nil }))
 	<-done
 }
 
@@ -154,10 +155,12 @@ type slowResolver struct {
 	mu       sync.Mutex
 	inFlight int
 	most     int
+	calls    int
 }
 
 func (s *slowResolver) RealPath(ctx context.Context, name string) (string, error) {
 	s.mu.Lock()
+	s.calls++
 	s.inFlight++
 	s.most = max(s.most, s.inFlight)
 	s.mu.Unlock()
@@ -198,6 +201,67 @@ func TestQueueResolvesKeysConcurrently(t *testing.T) {
 	assert.Equal(t, 0, e.queue.pending(), "idle entries are removed")
 }
 
+// slowResolver counts its answers too.
+func (s *slowResolver) asked() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// A file mutated again takes its place without asking the host, and its
+// write is told which file the key names.
+func TestQueueRemembersKeys(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	slow := &slowResolver{FS: local.New(), delay: func(string) time.Duration { return 0 }}
+	e := New(slow, Options{Cwd: dir, Home: "/"})
+	ctx := t.Context()
+	var got []string
+	record := func(canonical string) error { got = append(got, canonical); return nil }
+	require.NoError(t, e.Mutate(ctx, "f", record))
+	asked := slow.asked()
+	require.Positive(t, asked)
+	require.NoError(t, e.Mutate(ctx, "./f", record))
+	require.NoError(t, e.Mutate(ctx, filepath.Join(dir, "f"), record))
+	assert.Equal(t, asked, slow.asked(), "no question to the host for a path it answered")
+	assert.Equal(t, []string{"", filepath.Join(dir, "f"), filepath.Join(dir, "f")}, got)
+	assert.Equal(t, 0, e.queue.pending())
+}
+
+// A remembered key that no longer holds (the symlink on the way now leads
+// elsewhere) fails the write before it happens; the mutation runs again
+// with the key the host gives now, and that one is remembered.
+func TestQueueMovedKeyRunsAgain(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	for _, d := range []string{"a", "b"} {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, d), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, d, "f"), []byte(d), 0o644))
+	}
+	require.NoError(t, os.Symlink("a", filepath.Join(dir, "via")))
+	e := New(local.New(), Options{Cwd: dir, Home: "/"})
+	ctx := t.Context()
+	var got []string
+	write := func(content string) func(string) error {
+		return func(canonical string) error {
+			got = append(got, canonical)
+			return e.WriteFile(ctx, filepath.Join(dir, "via", "f"), strings.NewReader(content), ops.WriteOptions{Canonical: canonical})
+		}
+	}
+	require.NoError(t, e.Mutate(ctx, "via/f", write("one")))
+	require.NoError(t, os.Remove(filepath.Join(dir, "via")))
+	require.NoError(t, os.Symlink("b", filepath.Join(dir, "via")))
+	require.NoError(t, e.Mutate(ctx, "via/f", write("two")))
+	require.NoError(t, e.Mutate(ctx, "via/f", write("three")))
+	assert.Equal(t, []string{"", filepath.Join(dir, "a", "f"), "", filepath.Join(dir, "b", "f")}, got)
+	for file, want := range map[string]string{"a/f": "one", "b/f": "three"} {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		require.NoError(t, err)
+		assert.Equal(t, want, string(b), file)
+	}
+	assert.Equal(t, 0, e.queue.pending())
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
@@ -213,7 +277,7 @@ func TestQueueReleaseBeforeKey(t *testing.T) {
 	r := must(e.Reserve(t.Context(), "f"))
 	r.Release()
 	next := must(e.Reserve(t.Context(), "f"))
-	require.NoError(t, next.Do(t.Context(), func() error { return nil }), "not held up by the released one")
+	require.NoError(t, next.Do(t.Context(), func(string) error { return nil }), "not held up by the released one")
 	assert.Equal(t, 0, e.queue.pending())
 }
 

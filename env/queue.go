@@ -2,9 +2,11 @@ package env
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/pi-remote/pi-remote/canonpath"
+	"github.com/pi-remote/pi-remote/ops"
 )
 
 // The mutation queue serializes changes to one file on one environment.
@@ -21,11 +23,24 @@ import (
 // file's queue only after every earlier reservation has entered its own.
 // A batch of calls is admitted in one round trip instead of one per call,
 // in the same order.
+//
+// A file mutated again is admitted with no round trip at all: the queue
+// remembers the key the host gave for each path, and the mutation checks it
+// on the host when it writes (ops.WriteOptions.Canonical, passed to the
+// function Do runs). A remembered key that no longer holds — a symlink on
+// the way changed since — fails that write with ops.ErrMoved before
+// anything is written; Do then forgets it and runs the mutation again in
+// the queue of the key the host gives now (calls admitted after it may then
+// go first: the files changed under the batch).
 type mutationQueue struct {
 	mu    sync.Mutex
 	tails map[canonpath.Key]*slot
-	last  chan struct{} // closed once the latest reservation has entered its queue
+	last  chan struct{}            // closed once the latest reservation has entered its queue
+	keys  map[string]canonpath.Key // remembered keys of absolute paths
 }
+
+// rememberedMax bounds the remembered keys; past it they are all forgotten.
+const rememberedMax = 4096
 
 type slot struct {
 	done chan struct{} // closed on release
@@ -34,12 +49,15 @@ type slot struct {
 
 // Reservation is a place in a file's mutation queue.
 type Reservation struct {
-	q *mutationQueue
-	s *slot
+	q   *mutationQueue
+	s   *slot
+	e   *ExecutionEnv
+	abs string
 
-	entered chan struct{} // closed once key and err are set and s is queued (or not, on error)
-	key     canonpath.Key
-	err     error
+	entered    chan struct{} // closed once key and err are set and s is queued (or not, on error)
+	key        canonpath.Key
+	remembered bool // key came from the queue's memory, not from the host
+	err        error
 
 	released bool // guarded by q.mu
 	once     sync.Once
@@ -55,32 +73,46 @@ func (e *ExecutionEnv) Reserve(ctx context.Context, p string) (*Reservation, err
 	if err != nil {
 		return nil, err
 	}
+	return e.reserve(ctx, abs), nil
+}
+
+func (e *ExecutionEnv) reserve(ctx context.Context, abs string) *Reservation {
 	q := &e.queue
-	r := &Reservation{q: q, s: &slot{done: make(chan struct{})}, entered: make(chan struct{})}
+	r := &Reservation{q: q, s: &slot{done: make(chan struct{})}, e: e, abs: abs, entered: make(chan struct{})}
 	q.mu.Lock()
 	before := q.last
 	q.last = r.entered
+	key, remembered := q.keys[abs]
 	q.mu.Unlock()
 	go func() {
-		key, err := e.Key(ctx, abs)
+		var err error
+		if !remembered {
+			key, err = e.Key(ctx, abs)
+		}
 		if before != nil {
 			<-before
 		}
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		r.key, r.err = key, err
+		r.key, r.remembered, r.err = key, remembered, err
+		if err == nil && !remembered {
+			if len(q.keys) >= rememberedMax {
+				clear(q.keys)
+			}
+			q.keys[abs] = key
+		}
 		if err == nil && !r.released {
 			r.s.prev = q.tails[key]
 			q.tails[key] = r.s
 		}
 		close(r.entered)
 	}()
-	return r, nil
+	return r
 }
 
 // Mutate runs fn while holding p's place in the mutation queue: Reserve then
 // Do.
-func (e *ExecutionEnv) Mutate(ctx context.Context, p string, fn func() error) error {
+func (e *ExecutionEnv) Mutate(ctx context.Context, p string, fn func(canonical string) error) error {
 	r, err := e.Reserve(ctx, p)
 	if err != nil {
 		return err
@@ -96,14 +128,35 @@ func (r *Reservation) Key() canonpath.Key {
 }
 
 // Do waits until every earlier reservation of the same file is released,
-// runs fn, and releases. If ctx ends while waiting, Do releases and returns
-// ctx's error without running fn.
-func (r *Reservation) Do(ctx context.Context, fn func() error) error {
+// runs fn, and releases. fn gets the canonical path its write must check
+// (ops.WriteOptions.Canonical): the remembered key's, or "" when the host
+// gave the key just now. When fn fails with ops.ErrMoved, Do forgets that
+// key and runs fn once more, in the queue of the key the host gives now.
+// If ctx ends while waiting, Do releases and returns ctx's error without
+// running fn.
+func (r *Reservation) Do(ctx context.Context, fn func(canonical string) error) error {
+	err := r.do(ctx, fn)
+	if !r.remembered || !errors.Is(err, ops.ErrMoved) {
+		return err
+	}
+	r.q.mu.Lock()
+	if r.q.keys[r.abs] == r.key {
+		delete(r.q.keys, r.abs)
+	}
+	r.q.mu.Unlock()
+	return r.e.reserve(ctx, r.abs).do(ctx, fn)
+}
+
+func (r *Reservation) do(ctx context.Context, fn func(canonical string) error) error {
 	defer r.Release()
 	if err := r.wait(ctx); err != nil {
 		return err
 	}
-	return fn()
+	canonical := ""
+	if r.remembered {
+		canonical = r.key.Path()
+	}
+	return fn(canonical)
 }
 
 func (r *Reservation) wait(ctx context.Context) error {

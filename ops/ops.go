@@ -15,8 +15,9 @@
 //   - Errors use one vocabulary: *fs.PathError wrapping the io/fs sentinels
 //     (fs.ErrNotExist, fs.ErrPermission, fs.ErrExist, ...), *ExitError for a
 //     command that ran and exited non-zero, ErrConnectionLost (wrapped) when
-//     the transport to the host is gone, and ErrModified when a guarded write
-//     found the file changed. Callers compare with errors.Is / errors.As.
+//     the transport to the host is gone, ErrModified when a guarded write
+//     found the file changed, and ErrMoved when a write's path no longer
+//     names the file its caller expected. Callers compare with errors.Is / errors.As.
 //
 // Optional abilities live in separate interfaces (Resolver) with helpers that
 // fall back when a backend lacks them; callers never type-switch on backends.
@@ -78,6 +79,15 @@ type WriteOptions struct {
 	// Remote backends compare digests on the host, so the check costs no
 	// download.
 	Guard *Guard
+
+	// Canonical, when set, is the canonical path (see package canonpath)
+	// the caller's mutation queue holds for name: just before the commit,
+	// in the same step, the backend checks that the file the write would
+	// replace still has that canonical path (a symlink on the way may have
+	// changed since the caller learnt it). If not, nothing is written and
+	// WriteFile returns an error wrapping ErrMoved. Lets a caller use a
+	// canonical path it remembers without asking the host again.
+	Canonical string
 }
 
 // Guard is the content a guarded write expects to replace.
@@ -212,6 +222,10 @@ var (
 	// ErrModified is wrapped when a guarded write (WriteOptions.Guard)
 	// found the file changed since it was read.
 	ErrModified = errors.New("file changed on disk since it was read")
+
+	// ErrMoved is wrapped when a write's expected canonical path
+	// (WriteOptions.Canonical) no longer names the file it would replace.
+	ErrMoved = errors.New("path now names another file than expected")
 
 	// ErrIsDir and ErrNotDir are wrapped in *fs.PathError for operations on
 	// the wrong kind of file.

@@ -112,7 +112,7 @@ func runEdit(ctx context.Context, e *env.ExecutionEnv, in editInput) (loop.Resul
 	}
 	var details EditDetails
 	var mErr *matchError
-	err = mutate(ctx, e, in.Path, func() error {
+	err = mutate(ctx, e, in.Path, func(canonical string) error {
 		for attempt := 0; ; attempt++ {
 			original, err := e.ReadFile(ctx, abs)
 			if err != nil {
@@ -126,7 +126,8 @@ func runEdit(ctx context.Context, e *env.ExecutionEnv, in editInput) (loop.Resul
 				return err
 			}
 			err = e.WriteFile(ctx, abs, strings.NewReader(updated), ops.WriteOptions{
-				Guard: &ops.Guard{Content: original},
+				Guard:     &ops.Guard{Content: original},
+				Canonical: canonical,
 			})
 			if errors.Is(err, ops.ErrModified) && attempt < conflictRetries {
 				continue

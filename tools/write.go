@@ -41,8 +41,9 @@ func admitPath(e *env.ExecutionEnv) func(ctx context.Context, args json.RawMessa
 }
 
 // mutate runs fn in the file's mutation queue, using the place reserved by
-// admitPath when the call came through the loop.
-func mutate(ctx context.Context, e *env.ExecutionEnv, p string, fn func() error) error {
+// admitPath when the call came through the loop. fn's write passes on the
+// canonical path it gets (ops.WriteOptions.Canonical).
+func mutate(ctx context.Context, e *env.ExecutionEnv, p string, fn func(canonical string) error) error {
 	if r, ok := loop.AdmissionFrom(ctx).(*env.Reservation); ok {
 		return r.Do(ctx, fn)
 	}
@@ -63,8 +64,8 @@ func writeTool(e *env.ExecutionEnv) Definition {
 		if err != nil {
 			return errorResult("Invalid path %q: %v", in.Path, err)
 		}
-		err = mutate(ctx, e, in.Path, func() error {
-			return e.WriteFile(ctx, abs, strings.NewReader(in.Content), ops.WriteOptions{CreateParents: true})
+		err = mutate(ctx, e, in.Path, func(canonical string) error {
+			return e.WriteFile(ctx, abs, strings.NewReader(in.Content), ops.WriteOptions{CreateParents: true, Canonical: canonical})
 		})
 		if err != nil {
 			return fileError(in.Path, err)

@@ -203,6 +203,11 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	if err = ctx.Err(); err != nil {
 		return err
 	}
+	if opts.Canonical != "" {
+		if err = checkCanonical(name, target, opts.Canonical); err != nil {
+			return err
+		}
+	}
 	if opts.Guard != nil {
 		current, rerr := os.ReadFile(target)
 		if rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
@@ -218,6 +223,19 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 			return &fs.PathError{Op: "write", Path: name, Err: ops.ErrIsDir}
 		}
 		return err
+	}
+	return nil
+}
+
+// checkCanonical fails with ops.ErrMoved unless target, the file a write to
+// name replaces (its symlinks followed), has the canonical path want.
+func checkCanonical(name, target, want string) error {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(target))
+	if err != nil {
+		return err
+	}
+	if got := filepath.Join(dir, filepath.Base(target)); got != want {
+		return &fs.PathError{Op: "write", Path: name, Err: fmt.Errorf("%w: %s, not %s", ops.ErrMoved, got, want)}
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pi-remote/pi-remote/canonpath"
 	"github.com/pi-remote/pi-remote/ops"
 )
 
@@ -203,6 +204,50 @@ func testWrite(t *testing.T, h Harness) {
 			err = o.WriteFile(ctx, name, strings.NewReader(mine), ops.WriteOptions{Guard: &ops.Guard{Content: []byte("theirs")}})
 			require.NoError(t, err)
 			assert.Equal(t, mine, read(t, o, name))
+		}
+	})
+	t.Run("Canonical: only the expected file is written", func(t *testing.T) {
+		dir := path.Join(root, "canon")
+		require.NoError(t, o.MkdirAll(ctx, path.Join(dir, "real")))
+		require.NoError(t, o.MkdirAll(ctx, path.Join(dir, "other")))
+		run(t, o, fmt.Sprintf("cd '%s' && ln -s real via && ln -s real/f alias", dir))
+		key := func(name string) string {
+			k, err := canonpath.Of(ctx, "conformance", o, name)
+			require.NoError(t, err)
+			return k.Path()
+		}
+		for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+			content := strings.Repeat("c", size)
+			write(t, o, path.Join(dir, "real", "f"), "old")
+			write(t, o, path.Join(dir, "other", "f"), "other")
+			viaF := path.Join(dir, "via", "f")
+			realF := key(viaF)
+
+			// The key held for the path: written, through either link.
+			require.NoError(t, o.WriteFile(ctx, viaF, strings.NewReader(content), ops.WriteOptions{Canonical: realF}))
+			assert.Equal(t, content, read(t, o, path.Join(dir, "real", "f")))
+			require.NoError(t, o.WriteFile(ctx, path.Join(dir, "alias"), strings.NewReader("by alias"), ops.WriteOptions{Canonical: realF}))
+			assert.Equal(t, "by alias", read(t, o, path.Join(dir, "real", "f")))
+
+			// A new file, and one in directories the write makes.
+			fresh := path.Join(dir, "via", fmt.Sprintf("new%d", size))
+			require.NoError(t, o.WriteFile(ctx, fresh, strings.NewReader(content), ops.WriteOptions{Canonical: key(fresh)}))
+			assert.Equal(t, content, read(t, o, fresh))
+			deep := path.Join(dir, "via", fmt.Sprintf("sub%d", size), "f")
+			require.NoError(t, o.WriteFile(ctx, deep, strings.NewReader(content), ops.WriteOptions{Canonical: key(deep), CreateParents: true}))
+			assert.Equal(t, content, read(t, o, deep))
+
+			// The link now leads elsewhere: nothing written, nothing left.
+			run(t, o, fmt.Sprintf("cd '%s' && rm via && ln -s other via", dir))
+			err := o.WriteFile(ctx, viaF, strings.NewReader(content), ops.WriteOptions{Canonical: realF})
+			requirePathError(t, err, ops.ErrMoved)
+			assert.Equal(t, "other", read(t, o, path.Join(dir, "other", "f")))
+			assert.Equal(t, "by alias", read(t, o, path.Join(dir, "real", "f")))
+			assert.Equal(t, []string{"f"}, listNames(t, o, path.Join(dir, "other")), "no temporary file left behind")
+			err = o.WriteFile(ctx, viaF, strings.NewReader(content), ops.WriteOptions{Canonical: realF, Guard: &ops.Guard{Content: []byte("other")}})
+			requirePathError(t, err, ops.ErrMoved)
+			assert.Equal(t, "other", read(t, o, path.Join(dir, "other", "f")))
+			run(t, o, fmt.Sprintf("cd '%s' && rm via && ln -s real via", dir))
 		}
 	})
 	t.Run("write through symlink keeps link", func(t *testing.T) {

@@ -80,6 +80,8 @@ func errnoError(code, msg string) error {
 		return fs.ErrExist
 	case "EMODIFIED":
 		return ops.ErrModified
+	case "EMOVED":
+		return ops.ErrMoved
 	case "ENOSPC":
 		return syscall.ENOSPC
 	case "ENAMETOOLONG":

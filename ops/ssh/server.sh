@@ -1331,9 +1331,11 @@ append_bytes() {
 	return 1
 }
 
-# commit_temp TARGET TEMP DIGEST renames TEMP over TARGET (its symlink
-# target) once TEMP is on disk, when TARGET still has DIGEST (empty: no
-# check). Prints "OK" or the error line; TEMP is gone either way.
+# commit_temp TARGET TEMP DIGEST [CANONICAL] renames TEMP over TARGET (its
+# symlink target) once TEMP is on disk, when TARGET still has DIGEST
+# (empty: no check) and the file it replaces has the canonical path
+# CANONICAL (when given: see same_file). Prints "OK" or the error line;
+# TEMP is gone either way.
 commit_temp() {
 	[ ! -e "$private/temp.${2##*.pi-remote-}" ] || rm -f "$private/temp.${2##*.pi-remote-}"
 	follow_links "$1" || {
@@ -1341,6 +1343,10 @@ commit_temp() {
 		echo 'E ELOOP too many levels of symbolic links'
 		return
 	}
+	if [ -n "$4" ] && ! same_file "$4"; then
+		rm -f "$2"
+		return
+	fi
 	if [ -n "$3" ] && [ "$(file_digest "$_f" "$3")" != "$3" ]; then
 		rm -f "$2"
 		echo 'E EMODIFIED file changed on disk'
@@ -1367,12 +1373,29 @@ commit_temp() {
 	echo OK
 }
 
-# write_inline TARGET PERM DIGEST SUFFIX FORMAT PARENTS: the whole write of
-# a small content, given as a printf format, in one request.
+# same_file CANONICAL: true when _f (a write's target, its symlinks
+# followed) has the canonical path CANONICAL, the one the client's
+# mutation queue holds for it; otherwise prints the error line (EMOVED: the
+# client asks again which file the path names). Changes directory: for
+# call's subshell only.
+same_file() {
+	_sf_dir=${_f%/*}
+	if ! cd -P -- "${_sf_dir:-/}" 2>/dev/null; then
+		echo 'E EMOVED the parent directory cannot be resolved'
+		return 1
+	fi
+	_sf_path=${PWD%/}/${_f##*/}
+	[ "$_sf_path" = "$1" ] && return 0
+	echo "E EMOVED the path now names $_sf_path"
+	return 1
+}
+
+# write_inline TARGET PERM DIGEST SUFFIX FORMAT PARENTS [CANONICAL]: the
+# whole write of a small content, given as a printf format, in one request.
 write_inline() {
 	prepare_temp "$1" "$2" "$4" "$6" || return
 	append_bytes "$_t" "$5" || return
-	commit_temp "$1" "$_t" "$3"
+	commit_temp "$1" "$_t" "$3" "$7"
 }
 
 # create_temp TARGET PERM SUFFIX PARENTS: "OK", then the path of a new

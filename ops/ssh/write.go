@@ -164,7 +164,7 @@ func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		if format := printfFormat(head); len(format) <= encodedMax {
 			a.content, a.committing = head, true
-			_, _, err := c.call(ctx, change, "write", name, "write_inline", name, octal, digest, a.suffix(), format, parents)
+			_, _, err := c.call(ctx, change, "write", name, "write_inline", name, octal, digest, a.suffix(), format, parents, opts.Canonical)
 			return err
 		}
 	case err != nil:
@@ -201,7 +201,7 @@ func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops
 		a.digest = sum.sum()
 	}
 	a.committing = true
-	_, _, err = c.call(ctx, change, "write", name, "commit_temp", name, string(tmp), digest)
+	_, _, err = c.call(ctx, change, "write", name, "commit_temp", name, string(tmp), digest, opts.Canonical)
 	return err
 }
 

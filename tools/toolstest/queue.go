@@ -89,7 +89,7 @@ func testEnvironmentsHaveSeparateQueues(t *testing.T, h Harness) {
 	release := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- f.env.Mutate(t.Context(), "same.txt", func() error {
+		done <- f.env.Mutate(t.Context(), "same.txt", func(string) error {
 			close(held)
 			<-release
 			return nil
