@@ -1,10 +1,13 @@
 package loop
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
+	"time"
 )
 
 // assembler builds an assistant message from stream events. Blocks are
@@ -130,4 +133,40 @@ func (a *assembler) snapshot() *AssistantMessage {
 	m := *a.msg
 	m.Content = slices.Clone(a.msg.Content)
 	return &m
+}
+
+// Complete makes one model call outside a run (no tools unless req has
+// them, no events) and returns the assembled message; a failure is the
+// message's StopReason and ErrorMessage, as in a run.
+func Complete(ctx context.Context, m Model, req Request) *AssistantMessage {
+	a := newAssembler(time.Now().UnixMilli())
+	a.consume(ctx, m.Stream(ctx, req), func(StreamEvent) {})
+	msg := a.finish()
+	if msg.StopReason == StopError && ctx.Err() != nil {
+		msg.StopReason = StopAborted
+	}
+	return msg
+}
+
+// consume applies a model's stream, calling each after every event
+// applied, and ends the message if the stream did not (aborted when ctx
+// ended, an error otherwise).
+func (a *assembler) consume(ctx context.Context, events iter.Seq[StreamEvent], each func(StreamEvent)) {
+	for ev := range events {
+		if a.done {
+			break // nothing may follow the final event
+		}
+		if err := a.apply(ev); err != nil {
+			a.apply(&StreamError{StopReason: StopError, Message: "malformed model stream: " + err.Error()})
+			break
+		}
+		each(ev)
+	}
+	if !a.done {
+		if ctx.Err() != nil {
+			a.apply(&StreamError{StopReason: StopAborted, Message: "aborted"})
+		} else {
+			a.apply(&StreamError{StopReason: StopError, Message: "model stream ended without a final event"})
+		}
+	}
 }

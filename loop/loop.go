@@ -54,6 +54,13 @@ type Config struct {
 	Steering func() []Message
 	FollowUp func() []Message
 
+	// BeforeTurn, when set, is called before every model turn with the
+	// transcript the turn would send (the history, then this run's
+	// messages); what it returns is sent instead and is the transcript
+	// from then on. Compaction happens here, between the turns of a run.
+	// An error ends the run.
+	BeforeTurn func(ctx context.Context, transcript []Message) ([]Message, error)
+
 	// Now is the clock for message timestamps (default time.Now).
 	Now func() time.Time
 }
@@ -201,6 +208,13 @@ func Run(ctx context.Context, cfg Config, history, prompts []Message, emit func(
 				push(m)
 			}
 			pending = nil
+			if r.cfg.BeforeTurn != nil {
+				t, err := r.cfg.BeforeTurn(ctx, slices.Clone(transcript))
+				if err != nil {
+					return end(err)
+				}
+				transcript = t
+			}
 
 			msg := r.streamAssistant(ctx, transcript)
 			added = append(added, msg)
@@ -274,23 +288,9 @@ func (r *runner) streamAssistant(ctx context.Context, transcript []Message) *Ass
 	}
 	a := newAssembler(r.now())
 	r.emit(MessageStart{Message: a.snapshot()})
-	for ev := range r.cfg.Model.Stream(ctx, req) {
-		if a.done {
-			break // nothing may follow the final event
-		}
-		if err := a.apply(ev); err != nil {
-			a.apply(&StreamError{StopReason: StopError, Message: "malformed model stream: " + err.Error()})
-			break
-		}
+	a.consume(ctx, r.cfg.Model.Stream(ctx, req), func(ev StreamEvent) {
 		r.emit(MessageUpdate{Message: a.snapshot(), Delta: ev})
-	}
-	if !a.done {
-		if ctx.Err() != nil {
-			a.apply(&StreamError{StopReason: StopAborted, Message: "aborted"})
-		} else {
-			a.apply(&StreamError{StopReason: StopError, Message: "model stream ended without a final event"})
-		}
-	}
+	})
 	msg := a.finish()
 	if msg.StopReason == StopError && ctx.Err() != nil {
 		msg.StopReason = StopAborted

@@ -549,3 +549,50 @@ func TestMessageJSONRoundTrip(t *testing.T) {
 	_, err := loop.UnmarshalMessage([]byte(`{"role":"system"}`))
 	assert.Error(t, err)
 }
+
+// BeforeTurn sees every turn's transcript and may replace it; the
+// replacement is what the turn sends and what later turns build on.
+func TestBeforeTurnReplacesTheTranscript(t *testing.T) {
+	model := looptest.New(
+		looptest.ToolCalls(looptest.Call{ID: "c1", Name: "echo", Args: map[string]string{"text": "a"}}),
+		looptest.Text("done"),
+	)
+	var seen [][]string
+	roles := func(msgs []loop.Message) []string {
+		var out []string
+		for _, m := range msgs {
+			out = append(out, m.Role())
+		}
+		return out
+	}
+	summary := loop.NewUserText("summary of the earlier part")
+	cfg := loop.Config{Model: model, Tools: []loop.Tool{echoTool()}, Now: fixedClock,
+		BeforeTurn: func(_ context.Context, transcript []loop.Message) ([]loop.Message, error) {
+			seen = append(seen, roles(transcript))
+			if len(seen) == 2 {
+				// Drop everything before the tool call's assistant message.
+				return append([]loop.Message{summary}, transcript[2:]...), nil
+			}
+			return transcript, nil
+		}}
+	history := []loop.Message{loop.NewUserText("old"), &loop.AssistantMessage{Content: loop.ContentList{&loop.Text{Text: "old answer"}}, StopReason: loop.StopEnd}}
+	_, err := loop.Run(t.Context(), cfg, history, []loop.Message{loop.NewUserText("echo a")}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, [][]string{
+		{"user", "assistant", "user"},
+		{"user", "assistant", "user", "assistant", "toolResult"},
+	}, seen)
+	reqs := model.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, []string{"user", "user", "assistant", "toolResult"}, roles(reqs[1].Messages))
+	assert.Same(t, summary, reqs[1].Messages[0])
+
+	// An error ends the run before the turn.
+	model = looptest.New(looptest.Text("never"))
+	cfg = loop.Config{Model: model, BeforeTurn: func(context.Context, []loop.Message) ([]loop.Message, error) {
+		return nil, errors.New("compaction failed")
+	}}
+	_, err = loop.Run(t.Context(), cfg, nil, []loop.Message{loop.NewUserText("hi")}, nil)
+	require.ErrorContains(t, err, "compaction failed")
+	assert.Empty(t, model.Requests())
+}
