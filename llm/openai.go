@@ -68,8 +68,10 @@ func (m *OpenAI) Stream(ctx context.Context, req loop.Request) iter.Seq[loop.Str
 				return
 			}
 			if chunk.JSON.Usage.Valid() && chunk.Usage.TotalTokens > 0 {
-				usage = &loop.Usage{Input: int(chunk.Usage.PromptTokens), Output: int(chunk.Usage.CompletionTokens),
-					CacheRead: int(chunk.Usage.PromptTokensDetails.CachedTokens)}
+				// Input counts the uncached prompt tokens, as Anthropic's
+				// does: each kind is priced on its own.
+				cached := int(chunk.Usage.PromptTokensDetails.CachedTokens)
+				usage = &loop.Usage{Input: int(chunk.Usage.PromptTokens) - cached, Output: int(chunk.Usage.CompletionTokens), CacheRead: cached}
 			}
 			for _, ch := range chunk.Choices {
 				d := ch.Delta

@@ -94,7 +94,7 @@ func TestOpenAIText(t *testing.T) {
 	assert.Equal(t, &loop.StreamStart{Model: "gpt-4o-mini-2024-07-18"}, evs[0])
 	assert.Equal(t, &loop.TextDelta{Index: 0, Delta: "Hel"}, evs[1])
 	assert.Equal(t, &loop.TextDelta{Index: 0, Delta: "lo."}, evs[2])
-	assert.Equal(t, &loop.StreamDone{StopReason: loop.StopEnd, Usage: &loop.Usage{Input: 120, Output: 17, CacheRead: 64}}, evs[3])
+	assert.Equal(t, &loop.StreamDone{StopReason: loop.StopEnd, Usage: &loop.Usage{Input: 56, Output: 17, CacheRead: 64}}, evs[3])
 
 	req := f.requests[0]
 	assert.Equal(t, "gpt-4o-mini", req["model"])

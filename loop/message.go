@@ -117,7 +117,9 @@ func (l *ContentList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Usage counts tokens.
+// Usage counts tokens. Input is the prompt tokens read from no cache
+// (CacheRead counts those that were, CacheWrite those written to one): the
+// prompt is their sum.
 type Usage struct {
 	Input      int `json:"input"`
 	Output     int `json:"output"`
