@@ -51,7 +51,8 @@ func TestRunAbortKillsRemoteCommandAndKeepsSession(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(home, ".pi-remote", "sessions", "*", "*.jsonl"))
 	require.NoError(t, err)
 	require.Len(t, files, 1)
-	_, history, err := session.Open(files[0])
+	_, saved, err := session.Open(files[0])
+	history := saved.Messages
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(history), 2, "the prompt and the assistant turn with the call were saved")
 	assert.Contains(t, string(mustJSON(t, history[1])), "sleep "+marker)

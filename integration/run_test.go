@@ -143,7 +143,8 @@ func TestRunAgainstOpenAICompatibleServerAndSSHD(t *testing.T) {
 	sessions, err := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".pi-remote", "sessions", "*", "*.jsonl"))
 	require.NoError(t, err)
 	require.Len(t, sessions, 1)
-	_, replay, err := session.Open(sessions[0])
+	_, saved, err := session.Open(sessions[0])
+	replay := saved.Messages
 	require.NoError(t, err)
 	var roles []string
 	for _, m := range replay {

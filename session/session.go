@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -35,13 +36,50 @@ type Header struct {
 	Cwd     string    `json:"cwd"`
 }
 
-// entry is one message line.
+// entry is one line after the header: a message, or a compaction (the
+// summary that stands for the branch's messages before FirstKeptID).
 type entry struct {
-	Type      string          `json:"type"` // "message"
+	Type      string          `json:"type"` // "message" or "compaction"
 	ID        string          `json:"id"`
 	ParentID  *string         `json:"parentId"`
 	Timestamp time.Time       `json:"timestamp"`
-	Message   json.RawMessage `json:"message"`
+	Message   json.RawMessage `json:"message,omitempty"`
+
+	Summary      string `json:"summary,omitempty"`
+	FirstKeptID  string `json:"firstKeptId,omitempty"` // "" when no earlier message is kept
+	TokensBefore int    `json:"tokensBefore,omitempty"`
+}
+
+// Compaction is a compaction entry: Summary replaces the messages of the
+// branch before the entry FirstKeptID ("": every message before the
+// compaction) in the context; the entries stay in the file.
+type Compaction struct {
+	Summary      string
+	FirstKeptID  string
+	TokensBefore int // the context's size in tokens before, for the record
+}
+
+// Context is what a session's branch gives the model.
+type Context struct {
+	Messages []loop.Message
+	// IDs are the entries the messages come from (a summary's is its
+	// compaction entry).
+	IDs []string
+	// Summary is the latest compaction's summary ("" when none), which
+	// the next compaction updates.
+	Summary string
+	// Fresh is the index of the first message made after the latest
+	// compaction (the usage reported by earlier ones counted messages the
+	// summary replaced).
+	Fresh int
+}
+
+// SummaryMessage is how a compaction's summary, made at time at, enters
+// the context: a user message that says what it is.
+func SummaryMessage(summary string, at time.Time) *loop.UserMessage {
+	text := "The conversation before this point was compacted to save context; this summary replaces it:\n\n<summary>\n" +
+		summary + "\n</summary>"
+	return &loop.UserMessage{Content: loop.ContentList{&loop.Text{Text: text}}, Timestamp: at.UnixMilli()}
 }
 
 // Session is an open session file.
@@ -77,21 +115,22 @@ func Create(path string, h Header) (*Session, error) {
 	return s, nil
 }
 
-// Open reopens a session to continue it: it returns the messages on the
-// branch that ends at the last entry, and appends after that entry. A
-// torn last line (a crash mid-write) is ignored.
-func Open(path string) (*Session, []loop.Message, error) {
+// Open reopens a session to continue it: it returns the context of the
+// branch that ends at the last entry (rebuilt from its latest compaction,
+// if any, without summarizing again), and appends after that entry. A torn
+// last line (a crash mid-write) is ignored.
+func Open(path string) (*Session, Context, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, Context{}, err
 	}
 	lines := strings.Split(string(data), "\n")
 	var h Header
 	if err := json.Unmarshal([]byte(lines[0]), &h); err != nil || h.Type != "session" {
-		return nil, nil, fmt.Errorf("%s: not a session file", path)
+		return nil, Context{}, fmt.Errorf("%s: not a session file", path)
 	}
 	if h.Version != Version {
-		return nil, nil, fmt.Errorf("%s: session format version %d, this pi-remote reads %d", path, h.Version, Version)
+		return nil, Context{}, fmt.Errorf("%s: session format version %d, this pi-remote reads %d", path, h.Version, Version)
 	}
 	byID := map[string]entry{}
 	var last string
@@ -106,43 +145,86 @@ func Open(path string) (*Session, []loop.Message, error) {
 				good = len(data) - len(line) // torn last line: cut it off
 				break
 			}
-			return nil, nil, fmt.Errorf("%s:%d: %v", path, i+2, err)
+			return nil, Context{}, fmt.Errorf("%s:%d: %v", path, i+2, err)
 		}
-		if e.Type != "message" {
+		if e.Type != "message" && e.Type != "compaction" {
 			continue
 		}
 		byID[e.ID] = e
 		last = e.ID
 	}
-	var branch []loop.Message
+	var branch []entry // leaf first
 	for id := last; id != ""; {
 		e, ok := byID[id]
 		if !ok {
-			return nil, nil, fmt.Errorf("%s: entry %s has no parent entry %s", path, last, id)
+			return nil, Context{}, fmt.Errorf("%s: entry %s has no parent entry %s", path, last, id)
 		}
-		m, err := loop.UnmarshalMessage(e.Message)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: entry %s: %v", path, e.ID, err)
-		}
-		branch = append(branch, m)
+		branch = append(branch, e)
 		id = ""
 		if e.ParentID != nil {
 			id = *e.ParentID
 		}
 	}
-	for i, j := 0, len(branch)-1; i < j; i, j = i+1, j-1 {
-		branch[i], branch[j] = branch[j], branch[i]
+	slices.Reverse(branch)
+	c, err := rebuild(branch)
+	if err != nil {
+		return nil, Context{}, fmt.Errorf("%s: %v", path, err)
 	}
 	if good < len(data) {
 		if err := os.Truncate(path, int64(good)); err != nil {
-			return nil, nil, err
+			return nil, Context{}, err
 		}
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, nil, err
+		return nil, Context{}, err
 	}
-	return &Session{path: path, f: f, header: h, leaf: last}, branch, nil
+	return &Session{path: path, f: f, header: h, leaf: last}, c, nil
+}
+
+// rebuild makes the context of a branch (root first): the latest
+// compaction's summary, then the messages it kept, then those after it.
+func rebuild(branch []entry) (Context, error) {
+	start := 0
+	var c Context
+	for i := len(branch) - 1; i >= 0; i-- {
+		e := branch[i]
+		if e.Type != "compaction" {
+			continue
+		}
+		c.Summary = e.Summary
+		c.Messages = append(c.Messages, SummaryMessage(e.Summary, e.Timestamp))
+		c.IDs = append(c.IDs, e.ID)
+		start = i + 1
+		if e.FirstKeptID != "" {
+			kept := slices.IndexFunc(branch[:i], func(k entry) bool { return k.ID == e.FirstKeptID })
+			if kept < 0 {
+				return Context{}, fmt.Errorf("compaction %s keeps from entry %s, which is not before it on its branch", e.ID, e.FirstKeptID)
+			}
+			if err := c.add(branch[kept:i]); err != nil {
+				return Context{}, err
+			}
+		}
+		c.Fresh = len(c.Messages)
+		break
+	}
+	return c, c.add(branch[start:])
+}
+
+// add appends the message entries of es.
+func (c *Context) add(es []entry) error {
+	for _, e := range es {
+		if e.Type != "message" {
+			continue
+		}
+		m, err := loop.UnmarshalMessage(e.Message)
+		if err != nil {
+			return fmt.Errorf("entry %s: %v", e.ID, err)
+		}
+		c.Messages = append(c.Messages, m)
+		c.IDs = append(c.IDs, e.ID)
+	}
+	return nil
 }
 
 // Path is the session file.
@@ -151,15 +233,30 @@ func (s *Session) Path() string { return s.path }
 // Header is the session's header.
 func (s *Session) Header() Header { return s.header }
 
-// Append writes m as a child of the last entry.
-func (s *Session) Append(m loop.Message) error {
+// Append writes m as a child of the last entry and returns its entry's id.
+func (s *Session) Append(m loop.Message) (string, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
-		return err
+		return "", err
 	}
+	e := entry{Type: "message", Message: b}
+	err = s.append(&e)
+	return e.ID, err
+}
+
+// AppendCompaction writes a compaction entry as a child of the last entry
+// and returns its id and time (SummaryMessage's).
+func (s *Session) AppendCompaction(c Compaction) (string, time.Time, error) {
+	e := entry{Type: "compaction", Summary: c.Summary, FirstKeptID: c.FirstKeptID, TokensBefore: c.TokensBefore}
+	err := s.append(&e)
+	return e.ID, e.Timestamp, err
+}
+
+// append gives e its id, time and parent and writes it.
+func (s *Session) append(e *entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := entry{Type: "message", ID: newID(4), Timestamp: time.Now().UTC(), Message: b}
+	e.ID, e.Timestamp = newID(4), time.Now().UTC()
 	if s.leaf != "" {
 		parent := s.leaf
 		e.ParentID = &parent

@@ -25,7 +25,7 @@ func TestCreateAppendOpen(t *testing.T) {
 		&loop.AssistantMessage{StopReason: loop.StopEnd, Content: loop.ContentList{&loop.Text{Text: "done"}}},
 	}
 	for _, m := range msgs {
-		require.NoError(t, s.Append(m))
+		must(s.Append(m))
 	}
 	require.NoError(t, s.Close())
 
@@ -44,16 +44,17 @@ func TestCreateAppendOpen(t *testing.T) {
 		prev = &id
 	}
 
-	s2, got, err := Open(p)
+	s2, c, err := Open(p)
+	got := c.Messages
 	require.NoError(t, err)
 	require.Len(t, got, 4)
 	assert.Equal(t, "fix it", got[0].(*loop.UserMessage).Content.Text())
 	assert.Equal(t, "done", got[3].(*loop.AssistantMessage).Content.Text())
-	require.NoError(t, s2.Append(loop.NewUserText("and again")))
+	must(s2.Append(loop.NewUserText("and again")))
 	require.NoError(t, s2.Close())
-	_, got, err = Open(p)
+	_, c, err = Open(p)
 	require.NoError(t, err)
-	assert.Len(t, got, 5, "continued on the same branch")
+	assert.Len(t, c.Messages, 5, "continued on the same branch")
 }
 
 // A crash mid-write leaves a torn last line: it is skipped and the next
@@ -62,22 +63,22 @@ func TestTornLastLine(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "torn.jsonl")
 	s, err := Create(p, Header{Host: "local", Cwd: "/"})
 	require.NoError(t, err)
-	require.NoError(t, s.Append(loop.NewUserText("hello")))
+	must(s.Append(loop.NewUserText("hello")))
 	s.Close()
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	f.WriteString(`{"type":"message","id":"dead","parentId":`)
 	f.Close()
 
-	s, got, err := Open(p)
+	s, c, err := Open(p)
 	require.NoError(t, err)
-	require.Len(t, got, 1)
-	require.NoError(t, s.Append(loop.NewUserText("after the crash")))
+	require.Len(t, c.Messages, 1)
+	must(s.Append(loop.NewUserText("after the crash")))
 	s.Close()
-	_, got, err = Open(p)
+	_, c, err = Open(p)
 	require.NoError(t, err)
-	require.Len(t, got, 2)
-	assert.Equal(t, "after the crash", got[1].(*loop.UserMessage).Content.Text())
+	require.Len(t, c.Messages, 2)
+	assert.Equal(t, "after the crash", c.Messages[1].(*loop.UserMessage).Content.Text())
 }
 
 func TestBranchFromTheTree(t *testing.T) {
@@ -93,8 +94,9 @@ func TestBranchFromTheTree(t *testing.T) {
 	}
 	content := strings.Join([]string{header, u("a", "", "root"), u("b", "a", "first branch"), u("c", "a", "second branch")}, "\n") + "\n"
 	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-	_, got, err := Open(p)
+	_, c, err := Open(p)
 	require.NoError(t, err)
+	got := c.Messages
 	require.Len(t, got, 2, "the branch ending at the last entry: root, second branch")
 	assert.Equal(t, "second branch", got[1].(*loop.UserMessage).Content.Text())
 }
@@ -115,6 +117,61 @@ func TestLatest(t *testing.T) {
 	a, _ := Dir("local", "/src")
 	b, _ := Dir("alice@devbox:22", "/src")
 	assert.NotEqual(t, a, b, "one directory per host and cwd")
+}
+
+// A compaction entry stands for the messages before the one it keeps
+// from: the rebuilt context is its summary, the kept messages, then the
+// ones after it; the file keeps everything.
+func TestCompactionRebuildsTheContext(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.jsonl")
+	s, err := Create(p, Header{Host: "local", Cwd: "/"})
+	require.NoError(t, err)
+	var ids []string
+	for _, text := range []string{"one", "two", "three", "four"} {
+		ids = append(ids, must(s.Append(loop.NewUserText(text))))
+	}
+	first, at, err := s.AppendCompaction(Compaction{Summary: "did one and two", FirstKeptID: ids[2], TokensBefore: 900})
+	require.NoError(t, err)
+	must(s.Append(loop.NewUserText("five")))
+	texts := func(c Context) []string {
+		var out []string
+		for _, m := range c.Messages {
+			out = append(out, m.(*loop.UserMessage).Content.Text())
+		}
+		return out
+	}
+	_, c, err := Open(p)
+	require.NoError(t, err)
+	want := SummaryMessage("did one and two", at)
+	assert.Equal(t, []string{want.Content.Text(), "three", "four", "five"}, texts(c))
+	assert.Equal(t, want.Timestamp, c.Messages[0].(*loop.UserMessage).Timestamp)
+	assert.Equal(t, first, c.IDs[0])
+	assert.Equal(t, ids[2:], c.IDs[1:3])
+	assert.Equal(t, "did one and two", c.Summary)
+
+	// A later compaction that keeps nothing before it wins.
+	s2, _, err := Open(p)
+	require.NoError(t, err)
+	_, _, err = s2.AppendCompaction(Compaction{Summary: "did one to five"})
+	require.NoError(t, err)
+	must(s2.Append(loop.NewUserText("six")))
+	_, c, err = Open(p)
+	require.NoError(t, err)
+	assert.Equal(t, []string{SummaryMessage("did one to five", time.Time{}).Content.Text(), "six"}, texts(c))
+	assert.Equal(t, "did one to five", c.Summary)
+	assert.Equal(t, 9, len(strings.Split(strings.TrimSpace(readFile(t, p)), "\n")), "the header and every entry stay in the file")
+
+	// A compaction that keeps an entry not on its branch is an error.
+	require.NoError(t, os.WriteFile(p, []byte(readFile(t, p)+`{"type":"compaction","id":"bad","parentId":null,"timestamp":"2026-11-29T00:00:00Z","summary":"x","firstKeptId":"nowhere"}`+"\n"), 0o600))
+	_, _, err = Open(p)
+	assert.ErrorContains(t, err, "keeps from entry nowhere")
+}
+
+func must(id string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return id
 }
 
 func readFile(t *testing.T, p string) string {

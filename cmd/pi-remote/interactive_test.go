@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
@@ -61,7 +62,9 @@ func TestInteractiveLoop(t *testing.T) {
 	for _, d := range defs {
 		byName[d.Name] = d
 	}
-	a := &agent{cfg: loop.Config{Model: model, Tools: tools.WrapAll(defs)}, sess: sess, out: newPrintWriter(&stdout, &stderr, byName, false, false), errw: &stderr}
+	out := newPrintWriter(&stdout, &stderr, byName, false, false)
+	a := &runAgent{out: out, errw: &stderr, path: sess.Path()}
+	a.s = agent.New(agent.Options{Config: loop.Config{Model: model, Tools: tools.WrapAll(defs)}, Model: agent.ModelInfo{Window: agent.DefaultWindow}, File: sess, Emit: out.emit})
 
 	inR, inW := io.Pipe()
 	sigs := make(chan os.Signal, 1)
@@ -85,7 +88,8 @@ func TestInteractiveLoop(t *testing.T) {
 		t.Fatal("the loop did not end at end of input")
 	}
 
-	_, history, err := session.Open(sess.Path())
+	_, saved, err := session.Open(sess.Path())
+	history := saved.Messages
 	require.NoError(t, err)
 	var prompts []string
 	for _, m := range history {

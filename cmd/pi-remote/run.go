@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/session"
@@ -161,7 +162,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	}
 	defer setup.ts.close()
 	cfg := setup.cfg
-	sess, history, err := openSession(o, setup.ts, setup.hosts[0].Cwd)
+	sess, saved, err := openSession(o, setup.ts, setup.hosts[0].Cwd)
 	if err != nil {
 		return err
 	}
@@ -174,7 +175,18 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		links.set(pw.linkState)
 		out = pw
 	}
-	a := &agent{cfg: cfg, sess: sess, history: history, out: out, errw: ios.err}
+	a := &runAgent{out: out, errw: ios.err, path: sess.Path(), print: o.mode == "print"}
+	a.s = agent.New(agent.Options{
+		Config:      cfg,
+		Model:       agent.BuiltinModels().Lookup(o.model),
+		File:        sess,
+		Context:     saved,
+		DefaultHost: setup.hosts[0].Name,
+		Emit:        out.emit,
+		SaveError: func(err error) {
+			fmt.Fprintf(ios.err, "pi-remote: session %s: %v (the run goes on unsaved)\n", sess.Path(), err)
+		},
+	})
 	if prompt == "" {
 		sigs := make(chan os.Signal, 2)
 		signal.Notify(sigs, os.Interrupt)
@@ -276,36 +288,30 @@ func newAgentSetup(ctx context.Context, g *globalOptions, o *runOptions, require
 	return s, nil
 }
 
-// agent is one conversation: its configuration, session file and history.
-type agent struct {
-	cfg     loop.Config
-	sess    *session.Session
-	history []loop.Message
-	out     eventWriter
-	errw    io.Writer
-	saveErr error
+// runAgent is run's conversation: the agent session and how its runs are
+// shown.
+type runAgent struct {
+	s     *agent.Session
+	out   eventWriter
+	errw  io.Writer
+	path  string
+	print bool // print mode: the usage line after each run
 }
 
-// turn runs the agent on one prompt, saving every message as it ends.
-func (a *agent) turn(ctx context.Context, prompt string) error {
-	emit := func(e loop.Event) {
-		if end, ok := e.(loop.MessageEnd); ok && a.saveErr == nil {
-			if a.saveErr = a.sess.Append(end.Message); a.saveErr != nil {
-				fmt.Fprintf(a.errw, "pi-remote: session %s: %v (the run goes on unsaved)\n", a.sess.Path(), a.saveErr)
-			}
-		}
-		a.out.emit(e)
-	}
-	msgs, runErr := loop.Run(ctx, a.cfg, a.history, []loop.Message{loop.NewUserText(prompt)}, emit)
+// turn runs the agent on one prompt.
+func (a *runAgent) turn(ctx context.Context, prompt string) error {
+	run, runErr := a.s.Prompt(ctx, loop.NewUserText(prompt))
 	a.out.finish()
-	a.history = append(a.history, msgs...)
+	if a.print && run.Calls > 0 {
+		fmt.Fprintf(a.errw, "usage: %s (session %s)\n", run, a.s.Usage())
+	}
 	switch {
 	case ctx.Err() != nil:
 		return &exitError{code: exitToolError, err: errors.New("aborted")}
 	case runErr != nil:
 		return &exitError{code: exitToolError, err: runErr}
 	}
-	if last := lastAssistant(msgs); last != nil && (last.StopReason == loop.StopError || last.StopReason == loop.StopAborted) {
+	if last := lastAssistant(a.s.Messages()); last != nil && (last.StopReason == loop.StopError || last.StopReason == loop.StopAborted) {
 		return &exitError{code: exitToolError, err: fmt.Errorf("the run ended in an error: %s", last.ErrorMessage)}
 	}
 	return nil
@@ -314,7 +320,7 @@ func (a *agent) turn(ctx context.Context, prompt string) error {
 // interactive is the prompt loop: each line is a run in the same session.
 // Ctrl-C aborts the current run; a second Ctrl-C (or one at the prompt)
 // exits, as does end of input.
-func (a *agent) interactive(ctx context.Context, ios iostreams, sigs <-chan os.Signal) error {
+func (a *runAgent) interactive(ctx context.Context, ios iostreams, sigs <-chan os.Signal) error {
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -324,7 +330,7 @@ func (a *agent) interactive(ctx context.Context, ios iostreams, sigs <-chan os.S
 			lines <- sc.Text()
 		}
 	}()
-	fmt.Fprintf(a.errw, "session: %s\nType a prompt; Ctrl-C aborts a run, Ctrl-C again or Ctrl-D exits.\n", a.sess.Path())
+	fmt.Fprintf(a.errw, "session: %s\nType a prompt; Ctrl-C aborts a run, Ctrl-C again or Ctrl-D exits.\n", a.path)
 	for {
 		fmt.Fprint(a.errw, "› ")
 		var line string
@@ -369,7 +375,7 @@ func (a *agent) interactive(ctx context.Context, ios iostreams, sigs <-chan os.S
 
 // openSession continues --session FILE or, with --continue, the latest
 // session for this host and directory; otherwise it starts a new one.
-func openSession(o *runOptions, ts targets, cwd string) (*session.Session, []loop.Message, error) {
+func openSession(o *runOptions, ts targets, cwd string) (*session.Session, session.Context, error) {
 	var where []string
 	for _, t := range ts {
 		where = append(where, t.name+"="+t.where())
@@ -382,28 +388,28 @@ func openSession(o *runOptions, ts targets, cwd string) (*session.Session, []loo
 	if path == "" {
 		dir, err := session.Dir(host, cwd)
 		if err != nil {
-			return nil, nil, err
+			return nil, session.Context{}, err
 		}
 		if o.cont {
 			if path, err = session.Latest(dir); err != nil {
-				return nil, nil, usageErrorf("--continue: %v", err)
+				return nil, session.Context{}, usageErrorf("--continue: %v", err)
 			}
 		} else {
 			path = session.NewPath(dir)
 		}
 	}
 	if _, err := os.Stat(path); err == nil {
-		s, history, err := session.Open(path)
+		s, c, err := session.Open(path)
 		if err != nil {
-			return nil, nil, usageErrorf("--session: %v", err)
+			return nil, session.Context{}, usageErrorf("--session: %v", err)
 		}
-		return s, history, nil
+		return s, c, nil
 	}
 	s, err := session.Create(path, session.Header{Host: host, Cwd: cwd})
 	if err != nil {
-		return nil, nil, usageErrorf("session: %v", err)
+		return nil, session.Context{}, usageErrorf("session: %v", err)
 	}
-	return s, nil, nil
+	return s, session.Context{}, nil
 }
 
 func lastAssistant(msgs []loop.Message) *loop.AssistantMessage {

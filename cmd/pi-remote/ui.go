@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/tools"
@@ -89,6 +90,14 @@ func (p *printWriter) emit(e loop.Event) {
 			line += fmt.Sprintf(", %d out", u.Output)
 			fmt.Fprintln(p.err, p.th.Dim(line))
 		}
+	case agent.CompactionStart:
+		fmt.Fprintln(p.err, p.th.Yellow(fmt.Sprintf("  ⋯ compacting the context (%s)…", compactionReasons[e.Reason])))
+	case agent.CompactionEnd:
+		if e.Error != "" {
+			fmt.Fprintln(p.err, p.th.Red("  ✗ compaction failed: "+e.Error))
+		} else {
+			fmt.Fprintln(p.err, p.th.Dim(fmt.Sprintf("  compacted: %d → %d tokens", e.TokensBefore, e.TokensAfter)))
+		}
 	case loop.ToolExecutionStart:
 		fmt.Fprintln(p.err, p.th.Cyan("→ "+tools.RenderCall(p.defs[e.ToolName], e.Args)))
 	case loop.ToolExecutionUpdate:
@@ -116,6 +125,12 @@ func (p *printWriter) emit(e loop.Event) {
 			fmt.Fprintln(p.err, indent(body, "    "))
 		}
 	}
+}
+
+var compactionReasons = map[string]string{
+	"threshold": "near the window",
+	"overflow":  "the model refused its size",
+	"manual":    "asked for",
 }
 
 // linkState tells of a host's lost and restored connection, between the

@@ -1,0 +1,323 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/session"
+)
+
+// fakeModel is a model with a small window: it refuses a request larger
+// than limit tokens (estimated as the session does) with refusal, asks
+// for the "big" tool turns times, then says done, and answers summary
+// requests with a numbered summary. Every request is kept.
+type fakeModel struct {
+	limit   int
+	turns   int
+	refusal string
+	refuse  int // refuse this many requests whatever their size
+
+	mu        sync.Mutex
+	requests  []loop.Request
+	summaries []loop.Request
+	asked     int
+}
+
+func (f *fakeModel) Stream(_ context.Context, req loop.Request) iter.Seq[loop.StreamEvent] {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	size := len(req.SystemPrompt) / 4
+	for _, m := range req.Messages {
+		size += estimate(m)
+	}
+	var evs []loop.StreamEvent
+	switch {
+	case req.SystemPrompt == summaryInstructions:
+		f.summaries = append(f.summaries, req)
+		evs = text(fmt.Sprintf("## Goal\nsummary %d", len(f.summaries)), loop.Usage{Input: size, Output: 20})
+	case f.refuse > 0 || size > f.limit:
+		f.requests = append(f.requests, req)
+		if f.refuse > 0 {
+			f.refuse--
+		}
+		evs = []loop.StreamEvent{&loop.StreamError{StopReason: loop.StopError, Message: f.refusal}}
+	default:
+		f.requests = append(f.requests, req)
+		f.asked++
+		if f.asked <= f.turns {
+			args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("f%d.txt", f.asked)})
+			evs = []loop.StreamEvent{
+				&loop.StreamStart{},
+				&loop.ToolCallDelta{Index: 0, ID: fmt.Sprintf("call%d", f.asked), Name: "read", ArgumentsDelta: string(args)},
+				&loop.StreamDone{StopReason: loop.StopToolUse, Usage: &loop.Usage{Input: size, Output: 10}},
+			}
+		} else {
+			evs = text("done", loop.Usage{Input: size, Output: 5})
+		}
+	}
+	return func(yield func(loop.StreamEvent) bool) {
+		for _, e := range evs {
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+func text(s string, u loop.Usage) []loop.StreamEvent {
+	return []loop.StreamEvent{&loop.StreamStart{}, &loop.TextDelta{Delta: s}, &loop.StreamDone{StopReason: loop.StopEnd, Usage: &u}}
+}
+
+// bigRead answers every read with 2,000 characters (about 500 tokens).
+func bigRead() loop.Tool {
+	return loop.Tool{Name: "read", Parameters: json.RawMessage(`{"type":"object"}`),
+		Execute: func(_ context.Context, id string, _ json.RawMessage, _ func(loop.Result)) (loop.Result, error) {
+			return loop.TextResult(id + " " + strings.Repeat("x", 2000)), nil
+		}}
+}
+
+func newTestSession(t *testing.T, m *fakeModel, window int, path string) (*Session, *[]loop.Event) {
+	t.Helper()
+	var file *session.Session
+	var c session.Context
+	var err error
+	if path != "" {
+		file, c, err = session.Open(path)
+		if err != nil {
+			file, err = session.Create(path, session.Header{Host: "local", Cwd: "/"})
+			require.NoError(t, err)
+		}
+		t.Cleanup(func() { file.Close() })
+	}
+	var events []loop.Event
+	s := New(Options{
+		Config:      loop.Config{Model: m, Tools: []loop.Tool{bigRead()}, MaxTurns: 100},
+		Model:       ModelInfo{Window: window, MaxOutput: 1000},
+		File:        file,
+		Context:     c,
+		DefaultHost: "devbox",
+		Emit:        func(e loop.Event) { events = append(events, e) },
+		SaveError:   func(err error) { t.Errorf("save: %v", err) },
+	})
+	return s, &events
+}
+
+// requireCallsWithResults checks that every tool result a request sends
+// follows the assistant message that made its call.
+func requireCallsWithResults(t *testing.T, req loop.Request) {
+	t.Helper()
+	calls := map[string]bool{}
+	for _, m := range req.Messages {
+		switch m := m.(type) {
+		case *loop.AssistantMessage:
+			for _, c := range m.ToolCalls() {
+				calls[c.ID] = true
+			}
+		case *loop.ToolResultMessage:
+			require.True(t, calls[m.ToolCallID], "result of %s sent without its call", m.ToolCallID)
+		}
+	}
+}
+
+func TestLongRunCompactsAndFinishes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	m := &fakeModel{limit: 8000, turns: 40, refusal: "never"}
+	s, events := newTestSession(t, m, 8000, path)
+	_, err := s.Prompt(t.Context(), loop.NewUserText("read forty files"))
+	require.NoError(t, err)
+
+	assert.Equal(t, "done", lastAssistant(s.Messages()).Text())
+	require.Len(t, m.requests, 41, "40 tool turns and the last answer, none refused")
+	for _, req := range m.requests {
+		requireCallsWithResults(t, req)
+	}
+	require.GreaterOrEqual(t, len(m.summaries), 3, "compacted several times")
+	assert.NotContains(t, m.summaries[0].Messages[0].(*loop.UserMessage).Content.Text(), "<previous-summary>")
+	for i, sr := range m.summaries[1:] {
+		body := sr.Messages[0].(*loop.UserMessage).Content.Text()
+		assert.Contains(t, body, fmt.Sprintf("<previous-summary>\n## Goal\nsummary %d", i+1), "compaction %d updates the one before", i+2)
+	}
+	starts, ends := 0, 0
+	for _, e := range *events {
+		switch e := e.(type) {
+		case CompactionStart:
+			starts++
+			assert.Equal(t, "threshold", e.Reason)
+		case CompactionEnd:
+			ends++
+			assert.Empty(t, e.Error)
+			assert.Less(t, e.TokensAfter, e.TokensBefore)
+		}
+	}
+	assert.Equal(t, len(m.summaries), starts)
+	assert.Equal(t, starts, ends)
+
+	// The summary names the files read, with their host.
+	ctx := s.Messages()
+	first := ctx[0].(*loop.UserMessage).Content.Text()
+	assert.Contains(t, first, "<files-read>\ndevbox:f1.txt\ndevbox:f2.txt")
+
+	// The file rebuilds the same context, without summarizing again.
+	_, c, err := session.Open(path)
+	require.NoError(t, err)
+	want, err := json.Marshal(ctx)
+	require.NoError(t, err)
+	got, err := json.Marshal(c.Messages)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(got))
+	assert.Equal(t, len(m.summaries), strings.Count(readAll(t, path), `"type":"compaction"`))
+
+	// A session continued from the file sends what this one would have
+	// sent going on.
+	m1, m2 := &fakeModel{limit: 8000}, &fakeModel{limit: 8000}
+	prompt := loop.NewUserText("one more")
+	again, _ := newTestSession(t, m1, 8000, path)
+	_, err = again.Prompt(t.Context(), prompt)
+	require.NoError(t, err)
+	s.opts.Config.Model = m2
+	_, err = s.Prompt(t.Context(), prompt)
+	require.NoError(t, err)
+	require.Len(t, m1.requests, 1)
+	require.Len(t, m2.requests, 1)
+	want, err = json.Marshal(m2.requests[0].Messages)
+	require.NoError(t, err)
+	got, err = json.Marshal(m1.requests[0].Messages)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+}
+
+// A provider's context-length error (each one's wording) compacts the
+// context and runs the turn again; a second one ends the run with
+// ErrOverflow and what to do.
+func TestOverflowCompactsAndRetriesOnce(t *testing.T) {
+	wordings := map[string]string{
+		"openai":      "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. (HTTP 400)",
+		"openai code": "context_length_exceeded",
+		"anthropic":   "prompt is too long: 210000 tokens > 200000 maximum (HTTP 400)",
+		"vllm":        "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (HTTP 400)",
+		"llama.cpp":   "the request exceeds the available context size, try increasing it (HTTP 400)",
+		"openrouter":  "This endpoint's maximum context length is 8192 tokens (HTTP 400)",
+	}
+	for name, wording := range wordings {
+		t.Run(name, func(t *testing.T) {
+			// The session takes the window for 100,000 tokens (an unknown
+			// model); the server holds 6,000.
+			m := &fakeModel{limit: 6000, turns: 14, refusal: wording}
+			s, events := newTestSession(t, m, 100_000, filepath.Join(t.TempDir(), "s.jsonl"))
+			_, err := s.Prompt(t.Context(), loop.NewUserText("read"))
+			require.NoError(t, err)
+			assert.Equal(t, "done", lastAssistant(s.Messages()).Text())
+			require.Len(t, m.summaries, 1)
+			var reasons []string
+			for _, e := range *events {
+				if c, ok := e.(CompactionStart); ok {
+					reasons = append(reasons, c.Reason)
+				}
+			}
+			assert.Equal(t, []string{"overflow"}, reasons)
+			for _, req := range m.requests {
+				requireCallsWithResults(t, req)
+			}
+		})
+	}
+	t.Run("twice", func(t *testing.T) {
+		m := &fakeModel{limit: 6000, turns: 14, refusal: wordings["anthropic"], refuse: 1 << 30}
+		s, _ := newTestSession(t, m, 100_000, "")
+		for range 3 {
+			s.record(loop.NewUserText(strings.Repeat("y", 4000)), &Totals{})
+			s.record(&loop.AssistantMessage{Content: loop.ContentList{&loop.Text{Text: "ok"}}, StopReason: loop.StopEnd}, &Totals{})
+		}
+		_, err := s.Prompt(t.Context(), loop.NewUserText("read"))
+		require.ErrorIs(t, err, ErrOverflow)
+		assert.Contains(t, err.Error(), "start a new session")
+		assert.Len(t, m.summaries, 1)
+		assert.Len(t, m.requests, 2, "the turn, and once more after compacting")
+	})
+	t.Run("not an overflow", func(t *testing.T) {
+		m := &fakeModel{limit: 6000, refusal: "Internal server error (HTTP 500)", refuse: 1}
+		s, _ := newTestSession(t, m, 100_000, "")
+		_, err := s.Prompt(t.Context(), loop.NewUserText("read"))
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, ErrOverflow)
+		assert.Empty(t, m.summaries)
+	})
+}
+
+// A run's cost is its usage at the table's prices, exactly.
+func TestCostFromTheTable(t *testing.T) {
+	info := BuiltinModels().Lookup("anthropic/claude-sonnet-4-5-20250929")
+	require.True(t, info.Known)
+	assert.Equal(t, 200_000, info.Window)
+	m := &scripted{usage: []loop.Usage{
+		{Input: 1_000_000, Output: 100_000, CacheRead: 2_000_000, CacheWrite: 400_000},
+		{Input: 10_000, Output: 2_000},
+	}}
+	var events []loop.Event
+	s := New(Options{Config: loop.Config{Model: m, Tools: []loop.Tool{bigRead()}}, Model: info, Compaction: CompactionSettings{Off: true}, Emit: func(e loop.Event) { events = append(events, e) }})
+	run, err := s.Prompt(t.Context(), loop.NewUserText("go"))
+	require.NoError(t, err)
+	// 1M × $3 + 0.1M × $15 + 2M × $0.30 + 0.4M × $3.75 = 3 + 1.5 + 0.6 + 1.5;
+	// then 0.01M × $3 + 0.002M × $15 = 0.03 + 0.03.
+	assert.InDelta(t, 6.66, run.Cost, 1e-9)
+	assert.Equal(t, loop.Usage{Input: 1_010_000, Output: 102_000, CacheRead: 2_000_000, CacheWrite: 400_000}, run.Usage)
+	assert.Equal(t, 2, run.Calls)
+	assert.Equal(t, run, s.Usage())
+	var last UsageUpdate
+	for _, e := range events {
+		if u, ok := e.(UsageUpdate); ok {
+			last = u
+		}
+	}
+	assert.Equal(t, run, last.Run)
+	assert.Equal(t, 200_000, last.ContextWindow)
+	assert.Equal(t, "1,010,000 in, 102,000 out, cache 2,000,000 read / 400,000 written, $6.6600", run.String())
+
+	unknown := BuiltinModels().Lookup("openai/qwen3-coder")
+	assert.False(t, unknown.Known)
+	assert.Equal(t, DefaultWindow, unknown.Window)
+	assert.Zero(t, unknown.Price)
+	assert.False(t, BuiltinModels().Lookup("anthropic/claude-opus-4-7").Known, "a newer version is not the old one")
+	assert.Equal(t, 15.0, BuiltinModels().Lookup("anthropic/claude-opus-4-1-20250805").Price.Input)
+	assert.Equal(t, 0.15, BuiltinModels().Lookup("openai/gpt-4o-mini-2024-07-18").Price.Input)
+}
+
+// scripted asks for one read, then answers; each call reports the next
+// usage.
+type scripted struct {
+	usage []loop.Usage
+	n     int
+}
+
+func (s *scripted) Stream(context.Context, loop.Request) iter.Seq[loop.StreamEvent] {
+	u := s.usage[s.n]
+	s.n++
+	evs := text("done", u)
+	if s.n == 1 {
+		evs = []loop.StreamEvent{&loop.StreamStart{}, &loop.ToolCallDelta{ID: "c1", Name: "read", ArgumentsDelta: "{}"}, &loop.StreamDone{StopReason: loop.StopToolUse, Usage: &u}}
+	}
+	return func(yield func(loop.StreamEvent) bool) {
+		for _, e := range evs {
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+func readAll(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return string(b)
+}
