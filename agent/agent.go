@@ -125,6 +125,14 @@ func (s *Session) ContextTokens() int {
 	return contextTokens(s.msgs, s.fresh)
 }
 
+// SetModel switches the model for the next run (not during one).
+func (s *Session) SetModel(m loop.Model, info ModelInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.Config.Model = m
+	s.opts.Model = info
+}
+
 // Model is what the session knows of its model (its window as learnt from
 // a context-length error, if smaller than the table's).
 func (s *Session) Model() ModelInfo {
@@ -141,7 +149,12 @@ var ErrOverflow = errors.New("the conversation does not fit the model's context 
 // limit, a model failure) or ErrOverflow.
 func (s *Session) Prompt(ctx context.Context, prompts ...loop.Message) (Totals, error) {
 	var run Totals
+	s.mu.Lock()
 	cfg := s.opts.Config
+	s.mu.Unlock()
+	if cfg.Model == nil {
+		return run, errors.New("no model")
+	}
 	cfg.BeforeTurn = func(ctx context.Context, _ []loop.Message) ([]loop.Message, error) {
 		s.mu.Lock()
 		due := !s.opts.Compaction.Off && contextTokens(s.msgs, s.fresh) > s.opts.Compaction.threshold(s.opts.Model.Window)
@@ -254,7 +267,13 @@ func (s *Session) compact(ctx context.Context, reason, focus string, run *Totals
 	if cut <= from {
 		return fail(ErrNothingToCompact)
 	}
-	summary, u, err := summarize(ctx, s.opts.Config.Model, previous, msgs[from:cut], focus, s.opts.DefaultHost)
+	s.mu.Lock()
+	model := s.opts.Config.Model
+	s.mu.Unlock()
+	if model == nil {
+		return fail(errors.New("no model to summarize with"))
+	}
+	summary, u, err := summarize(ctx, model, previous, msgs[from:cut], focus, s.opts.DefaultHost)
 	if u != nil {
 		s.count(u, run)
 	}

@@ -19,6 +19,7 @@ type Anthropic struct {
 	client    anthropic.Client
 	model     string
 	maxTokens int
+	budget    int // thinking tokens, 0: no extended thinking
 }
 
 // NewAnthropic returns a provider for o.Model.
@@ -34,7 +35,12 @@ func NewAnthropic(o Options) *Anthropic {
 	if maxTokens == 0 {
 		maxTokens = 16384
 	}
-	return &Anthropic{client: anthropic.NewClient(opts...), model: o.Model, maxTokens: maxTokens}
+	budget := ThinkingBudget[o.Thinking]
+	if budget > 0 {
+		// The answer comes after the thinking, within max_tokens.
+		maxTokens = max(maxTokens, budget+4096)
+	}
+	return &Anthropic{client: anthropic.NewClient(opts...), model: o.Model, maxTokens: maxTokens, budget: budget}
 }
 
 // Stream implements loop.Model.
@@ -146,6 +152,9 @@ type turn struct {
 
 func (m *Anthropic) params(req loop.Request) (anthropic.MessageNewParams, error) {
 	p := anthropic.MessageNewParams{Model: m.model, MaxTokens: int64(m.maxTokens)}
+	if m.budget > 0 {
+		p.Thinking = anthropic.ThinkingConfigParamOfEnabled(int64(m.budget))
+	}
 	if req.SystemPrompt != "" {
 		p.System = []anthropic.TextBlockParam{{Text: req.SystemPrompt}}
 	}

@@ -225,3 +225,24 @@ func TestAnthropicStreamWithoutMessageStop(t *testing.T) {
 	require.True(t, ok, "%#v", evs[len(evs)-1])
 	assert.Contains(t, e.Message, "before message_stop")
 }
+
+// --thinking enables extended thinking with the level's budget, and
+// max_tokens leaves room for the answer after it.
+func TestAnthropicThinkingLevel(t *testing.T) {
+	for level, budget := range map[string]float64{"": 0, "off": 0, "low": 2048, "medium": 8192, "high": 16384} {
+		f := &fakeAnthropic{responses: []func(http.ResponseWriter){events(msgStart(), msgDelta("end_turn", 1), msgStop)}}
+		srv := httptest.NewServer(f)
+		m := NewAnthropic(Options{Model: "claude-sonnet-4-5", APIKey: "k", BaseURL: srv.URL, Thinking: level})
+		collect(m, t.Context(), loop.Request{Messages: []loop.Message{loop.NewUserText("hi")}})
+		srv.Close()
+		require.Len(t, f.requests, 1)
+		req := f.requests[0]
+		if budget == 0 {
+			assert.Nil(t, req["thinking"], "level %q", level)
+			assert.Equal(t, 16384.0, req["max_tokens"])
+			continue
+		}
+		assert.Equal(t, map[string]any{"type": "enabled", "budget_tokens": budget}, req["thinking"], "level %q", level)
+		assert.Greater(t, req["max_tokens"], budget)
+	}
+}

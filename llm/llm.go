@@ -29,9 +29,16 @@ type Options struct {
 	MaxRetries int
 	// MaxTokens bounds one response where the API requires it (Anthropic;
 	// default 16384).
-	MaxTokens  int
+	MaxTokens int
+	// Thinking is the reasoning level: "" or "off" (the model's default,
+	// nothing sent), "low", "medium" or "high": OpenAI's reasoning_effort,
+	// Anthropic's extended thinking with a budget of ThinkingBudget tokens.
+	Thinking   string
 	HTTPClient *http.Client
 }
+
+// ThinkingBudget is the Anthropic thinking budget of each level.
+var ThinkingBudget = map[string]int{"low": 2048, "medium": 8192, "high": 16384}
 
 func (o Options) retries() int {
 	if o.MaxRetries == 0 {

@@ -18,8 +18,9 @@ import (
 
 // OpenAI streams Chat Completions from any server that speaks the API.
 type OpenAI struct {
-	client openai.Client
-	model  string
+	client   openai.Client
+	model    string
+	thinking string
 }
 
 // NewOpenAI returns a provider for o.Model.
@@ -31,7 +32,7 @@ func NewOpenAI(o Options) *OpenAI {
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &OpenAI{client: openai.NewClient(opts...), model: o.Model}
+	return &OpenAI{client: openai.NewClient(opts...), model: o.Model, thinking: o.Thinking}
 }
 
 // Stream implements loop.Model.
@@ -173,6 +174,9 @@ func (m *OpenAI) params(req loop.Request) (openai.ChatCompletionNewParams, error
 	p := openai.ChatCompletionNewParams{
 		Model:         m.model,
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	if _, ok := ThinkingBudget[m.thinking]; ok {
+		p.ReasoningEffort = shared.ReasoningEffort(m.thinking)
 	}
 	if req.SystemPrompt != "" {
 		p.Messages = append(p.Messages, openai.SystemMessage(req.SystemPrompt))

@@ -266,3 +266,16 @@ func TestOpenAIStreamWithoutFinishReason(t *testing.T) {
 	require.True(t, ok, "%#v", evs[len(evs)-1])
 	assert.Contains(t, e.Message, "without a finish reason")
 }
+
+// --thinking maps to reasoning_effort; off (or unset) sends nothing.
+func TestOpenAIThinkingLevel(t *testing.T) {
+	for level, want := range map[string]any{"": nil, "off": nil, "low": "low", "high": "high"} {
+		f := &fakeOpenAI{responses: []func(http.ResponseWriter){sse(chunk(`{"content":"ok"}`, "stop"))}}
+		srv := httptest.NewServer(f)
+		m := NewOpenAI(Options{Model: "o4-mini", APIKey: "k", BaseURL: srv.URL + "/v1", Thinking: level})
+		collect(m, t.Context(), loop.Request{Messages: []loop.Message{loop.NewUserText("hi")}})
+		srv.Close()
+		require.Len(t, f.requests, 1)
+		assert.Equal(t, want, f.requests[0]["reasoning_effort"], "level %q", level)
+	}
+}

@@ -43,9 +43,10 @@ type iostreams struct {
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
-	cwd  string
-	host hostFlags
-	warn io.Writer // stderr: notices that do not stop a command
+	cwd      string
+	host     hostFlags
+	settings settings
+	warn     io.Writer // stderr: notices that do not stop a command
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -88,6 +89,17 @@ per-environment queue keyed on the canonical path, so parallel edits never
 lose each other.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if !usesSettings(cmd) {
+				return nil
+			}
+			s, err := loadSettings()
+			if err != nil {
+				return usageErrorf("settings: %v", err)
+			}
+			g.settings = s
+			return s.apply(cmd, g)
+		},
 	}
 	cmd.PersistentFlags().StringVar(&g.cwd, "cwd", "", "working directory on the host (default: the current directory locally, the home directory on a remote host)")
 	g.host.register(cmd.PersistentFlags())

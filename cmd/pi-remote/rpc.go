@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/loop"
 )
 
@@ -25,7 +26,7 @@ func newRPCCmd(ios iostreams, g *globalOptions) *cobra.Command {
 stdin, one response or event object per line on stdout. See docs/rpc.md.
 
 Commands: prompt, steer, follow_up, abort, get_state, get_messages, set_model,
-and tool (run one tool directly, no model). Several tool commands may be in
+compact, and tool (run one tool directly, no model). Several tool commands may be in
 flight at once; mutations of one file still apply in arrival order.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,6 +48,7 @@ type rpcCommand struct {
 	Name     string          `json:"name,omitempty"`
 	Args     json.RawMessage `json:"args,omitempty"`
 	Host     string          `json:"host,omitempty"`
+	Focus    string          `json:"focus,omitempty"`
 }
 
 // rpcResponse answers one command.
@@ -66,8 +68,10 @@ type rpcServer struct {
 	outMu sync.Mutex
 	out   *bufio.Writer
 
+	models agent.Models
+
 	mu       sync.Mutex
-	history  []loop.Message
+	sess     *agent.Session
 	model    string
 	cancel   context.CancelFunc // the running prompt's, nil when idle
 	running  chan struct{}      // closed when the running prompt ends
@@ -90,8 +94,17 @@ func rpcRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions)
 		return err
 	}
 	defer setup.ts.close()
-	s := &rpcServer{setup: setup, opts: o, out: bufio.NewWriter(ios.out), model: o.model, admitted: make(chan struct{})}
+	s := &rpcServer{setup: setup, opts: o, models: g.settings.ModelTable(), out: bufio.NewWriter(ios.out), model: o.model, admitted: make(chan struct{})}
 	close(s.admitted)
+	cfg := setup.cfg
+	cfg.Steering, cfg.FollowUp = s.steer.Drain, s.followUp.Drain
+	s.sess = agent.New(agent.Options{
+		Config:      cfg,
+		Model:       g.settings.ModelTable().Lookup(o.model),
+		Compaction:  g.settings.compaction(),
+		DefaultHost: setup.hosts[0].Name,
+		Emit:        s.event,
+	})
 	// Interrupts do not end the server; abort does, per command.
 	base := context.WithoutCancel(ctx)
 	s.toolCtx, s.toolStop = context.WithCancel(base)
@@ -188,14 +201,15 @@ func (s *rpcServer) handle(ctx context.Context, line []byte) {
 		for _, t := range s.setup.ts {
 			hosts = append(hosts, t.name)
 		}
-		state := map[string]any{"running": s.cancel != nil, "model": s.model, "messages": len(s.history), "hosts": hosts, "tools": s.setup.cfg.Active}
+		msgs := s.sess.Messages()
+		state := map[string]any{"running": s.cancel != nil, "model": s.model, "messages": len(msgs), "hosts": hosts, "tools": s.setup.cfg.Active,
+			"usage": s.sess.Usage(), "contextTokens": s.sess.ContextTokens(), "contextWindow": s.sess.Model().Window}
 		s.mu.Unlock()
 		s.reply(c, state, nil)
 	case "get_messages":
-		s.mu.Lock()
-		msgs := append([]loop.Message(nil), s.history...)
-		s.mu.Unlock()
-		s.reply(c, map[string]any{"messages": msgs}, nil)
+		s.reply(c, map[string]any{"messages": s.sess.Messages()}, nil)
+	case "compact":
+		s.compact(ctx, c)
 	case "set_model":
 		s.reply(c, nil, s.setModel(c.Provider, c.Model))
 	case "tool":
@@ -220,19 +234,44 @@ func (s *rpcServer) prompt(base context.Context, message string) error {
 	ctx, cancel := context.WithCancel(base)
 	done := make(chan struct{})
 	s.cancel, s.running = cancel, done
-	cfg := s.setup.cfg
-	cfg.Steering, cfg.FollowUp = s.steer.Drain, s.followUp.Drain
-	history := append([]loop.Message(nil), s.history...)
 	go func() {
 		defer close(done)
-		msgs, _ := loop.Run(ctx, cfg, history, []loop.Message{loop.NewUserText(message)}, s.event)
+		// The loop's events tell of model and tool failures; a context
+		// that compacting could not make fit is the session's own.
+		if _, err := s.sess.Prompt(ctx, loop.NewUserText(message)); errors.Is(err, agent.ErrOverflow) {
+			s.write(map[string]string{"type": "error", "error": err.Error()})
+		}
 		s.mu.Lock()
-		s.history = append(s.history, msgs...)
 		s.cancel, s.running = nil, nil
 		s.mu.Unlock()
 		cancel()
 	}()
 	return nil
+}
+
+// compact compacts the conversation now (focus: what the summary should
+// keep most), answering when it is done; abort stops it.
+func (s *rpcServer) compact(base context.Context, c rpcCommand) {
+	s.mu.Lock()
+	if s.cancel != nil {
+		s.mu.Unlock()
+		s.reply(c, nil, errors.New("a prompt is running: compact when it has ended, or abort it first"))
+		return
+	}
+	ctx, cancel := context.WithCancel(base)
+	done := make(chan struct{})
+	s.cancel, s.running = cancel, done
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		before := s.sess.ContextTokens()
+		err := s.sess.Compact(ctx, c.Focus)
+		s.mu.Lock()
+		s.cancel, s.running = nil, nil
+		s.mu.Unlock()
+		cancel()
+		s.reply(c, map[string]any{"tokensBefore": before, "tokensAfter": s.sess.ContextTokens()}, err)
+	}()
 }
 
 func (s *rpcServer) setModel(provider, model string) error {
@@ -251,8 +290,12 @@ func (s *rpcServer) setModel(provider, model string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return errors.New("a prompt is running: set the model when it has ended")
+	}
 	s.setup.cfg.Model = m
 	s.model = o.model
+	s.sess.SetModel(m, s.models.Lookup(o.model))
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ import (
 type runOptions struct {
 	model         string
 	baseURL       string
+	thinking      string
 	tools         string
 	toolExecution string
 	maxTurns      int
@@ -78,6 +80,7 @@ Exit status: 0 the run finished, 1 it ended in an error (or was aborted),
 func registerAgentFlags(f *pflag.FlagSet, o *runOptions) {
 	f.StringVar(&o.model, "model", os.Getenv("PI_REMOTE_MODEL"), "PROVIDER/ID: openai/ID, anthropic/ID or scripted/FILE (default $PI_REMOTE_MODEL)")
 	f.StringVar(&o.baseURL, "base-url", "", "URL of an OpenAI- or Anthropic-compatible API (e.g. http://127.0.0.1:8000/v1)")
+	f.StringVar(&o.thinking, "thinking", "off", "reasoning level: "+strings.Join(agent.ThinkingLevels, "|")+" (OpenAI reasoning_effort, Anthropic extended thinking)")
 	f.StringVar(&o.tools, "tools", strings.Join(tools.DefaultActive, ","), "active tools, comma-separated: "+strings.Join(tools.AllNames, ","))
 	f.StringVar(&o.toolExecution, "tool-execution", "parallel", "parallel|sequential")
 	f.IntVar(&o.maxTurns, "max-turns", 50, "most model turns in one run")
@@ -89,6 +92,9 @@ func registerAgentFlags(f *pflag.FlagSet, o *runOptions) {
 func newModel(o *runOptions) (loop.Model, error) {
 	if o.model == "" {
 		return nil, usageErrorf("no model: pass --model PROVIDER/ID (openai/ID, anthropic/ID or scripted/FILE), or set PI_REMOTE_MODEL")
+	}
+	if !slices.Contains(agent.ThinkingLevels, o.thinking) {
+		return nil, usageErrorf("--thinking %q: want %s", o.thinking, strings.Join(agent.ThinkingLevels, ", "))
 	}
 	provider, id, ok := strings.Cut(o.model, "/")
 	if !ok || id == "" {
@@ -103,13 +109,13 @@ func newModel(o *runOptions) (loop.Model, error) {
 		if key == "" {
 			key = "none"
 		}
-		return llm.NewOpenAI(llm.Options{Model: id, APIKey: key, BaseURL: o.baseURL}), nil
+		return llm.NewOpenAI(llm.Options{Model: id, APIKey: key, BaseURL: o.baseURL, Thinking: o.thinking}), nil
 	case "anthropic":
 		key := os.Getenv("ANTHROPIC_API_KEY")
 		if key == "" && o.baseURL == "" {
 			return nil, usageErrorf("ANTHROPIC_API_KEY is not set: export it, or point --base-url at an Anthropic-compatible server that needs no key")
 		}
-		return llm.NewAnthropic(llm.Options{Model: id, APIKey: key, BaseURL: o.baseURL}), nil
+		return llm.NewAnthropic(llm.Options{Model: id, APIKey: key, BaseURL: o.baseURL, Thinking: o.thinking}), nil
 	case "scripted":
 		m, err := llm.LoadScript(id)
 		if err != nil {
@@ -178,7 +184,8 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	a := &runAgent{out: out, errw: ios.err, path: sess.Path(), print: o.mode == "print"}
 	a.s = agent.New(agent.Options{
 		Config:      cfg,
-		Model:       agent.BuiltinModels().Lookup(o.model),
+		Model:       g.settings.ModelTable().Lookup(o.model),
+		Compaction:  g.settings.compaction(),
 		File:        sess,
 		Context:     saved,
 		DefaultHost: setup.hosts[0].Name,

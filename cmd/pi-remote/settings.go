@@ -1,0 +1,100 @@
+package main
+
+import (
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/pi-remote/pi-remote/agent"
+)
+
+// settings are agent.Settings as the commands use them.
+type settings struct {
+	agent.Settings
+}
+
+// loadSettings reads the user's and the project's settings files (the
+// project is the directory pi-remote runs in).
+func loadSettings() (settings, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return settings{}, nil // no home: no user settings
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return settings{}, err
+	}
+	s, err := agent.LoadSettings(agent.SettingsFiles(home, wd)...)
+	return settings{s}, err
+}
+
+func (s settings) compaction() agent.CompactionSettings {
+	if s.Compaction == nil {
+		return agent.CompactionSettings{}
+	}
+	return *s.Compaction
+}
+
+// apply gives the flags of cmd that the command line left unset their
+// values from the settings (flags win over settings; PI_REMOTE_MODEL, set,
+// wins over the settings' model), and turns host names from the settings
+// into their specs.
+func (s settings) apply(cmd *cobra.Command, g *globalOptions) error {
+	set := func(name, value string) error {
+		f := cmd.Flags().Lookup(name)
+		if f == nil || f.Changed || value == "" {
+			return nil
+		}
+		return cmd.Flags().Set(name, value)
+	}
+	model := s.Model
+	if os.Getenv("PI_REMOTE_MODEL") != "" {
+		model = ""
+	}
+	for name, value := range map[string]string{
+		"model": model, "base-url": s.BaseURL, "thinking": s.Thinking,
+		"tools": strings.Join(s.Tools, ","), "reattach-timeout": s.ReattachTimeout,
+	} {
+		if err := set(name, value); err != nil {
+			return usageErrorf("settings: %s: %v", name, err)
+		}
+	}
+	if f := cmd.Flags().Lookup("host"); f != nil && !f.Changed {
+		for _, h := range s.Host {
+			if err := f.Value.Set(h); err != nil {
+				return usageErrorf("settings: host: %v", err)
+			}
+		}
+	}
+	for i, v := range g.host.hosts {
+		g.host.hosts[i] = s.expandHost(v)
+	}
+	return nil
+}
+
+// expandHost turns NAME, or NAME=ALIAS, where the settings name a host,
+// into NAME=SPEC.
+func (s settings) expandHost(v string) string {
+	name, spec, ok := strings.Cut(v, "=")
+	if !ok {
+		spec = name
+	}
+	if full, found := s.Hosts[spec]; found {
+		return name + "=" + full
+	}
+	return v
+}
+
+// usesSettings says whether cmd is one the settings are for (not version
+// or help: a broken settings file must not stop those).
+func usesSettings(cmd *cobra.Command) bool {
+	uses := false
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name == "host" || f.Name == "model" {
+			uses = true
+		}
+	})
+	return uses && cmd.Name() != "version" && cmd.Name() != "help"
+}
