@@ -1,0 +1,171 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// compactingOpenAI is an OpenAI-compatible server for long runs: it asks
+// for turns bash calls that print 3,000 characters each, then says "done";
+// a prompt "next" gets "ok, next"; a summary request (recognised by its
+// system prompt) gets "summary N". It reports usage as the request's size
+// (bytes / 4) and refuses, as OpenAI does, a request past limit tokens.
+type compactingOpenAI struct {
+	turns, limit int
+
+	mu        sync.Mutex
+	requests  [][]byte // every request body
+	summaries []string // the summary requests' user message
+	answered  int
+}
+
+func (s *compactingOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		} `json:"messages"`
+	}
+	json.Unmarshal(body, &req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tokens := len(body) / 4
+	if tokens > s.limit {
+		w.WriteHeader(400)
+		fmt.Fprintf(w, `{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`, s.limit, tokens)
+		return
+	}
+	text := func(m int) string {
+		b, _ := json.Marshal(req.Messages[m].Content)
+		return string(b)
+	}
+	last := len(req.Messages) - 1
+	var delta string
+	finish := "stop"
+	switch {
+	case strings.Contains(text(0), "working memory of a coding agent"):
+		s.summaries = append(s.summaries, text(last))
+		delta = fmt.Sprintf(`{"content":"## Goal\nsummary %d"}`, len(s.summaries))
+	case req.Messages[last].Role == "user" && strings.Contains(text(last), `next`):
+		s.requests = append(s.requests, body)
+		delta = `{"content":"ok, next"}`
+	case s.answered < s.turns:
+		s.requests = append(s.requests, body)
+		s.answered++
+		args, _ := json.Marshal(`{"command":"head -c 3000 /dev/zero | tr '\\0' x; echo ` + fmt.Sprint(s.answered) + `"}`)
+		delta = fmt.Sprintf(`{"tool_calls":[{"index":0,"id":"call_%d","type":"function","function":{"name":"bash","arguments":%s}}]}`, s.answered, args)
+		finish = "tool_calls"
+	default:
+		s.requests = append(s.requests, body)
+		delta = `{"content":"done"}`
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"fake-1\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", delta)
+	fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"fake-1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":%q}]}\n\n", finish)
+	fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"fake-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":20,\"total_tokens\":%d}}\n\n", tokens, tokens+20)
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// checkPairs fails when a request sends a tool result whose call is not
+// in an assistant message before it.
+func checkPairs(t *testing.T, body []byte) {
+	t.Helper()
+	var req struct {
+		Messages []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(body, &req))
+	calls := map[string]bool{}
+	for _, m := range req.Messages {
+		for _, c := range m.ToolCalls {
+			calls[c.ID] = true
+		}
+		if m.Role == "tool" {
+			assert.True(t, calls[m.ToolCallID], "result of %s sent without its call", m.ToolCallID)
+		}
+	}
+}
+
+// A 40-turn run whose tool outputs outgrow a 16,000-token window compacts
+// by itself and finishes; every request keeps each tool result with its
+// call and fits; each summary after the first updates the one before; the
+// session file holds the compactions, and a run continued from it sends
+// exactly what a process that never stopped (rpc) sends.
+func TestLongRunCompactsThroughTheCLI(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("PI_REMOTE_MODEL", "")
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".pi-remote"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".pi-remote", "settings.json"),
+		[]byte(`{"models":{"openai/fake-1":{"contextWindow":16000,"maxOutput":2000}}}`), 0o644))
+	dir := t.TempDir()
+	start := func(fake *compactingOpenAI) []string {
+		api := httptest.NewServer(fake)
+		t.Cleanup(api.Close)
+		return []string{"--cwd", dir, "--model", "openai/fake-1", "--base-url", api.URL + "/v1", "--tools", "read,bash"}
+	}
+
+	viaRun := &compactingOpenAI{turns: 40, limit: 16000}
+	flags := start(viaRun)
+	sessionFile := filepath.Join(t.TempDir(), "long.jsonl")
+	code, out, stderr := cli(t, "", append(flags, "run", "--session", sessionFile, "print forty blocks")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "done\n", out)
+	assert.Contains(t, stderr, "compacting the context")
+	assert.Contains(t, stderr, "usage: ")
+	require.Len(t, viaRun.requests, 41, "40 tool turns and the answer, none refused")
+	for _, body := range viaRun.requests {
+		checkPairs(t, body)
+	}
+	require.GreaterOrEqual(t, len(viaRun.summaries), 2)
+	assert.NotContains(t, viaRun.summaries[0], "previous-summary")
+	for i, s := range viaRun.summaries[1:] {
+		assert.Contains(t, s, fmt.Sprintf(`\u003cprevious-summary\u003e\n## Goal\nsummary %d`, i+1), "summary %d updates the one before", i+2)
+	}
+	saved, err := os.ReadFile(sessionFile)
+	require.NoError(t, err)
+	assert.Equal(t, len(viaRun.summaries), strings.Count(string(saved), `"type":"compaction"`))
+	assert.Equal(t, 41, strings.Count(string(saved), `"role":"assistant"`), "the file keeps every message")
+
+	code, out, stderr = cli(t, "", append(flags, "run", "--session", sessionFile, "next")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "ok, next\n", out)
+	assert.NotContains(t, stderr, "compacting", "the context came back from the file, not from a new summary")
+	continued := viaRun.requests[len(viaRun.requests)-1]
+	t.Logf("%d compactions; the continued request has %d bytes", len(viaRun.summaries), len(continued))
+
+	viaRPC := &compactingOpenAI{turns: 40, limit: 16000}
+	c := startRPC(t, start(viaRPC)...)
+	c.send(`{"id":"go","type":"prompt","message":"print forty blocks"}`)
+	c.response("go")
+	require.Eventually(t, func() bool {
+		return c.find(func(l map[string]any) bool { return l["type"] == "agent_end" }) != nil
+	}, 60*time.Second, 10*time.Millisecond)
+	c.send(`{"id":"next","type":"prompt","message":"next"}`)
+	c.response("next")
+	require.Eventually(t, func() bool {
+		viaRPC.mu.Lock()
+		defer viaRPC.mu.Unlock()
+		return len(viaRPC.requests) == 42
+	}, 30*time.Second, 10*time.Millisecond)
+	assert.Equal(t, len(viaRun.summaries), len(viaRPC.summaries))
+	assert.Equal(t, string(viaRPC.requests[41]), string(continued), "the continued run's request is the one a process that never stopped makes")
+}
