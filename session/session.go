@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +33,9 @@ type Header struct {
 	Created time.Time `json:"created"`
 	Host    string    `json:"host"` // what the tools act on, e.g. "local" or "alice@devbox:22"
 	Cwd     string    `json:"cwd"`
+	// ForkedFrom is "SESSION-ID:ENTRY-ID" for a session started from an
+	// entry of another (Fork).
+	ForkedFrom string `json:"forkedFrom,omitempty"`
 }
 
 // entry is one line after the header: a message, or a compaction (the
@@ -120,58 +122,21 @@ func Create(path string, h Header) (*Session, error) {
 // if any, without summarizing again), and appends after that entry. A torn
 // last line (a crash mid-write) is ignored.
 func Open(path string) (*Session, Context, error) {
-	data, err := os.ReadFile(path)
+	file, err := readEntries(path)
 	if err != nil {
 		return nil, Context{}, err
 	}
-	lines := strings.Split(string(data), "\n")
-	var h Header
-	if err := json.Unmarshal([]byte(lines[0]), &h); err != nil || h.Type != "session" {
-		return nil, Context{}, fmt.Errorf("%s: not a session file", path)
+	h, last := file.header, file.last
+	branch, err := branchTo(file.entries, last)
+	if err != nil {
+		return nil, Context{}, fmt.Errorf("%s: %v", path, err)
 	}
-	if h.Version != Version {
-		return nil, Context{}, fmt.Errorf("%s: session format version %d, this pi-remote reads %d", path, h.Version, Version)
-	}
-	byID := map[string]entry{}
-	var last string
-	good := len(data) // bytes up to the end of the last whole line
-	for i, line := range lines[1:] {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		var e entry
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			if i == len(lines)-2 {
-				good = len(data) - len(line) // torn last line: cut it off
-				break
-			}
-			return nil, Context{}, fmt.Errorf("%s:%d: %v", path, i+2, err)
-		}
-		if e.Type != "message" && e.Type != "compaction" {
-			continue
-		}
-		byID[e.ID] = e
-		last = e.ID
-	}
-	var branch []entry // leaf first
-	for id := last; id != ""; {
-		e, ok := byID[id]
-		if !ok {
-			return nil, Context{}, fmt.Errorf("%s: entry %s has no parent entry %s", path, last, id)
-		}
-		branch = append(branch, e)
-		id = ""
-		if e.ParentID != nil {
-			id = *e.ParentID
-		}
-	}
-	slices.Reverse(branch)
 	c, err := rebuild(branch)
 	if err != nil {
 		return nil, Context{}, fmt.Errorf("%s: %v", path, err)
 	}
-	if good < len(data) {
-		if err := os.Truncate(path, int64(good)); err != nil {
+	if file.good < file.size {
+		if err := os.Truncate(path, int64(file.good)); err != nil {
 			return nil, Context{}, err
 		}
 	}

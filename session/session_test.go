@@ -179,3 +179,51 @@ func readFile(t *testing.T, p string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// A fork after a compaction copies the compaction too: the new file
+// rebuilds the same context; export shows every message and where the
+// compaction happened.
+func TestForkAndExportKeepCompactions(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "src.jsonl")
+	s, err := Create(p, Header{Host: "local", Cwd: "/"})
+	require.NoError(t, err)
+	var ids []string
+	for _, text := range []string{"one", "two", "three"} {
+		ids = append(ids, must(s.Append(loop.NewUserText(text))))
+	}
+	_, _, err = s.AppendCompaction(Compaction{Summary: "did one", FirstKeptID: ids[1]})
+	require.NoError(t, err)
+	four := must(s.Append(loop.NewUserText("four")))
+	must(s.Append(loop.NewUserText("five")))
+	require.NoError(t, s.Close())
+
+	forked, err := Fork(p, four[:5], filepath.Join(dir, "forks"))
+	require.NoError(t, err)
+	_, want, err := Open(p)
+	require.NoError(t, err)
+	_, got, err := Open(forked)
+	require.NoError(t, err)
+	assert.Equal(t, len(want.Messages)-1, len(got.Messages), "up to four, without five")
+	assert.Equal(t, want.IDs[:len(got.IDs)], got.IDs)
+	assert.Equal(t, "did one", got.Summary)
+
+	_, err = Fork(p, "", dir)
+	assert.Error(t, err)
+	_, err = Fork(p, "nothere", dir)
+	assert.ErrorContains(t, err, `no entry "nothere"`)
+
+	h, entries, err := Branch(p)
+	require.NoError(t, err)
+	var md strings.Builder
+	require.NoError(t, Markdown(&md, h, entries))
+	out := md.String()
+	for _, text := range []string{"one", "two", "three", "four", "five"} {
+		assert.Contains(t, out, "## User\n\n"+text+"\n")
+	}
+	assert.Contains(t, out, "## Compaction\n\n*The messages above were replaced in the model's context by this summary:*\n\n> did one\n")
+	assert.Less(t, strings.Index(out, "three"), strings.Index(out, "## Compaction"))
+	var page strings.Builder
+	require.NoError(t, HTML(&page, h, []Entry{{Message: loop.NewUserText("<script>alert(1)</script>")}}))
+	assert.Contains(t, page.String(), "&lt;script&gt;alert(1)&lt;/script&gt;", "content is escaped")
+}

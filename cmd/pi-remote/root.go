@@ -103,7 +103,7 @@ lose each other.`,
 	}
 	cmd.PersistentFlags().StringVar(&g.cwd, "cwd", "", "working directory on the host (default: the current directory locally, the home directory on a remote host)")
 	g.host.register(cmd.PersistentFlags())
-	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io), newCheckCmd(io, g), newRunCmd(io, g), newRPCCmd(io, g), newMCPCmd(io, g), newJobsCmd(io, g), newVersionCmd(io))
+	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io), newCheckCmd(io, g), newRunCmd(io, g), newRPCCmd(io, g), newMCPCmd(io, g), newJobsCmd(io, g), newSessionsCmd(io, g), newExportCmd(io), newVersionCmd(io))
 	return cmd
 }
 

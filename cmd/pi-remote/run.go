@@ -35,6 +35,8 @@ type runOptions struct {
 	mode          string
 	session       string
 	cont          bool
+	resume        string
+	fork          string
 }
 
 func newRunCmd(ios iostreams, g *globalOptions) *cobra.Command {
@@ -73,6 +75,8 @@ Exit status: 0 the run finished, 1 it ended in an error (or was aborted),
 	f.StringVar(&o.mode, "mode", "print", "print|json")
 	f.StringVar(&o.session, "session", "", "session file to continue (or create); default a new file under ~/.pi-remote/sessions")
 	f.BoolVar(&o.cont, "continue", false, "continue the last session for this host and working directory")
+	f.StringVar(&o.resume, "resume", "", "continue the session with this ID (a prefix is enough; pi-remote sessions lists them)")
+	f.StringVar(&o.fork, "fork", "", "start a new session from this entry of another (with --session or --resume naming it; otherwise any session's)")
 	return cmd
 }
 
@@ -380,8 +384,10 @@ func (a *runAgent) interactive(ctx context.Context, ios iostreams, sigs <-chan o
 	}
 }
 
-// openSession continues --session FILE or, with --continue, the latest
-// session for this host and directory; otherwise it starts a new one.
+// openSession continues --session FILE, --resume ID or, with --continue,
+// the latest session for this host and directory; with --fork it starts a
+// new session from an entry of one of those (or of any session); otherwise
+// it starts a new one.
 func openSession(o *runOptions, ts targets, cwd string) (*session.Session, session.Context, error) {
 	var where []string
 	for _, t := range ts {
@@ -391,24 +397,52 @@ func openSession(o *runOptions, ts targets, cwd string) (*session.Session, sessi
 	if len(ts) == 1 {
 		host = ts[0].where()
 	}
+	chosen := 0
+	for _, set := range []bool{o.session != "", o.cont, o.resume != ""} {
+		if set {
+			chosen++
+		}
+	}
+	if chosen > 1 {
+		return nil, session.Context{}, usageErrorf("give one of --session, --continue and --resume")
+	}
+	dir, err := session.Dir(host, cwd)
+	if err != nil {
+		return nil, session.Context{}, err
+	}
 	path := o.session
-	if path == "" {
-		dir, err := session.Dir(host, cwd)
+	switch {
+	case o.cont:
+		if path, err = session.Latest(dir); err != nil {
+			return nil, session.Context{}, usageErrorf("--continue: %v", err)
+		}
+	case o.resume != "":
+		root, err := session.Root()
 		if err != nil {
 			return nil, session.Context{}, err
 		}
-		if o.cont {
-			if path, err = session.Latest(dir); err != nil {
-				return nil, session.Context{}, usageErrorf("--continue: %v", err)
-			}
-		} else {
-			path = session.NewPath(dir)
+		if path, err = session.Find(root, o.resume); err != nil {
+			return nil, session.Context{}, usageErrorf("--resume: %v", err)
 		}
+	}
+	if o.fork != "" {
+		src := path
+		if src == "" {
+			if src, err = findEntry(o.fork); err != nil {
+				return nil, session.Context{}, usageErrorf("--fork: %v", err)
+			}
+		}
+		if path, err = session.Fork(src, o.fork, dir); err != nil {
+			return nil, session.Context{}, usageErrorf("--fork: %v", err)
+		}
+	}
+	if path == "" {
+		path = session.NewPath(dir)
 	}
 	if _, err := os.Stat(path); err == nil {
 		s, c, err := session.Open(path)
 		if err != nil {
-			return nil, session.Context{}, usageErrorf("--session: %v", err)
+			return nil, session.Context{}, usageErrorf("session: %v", err)
 		}
 		return s, c, nil
 	}
@@ -417,6 +451,37 @@ func openSession(o *runOptions, ts targets, cwd string) (*session.Session, sessi
 		return nil, session.Context{}, usageErrorf("session: %v", err)
 	}
 	return s, session.Context{}, nil
+}
+
+// findEntry is the one session file holding an entry whose id starts
+// with prefix.
+func findEntry(prefix string) (string, error) {
+	root, err := session.Root()
+	if err != nil {
+		return "", err
+	}
+	all, err := session.List(root)
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, info := range all {
+		if _, entries, err := session.Branch(info.Path); err == nil {
+			for _, e := range entries {
+				if strings.HasPrefix(e.ID, prefix) {
+					found = append(found, info.Path)
+					break
+				}
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("no session has an entry %q", prefix)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("entry %q is in %d sessions: name one with --session or --resume", prefix, len(found))
 }
 
 func lastAssistant(msgs []loop.Message) *loop.AssistantMessage {

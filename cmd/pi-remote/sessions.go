@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/session"
+)
+
+func newSessionsCmd(ios iostreams, g *globalOptions) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List the saved sessions, the most recent first",
+		Long: `List the sessions under ~/.pi-remote/sessions, the most recently active
+first: ID, last activity, host, working directory, messages, size, cost (at the
+model table's prices; models it does not know count nothing) and the first
+prompt. Continue one with run --resume ID (a prefix is enough), start from one
+of its entries with run --fork ENTRY, write it out with export ID.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			root, err := session.Root()
+			if err != nil {
+				return err
+			}
+			all, err := session.List(root)
+			if err != nil {
+				return err
+			}
+			models := g.settings.ModelTable()
+			type row struct {
+				session.Info
+				Cost float64 `json:"cost"`
+			}
+			rows := make([]row, len(all))
+			for i, s := range all {
+				rows[i] = row{s, sessionCost(models, s)}
+			}
+			if asJSON {
+				enc := json.NewEncoder(ios.out)
+				for _, r := range rows {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if len(rows) == 0 {
+				fmt.Fprintln(ios.err, "no sessions yet")
+				return nil
+			}
+			tw := tabwriter.NewWriter(ios.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tLAST ACTIVE\tHOST\tCWD\tMSGS\tSIZE\tCOST\tFIRST PROMPT")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\n", shortID(r.ID), r.LastActivity.Local().Format("2006-01-02 15:04"),
+					r.Host, r.Cwd, r.Messages, size(r.Bytes), r.Cost, oneLine(r.FirstPrompt, 50))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per session (full ID, path, usage by model)")
+	return cmd
+}
+
+func newExportCmd(ios iostreams) *cobra.Command {
+	var output string
+	var html bool
+	cmd := &cobra.Command{
+		Use:   "export SESSION",
+		Short: "Write a session as a readable Markdown (or HTML) transcript",
+		Long: `Write the session SESSION (a file, or an ID or its prefix from pi-remote
+sessions) as a transcript: every message of its current branch, the ones a
+compaction replaced in the model's context too, tool calls with their
+arguments and results in full, and where each compaction happened. Markdown on
+stdout by default; --html writes one self-contained page; -o writes a file.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := args[0]
+			if _, err := os.Stat(path); err != nil {
+				root, rerr := session.Root()
+				if rerr != nil {
+					return rerr
+				}
+				if path, err = session.Find(root, args[0]); err != nil {
+					return usageErrorf("%v", err)
+				}
+			}
+			h, entries, err := session.Branch(path)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			w := ios.out
+			if output != "" {
+				f, err := os.Create(output)
+				if err != nil {
+					return usageErrorf("-o: %v", err)
+				}
+				defer f.Close()
+				w = f
+			}
+			if html {
+				return session.HTML(w, h, entries)
+			}
+			return session.Markdown(w, h, entries)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
+	cmd.Flags().BoolVar(&html, "html", false, "an HTML page instead of Markdown")
+	return cmd
+}
+
+// sessionCost prices a session's usage by model; a model named without
+// its provider is looked up under each.
+func sessionCost(models agent.Models, s session.Info) float64 {
+	total := 0.0
+	for model, u := range s.Usage {
+		for _, provider := range []string{"", "openai/", "anthropic/"} {
+			if info := models.Lookup(provider + model); info.Known {
+				total += info.Price.Cost(u)
+				break
+			}
+		}
+	}
+	return total
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func size(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// oneLine is s on one line, cut to n characters.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
