@@ -49,6 +49,9 @@ type Options struct {
 	// SaveError is told when the session file could not be written (the
 	// run goes on unsaved).
 	SaveError func(error)
+	// PriorUsage is what the session's model calls cost before this
+	// process (a resumed file): the session totals start from it.
+	PriorUsage Totals
 }
 
 // Session is one conversation. Its methods may be called from several
@@ -74,7 +77,7 @@ func New(opts Options) *Session {
 	if opts.SaveError == nil {
 		opts.SaveError = func(error) {}
 	}
-	return &Session{opts: opts, msgs: slices.Clone(opts.Context.Messages), ids: slices.Clone(opts.Context.IDs), summary: opts.Context.Summary, fresh: opts.Context.Fresh}
+	return &Session{opts: opts, msgs: slices.Clone(opts.Context.Messages), ids: slices.Clone(opts.Context.IDs), summary: opts.Context.Summary, fresh: opts.Context.Fresh, usage: opts.PriorUsage}
 }
 
 // Compaction events tell front ends that the context is being compacted
@@ -111,7 +114,7 @@ func (s *Session) Messages() []loop.Message {
 	return slices.Clone(s.msgs)
 }
 
-// Usage is the session's total usage in this process.
+// Usage is the session's total usage (PriorUsage and this process's).
 func (s *Session) Usage() Totals {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -263,7 +266,13 @@ func (s *Session) compact(ctx context.Context, reason, focus string, run *Totals
 	if previous != "" && len(msgs) > 0 && len(ids) > 0 && s.isSummary(msgs[0]) {
 		from = 1
 	}
-	cut := cutPoint(msgs, from, s.opts.Compaction.keep(window))
+	keep := s.opts.Compaction.keep(window)
+	if reason == "manual" {
+		// Asked for: something is summarized even in a short
+		// conversation (at most half of it is kept).
+		keep = min(keep, before/2)
+	}
+	cut := cutPoint(msgs, from, keep)
 	if cut <= from {
 		return fail(ErrNothingToCompact)
 	}

@@ -169,3 +169,35 @@ func TestLongRunCompactsThroughTheCLI(t *testing.T) {
 	assert.Equal(t, len(viaRun.summaries), len(viaRPC.summaries))
 	assert.Equal(t, string(viaRPC.requests[41]), string(continued), "the continued run's request is the one a process that never stopped makes")
 }
+
+// A server that refuses the context once (OpenAI's context_length_exceeded,
+// its window smaller than pi-remote was told) gets the turn again after a
+// compaction, and the run succeeds; one that refuses every time ends the
+// run with exit 1 and a message that says what to do.
+func TestContextLengthErrorThroughTheCLI(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("PI_REMOTE_MODEL", "")
+	dir := t.TempDir()
+	run := func(fake *compactingOpenAI) (int, string, string) {
+		api := httptest.NewServer(fake)
+		t.Cleanup(api.Close)
+		return cli(t, "", "--cwd", dir, "--model", "openai/fake-1", "--base-url", api.URL+"/v1", "--tools", "read,bash", "run", "print twelve blocks")
+	}
+	// 12 × 3,000 characters outgrow 9,000 tokens; the model is unknown, so
+	// pi-remote assumes 128,000 until the server refuses.
+	fits := &compactingOpenAI{turns: 12, limit: 9000}
+	code, out, stderr := run(fits)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "done\n", out)
+	assert.Contains(t, stderr, "compacting the context (the model refused its size)")
+	assert.Len(t, fits.summaries, 1)
+	for _, body := range fits.requests {
+		checkPairs(t, body)
+	}
+
+	never := &compactingOpenAI{turns: 12, limit: 1000}
+	code, _, stderr = run(never)
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, "does not fit the model's context window even after compacting it")
+	assert.Contains(t, stderr, "start a new session")
+}

@@ -36,6 +36,8 @@ type ScriptTurn struct {
 	StopReason loop.StopReason `json:"stopReason,omitempty"`
 	// Error makes the turn fail with this message.
 	Error string `json:"error,omitempty"`
+	// Usage is the usage the turn reports (none when unset).
+	Usage *loop.Usage `json:"usage,omitempty"`
 }
 
 // ScriptToolCall is one tool call of a scripted turn.
@@ -120,6 +122,6 @@ func (s *Scripted) Stream(ctx context.Context, _ loop.Request) iter.Seq[loop.Str
 				stop = loop.StopToolUse
 			}
 		}
-		yield(&loop.StreamDone{StopReason: stop})
+		yield(&loop.StreamDone{StopReason: stop, Usage: t.Usage})
 	}
 }

@@ -39,6 +39,8 @@ type Info struct {
 	// Usage is every model answer's usage in the file, by the model that
 	// gave it (as the provider named it).
 	Usage map[string]loop.Usage `json:"usage,omitempty"`
+	// Calls counts the answers with usage.
+	Calls int `json:"calls"`
 }
 
 // List describes every session file under root, the most recently active
@@ -102,6 +104,7 @@ func Describe(path string) (Info, error) {
 				}
 			case *loop.AssistantMessage:
 				if m.Usage != nil {
+					info.Calls++
 					u := info.Usage[m.Model]
 					u.Input += m.Usage.Input
 					u.Output += m.Usage.Output

@@ -51,6 +51,7 @@ func TestInteractiveLoop(t *testing.T) {
 		llm.ScriptTurn{Text: "First answer."},
 		llm.ScriptTurn{ToolCalls: []llm.ScriptToolCall{{ID: "c1", Name: "bash", Arguments: json.RawMessage(`{"command":"sleep ` + marker + `"}`)}}},
 		llm.ScriptTurn{Text: "Third answer."},
+		llm.ScriptTurn{Text: "## Goal\nanswer three prompts"}, // the summary /compact asks for
 	)
 	e := env.New(local.New(), env.Options{Cwd: dir, Home: dir})
 	defs := tools.Definitions(e, tools.Options{})
@@ -80,6 +81,8 @@ func TestInteractiveLoop(t *testing.T) {
 	require.Eventually(t, func() bool { return !procRunning(marker) }, 5*time.Second, 20*time.Millisecond, "the aborted command is killed")
 	io.WriteString(inW, "three\n")
 	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "Third answer.") }, 5*time.Second, 10*time.Millisecond)
+	io.WriteString(inW, "/compact keep the answers\n")
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "compacted: ") }, 5*time.Second, 10*time.Millisecond)
 	inW.Close()
 	select {
 	case err := <-done:
@@ -88,16 +91,18 @@ func TestInteractiveLoop(t *testing.T) {
 		t.Fatal("the loop did not end at end of input")
 	}
 
-	_, saved, err := session.Open(sess.Path())
-	history := saved.Messages
+	_, entries, err := session.Branch(sess.Path())
 	require.NoError(t, err)
 	var prompts []string
-	for _, m := range history {
-		if u, ok := m.(*loop.UserMessage); ok {
+	for _, e := range entries {
+		if u, ok := e.Message.(*loop.UserMessage); ok {
 			prompts = append(prompts, u.Content.Text())
 		}
 	}
 	assert.Equal(t, []string{"one", "two", "three"}, prompts, "one session across the loop")
+	_, saved, err := session.Open(sess.Path())
+	require.NoError(t, err)
+	assert.Equal(t, "## Goal\nanswer three prompts", saved.Summary, "/compact stored its summary")
 }
 
 // procRunning says whether a process with "sleep marker" in its command

@@ -185,6 +185,12 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		links.set(pw.linkState)
 		out = pw
 	}
+	var prior agent.Totals
+	if len(saved.Messages) > 0 {
+		if info, err := session.Describe(sess.Path()); err == nil {
+			prior = sessionTotals(g.settings.ModelTable(), info)
+		}
+	}
 	a := &runAgent{out: out, errw: ios.err, path: sess.Path(), print: o.mode == "print"}
 	a.s = agent.New(agent.Options{
 		Config:      cfg,
@@ -192,6 +198,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		Compaction:  g.settings.compaction(),
 		File:        sess,
 		Context:     saved,
+		PriorUsage:  prior,
 		DefaultHost: setup.hosts[0].Name,
 		Emit:        out.emit,
 		SaveError: func(err error) {
@@ -319,11 +326,23 @@ func (a *runAgent) turn(ctx context.Context, prompt string) error {
 	switch {
 	case ctx.Err() != nil:
 		return &exitError{code: exitToolError, err: errors.New("aborted")}
+	case errors.Is(runErr, agent.ErrOverflow):
+		// The loop's events showed the refusals; what to do is ours to say.
+		fmt.Fprintln(a.errw, "pi-remote:", runErr)
+		return &exitError{code: exitToolError, err: runErr}
 	case runErr != nil:
 		return &exitError{code: exitToolError, err: runErr}
 	}
 	if last := lastAssistant(a.s.Messages()); last != nil && (last.StopReason == loop.StopError || last.StopReason == loop.StopAborted) {
 		return &exitError{code: exitToolError, err: fmt.Errorf("the run ended in an error: %s", last.ErrorMessage)}
+	}
+	return nil
+}
+
+// compact compacts the conversation now (interactive /compact [focus]).
+func (a *runAgent) compact(ctx context.Context, focus string) error {
+	if err := a.s.Compact(ctx, focus); err != nil {
+		return &exitError{code: exitToolError, err: fmt.Errorf("compact: %w", err)}
 	}
 	return nil
 }
@@ -341,7 +360,7 @@ func (a *runAgent) interactive(ctx context.Context, ios iostreams, sigs <-chan o
 			lines <- sc.Text()
 		}
 	}()
-	fmt.Fprintf(a.errw, "session: %s\nType a prompt; Ctrl-C aborts a run, Ctrl-C again or Ctrl-D exits.\n", a.path)
+	fmt.Fprintf(a.errw, "session: %s\nType a prompt (or /compact [focus]); Ctrl-C aborts a run, Ctrl-C again or Ctrl-D exits.\n", a.path)
 	for {
 		fmt.Fprint(a.errw, "› ")
 		var line string
@@ -361,7 +380,11 @@ func (a *runAgent) interactive(ctx context.Context, ios iostreams, sigs <-chan o
 		}
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- a.turn(runCtx, line) }()
+		if focus, ok := strings.CutPrefix(line, "/compact"); ok && (focus == "" || focus[0] == ' ') {
+			go func() { done <- a.compact(runCtx, strings.TrimSpace(focus)) }()
+		} else {
+			go func() { done <- a.turn(runCtx, line) }()
+		}
 		var err error
 		select {
 		case err = <-done:

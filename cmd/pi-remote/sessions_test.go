@@ -25,8 +25,8 @@ func TestSessionsResumeForkExport(t *testing.T) {
 	script := func(text string) string {
 		p := filepath.Join(t.TempDir(), "script.json")
 		require.NoError(t, os.WriteFile(p, []byte(`{"turns":[`+
-			`{"toolCalls":[{"id":"c1","name":"read","arguments":{"path":"notes.txt"}}]},`+
-			`{"text":"`+text+`"}]}`), 0o644))
+			`{"toolCalls":[{"id":"c1","name":"read","arguments":{"path":"notes.txt"}}],"usage":{"input":1000,"output":10}},`+
+			`{"text":"`+text+`","usage":{"input":2000,"output":30,"cacheRead":500}}]}`), 0o644))
 		return "scripted/" + p
 	}
 	runAt := func(args ...string) (int, string, string) {
@@ -56,6 +56,8 @@ func TestSessionsResumeForkExport(t *testing.T) {
 	code, _, errOut = runAt("--model", script("second answer"), "--resume", info.ID[:6], "second prompt")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "session: "+info.Path)
+	// The answers name no model the table knows: tokens, and no price.
+	assert.Contains(t, errOut, "usage: 3,000 in, 40 out, cache 500 read / 0 written, $0.0000 (session 6,000 in, 80 out, cache 1,000 read / 0 written, $0.0000)", "the session's totals count the first run")
 	_, saved, err := session.Open(info.Path)
 	require.NoError(t, err)
 	assert.Len(t, saved.Messages, 8)
