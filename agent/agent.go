@@ -29,8 +29,8 @@ import (
 
 // Options configure a Session.
 type Options struct {
-	// Config is the loop's configuration (model, tools, system prompt,
-	// queues); its BeforeTurn belongs to the session.
+	// Config is the loop's configuration (model, tools, system prompt);
+	// its BeforeTurn, Steering and FollowUp belong to the session.
 	Config loop.Config
 	// Model is what the session knows of Config.Model (Models.Lookup).
 	Model ModelInfo
@@ -58,6 +58,10 @@ type Options struct {
 // goroutines, but one run (Prompt) at a time.
 type Session struct {
 	opts Options
+
+	// Steering messages go in after the current tool batch, follow-ups
+	// when a run would otherwise end.
+	steer, followUp loop.MessageQueue
 
 	mu      sync.Mutex
 	msgs    []loop.Message
@@ -128,6 +132,13 @@ func (s *Session) ContextTokens() int {
 	return contextTokens(s.msgs, s.fresh)
 }
 
+// Steer queues messages for the running run, delivered after its current
+// tool batch (before the next model turn).
+func (s *Session) Steer(m ...loop.Message) { s.steer.Push(m...) }
+
+// FollowUp queues messages delivered when the run would otherwise end.
+func (s *Session) FollowUp(m ...loop.Message) { s.followUp.Push(m...) }
+
 // SetModel switches the model for the next run (not during one).
 func (s *Session) SetModel(m loop.Model, info ModelInfo) {
 	s.mu.Lock()
@@ -158,6 +169,7 @@ func (s *Session) Prompt(ctx context.Context, prompts ...loop.Message) (Totals, 
 	if cfg.Model == nil {
 		return run, errors.New("no model")
 	}
+	cfg.Steering, cfg.FollowUp = s.steer.Drain, s.followUp.Drain
 	cfg.BeforeTurn = func(ctx context.Context, _ []loop.Message) ([]loop.Message, error) {
 		s.mu.Lock()
 		due := !s.opts.Compaction.Off && contextTokens(s.msgs, s.fresh) > s.opts.Compaction.threshold(s.opts.Model.Window)

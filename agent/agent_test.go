@@ -321,3 +321,33 @@ func readAll(t *testing.T, p string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// Steering goes in after the current tool batch; a follow-up when the run
+// would end.
+func TestSteerAndFollowUp(t *testing.T) {
+	m := &fakeModel{limit: 100_000, turns: 2}
+	var s *Session
+	s = New(Options{
+		Config: loop.Config{Model: m, Tools: []loop.Tool{{Name: "read", Parameters: json.RawMessage(`{"type":"object"}`),
+			Execute: func(_ context.Context, id string, _ json.RawMessage, _ func(loop.Result)) (loop.Result, error) {
+				if id == "call1" {
+					s.Steer(loop.NewUserText("steered"))
+					s.FollowUp(loop.NewUserText("followed up"))
+				}
+				return loop.TextResult("ok"), nil
+			}}}},
+		Model: ModelInfo{Window: 100_000},
+	})
+	_, err := s.Prompt(t.Context(), loop.NewUserText("go"))
+	require.NoError(t, err)
+	var users []string
+	for _, msg := range s.Messages() {
+		if u, ok := msg.(*loop.UserMessage); ok {
+			users = append(users, u.Content.Text())
+		}
+	}
+	assert.Equal(t, []string{"go", "steered", "followed up"}, users)
+	// The steering message came right after the first call's result.
+	second := m.requests[1].Messages
+	assert.Equal(t, "steered", second[len(second)-1].(*loop.UserMessage).Content.Text())
+}

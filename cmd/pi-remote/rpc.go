@@ -70,13 +70,11 @@ type rpcServer struct {
 
 	models agent.Models
 
-	mu       sync.Mutex
-	sess     *agent.Session
-	model    string
-	cancel   context.CancelFunc // the running prompt's, nil when idle
-	running  chan struct{}      // closed when the running prompt ends
-	steer    loop.MessageQueue
-	followUp loop.MessageQueue
+	mu      sync.Mutex
+	sess    *agent.Session
+	model   string
+	cancel  context.CancelFunc // the running prompt's, nil when idle
+	running chan struct{}      // closed when the running prompt ends
 
 	tools    sync.WaitGroup
 	toolCtx  context.Context
@@ -96,10 +94,8 @@ func rpcRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions)
 	defer setup.ts.close()
 	s := &rpcServer{setup: setup, opts: o, models: g.settings.ModelTable(), out: bufio.NewWriter(ios.out), model: o.model, admitted: make(chan struct{})}
 	close(s.admitted)
-	cfg := setup.cfg
-	cfg.Steering, cfg.FollowUp = s.steer.Drain, s.followUp.Drain
 	s.sess = agent.New(agent.Options{
-		Config:      cfg,
+		Config:      setup.cfg,
 		Model:       g.settings.ModelTable().Lookup(o.model),
 		Compaction:  g.settings.compaction(),
 		DefaultHost: setup.hosts[0].Name,
@@ -177,11 +173,11 @@ func (s *rpcServer) handle(ctx context.Context, line []byte) {
 			s.reply(c, nil, errors.New("message is empty"))
 			return
 		}
-		q := &s.steer
-		if c.Type == "follow_up" {
-			q = &s.followUp
+		if c.Type == "steer" {
+			s.sess.Steer(loop.NewUserText(c.Message))
+		} else {
+			s.sess.FollowUp(loop.NewUserText(c.Message))
 		}
-		q.Push(loop.NewUserText(c.Message))
 		s.reply(c, nil, nil)
 	case "abort":
 		// The running prompt and the tool commands in flight stop; later
