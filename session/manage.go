@@ -147,6 +147,38 @@ func Find(root, prefix string) (string, error) {
 	return "", fmt.Errorf("session %q is ambiguous: %s", prefix, strings.Join(ids, ", "))
 }
 
+// FindEntry returns the one session under root that has an entry whose id
+// starts with prefix (on any branch).
+func FindEntry(root, prefix string) (string, error) {
+	if prefix == "" {
+		return "", errors.New("empty entry id")
+	}
+	all, err := List(root)
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, info := range all {
+		f, err := readEntries(info.Path)
+		if err != nil {
+			continue
+		}
+		for id := range f.entries {
+			if strings.HasPrefix(id, prefix) {
+				found = append(found, info.Path)
+				break
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("no session has an entry %q", prefix)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("entry %q is in %d sessions: name the one to fork", prefix, len(found))
+}
+
 // Entry is one entry of a session's branch, for export: a message, or a
 // compaction (Summary set).
 type Entry struct {

@@ -20,7 +20,6 @@ import (
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
-	"github.com/pi-remote/pi-remote/session"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -172,10 +171,14 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	}
 	defer setup.ts.close()
 	cfg := setup.cfg
-	sess, saved, err := openSession(o, setup.ts, setup.hosts[0].Cwd)
-	if err != nil {
-		return err
+	if (o.session != "" && o.cont) || (o.session != "" && o.resume != "") || (o.cont && o.resume != "") {
+		return usageErrorf("give one of --session, --continue and --resume")
 	}
+	opened, err := agent.Open(o.where(setup.ts, setup.hosts[0].Cwd), g.settings.ModelTable())
+	if err != nil {
+		return usageErrorf("session: %v", err)
+	}
+	sess := opened.File
 	defer sess.Close()
 	var out eventWriter
 	if o.mode == "json" {
@@ -185,20 +188,14 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		links.set(pw.linkState)
 		out = pw
 	}
-	var prior agent.Totals
-	if len(saved.Messages) > 0 {
-		if info, err := session.Describe(sess.Path()); err == nil {
-			prior = sessionTotals(g.settings.ModelTable(), info)
-		}
-	}
 	a := &runAgent{out: out, errw: ios.err, path: sess.Path(), print: o.mode == "print"}
 	a.s = agent.New(agent.Options{
 		Config:      cfg,
 		Model:       g.settings.ModelTable().Lookup(o.model),
 		Compaction:  g.settings.compaction(),
 		File:        sess,
-		Context:     saved,
-		PriorUsage:  prior,
+		Context:     opened.Context,
+		PriorUsage:  opened.Prior,
 		DefaultHost: setup.hosts[0].Name,
 		Emit:        out.emit,
 		SaveError: func(err error) {
@@ -407,104 +404,17 @@ func (a *runAgent) interactive(ctx context.Context, ios iostreams, sigs <-chan o
 	}
 }
 
-// openSession continues --session FILE, --resume ID or, with --continue,
-// the latest session for this host and directory; with --fork it starts a
-// new session from an entry of one of those (or of any session); otherwise
-// it starts a new one.
-func openSession(o *runOptions, ts targets, cwd string) (*session.Session, session.Context, error) {
-	var where []string
+// where is the session file the flags name.
+func (o *runOptions) where(ts targets, cwd string) agent.Where {
+	var hosts []string
 	for _, t := range ts {
-		where = append(where, t.name+"="+t.where())
+		hosts = append(hosts, t.name+"="+t.where())
 	}
-	host := strings.Join(where, ",")
+	host := strings.Join(hosts, ",")
 	if len(ts) == 1 {
 		host = ts[0].where()
 	}
-	chosen := 0
-	for _, set := range []bool{o.session != "", o.cont, o.resume != ""} {
-		if set {
-			chosen++
-		}
-	}
-	if chosen > 1 {
-		return nil, session.Context{}, usageErrorf("give one of --session, --continue and --resume")
-	}
-	dir, err := session.Dir(host, cwd)
-	if err != nil {
-		return nil, session.Context{}, err
-	}
-	path := o.session
-	switch {
-	case o.cont:
-		if path, err = session.Latest(dir); err != nil {
-			return nil, session.Context{}, usageErrorf("--continue: %v", err)
-		}
-	case o.resume != "":
-		root, err := session.Root()
-		if err != nil {
-			return nil, session.Context{}, err
-		}
-		if path, err = session.Find(root, o.resume); err != nil {
-			return nil, session.Context{}, usageErrorf("--resume: %v", err)
-		}
-	}
-	if o.fork != "" {
-		src := path
-		if src == "" {
-			if src, err = findEntry(o.fork); err != nil {
-				return nil, session.Context{}, usageErrorf("--fork: %v", err)
-			}
-		}
-		if path, err = session.Fork(src, o.fork, dir); err != nil {
-			return nil, session.Context{}, usageErrorf("--fork: %v", err)
-		}
-	}
-	if path == "" {
-		path = session.NewPath(dir)
-	}
-	if _, err := os.Stat(path); err == nil {
-		s, c, err := session.Open(path)
-		if err != nil {
-			return nil, session.Context{}, usageErrorf("session: %v", err)
-		}
-		return s, c, nil
-	}
-	s, err := session.Create(path, session.Header{Host: host, Cwd: cwd})
-	if err != nil {
-		return nil, session.Context{}, usageErrorf("session: %v", err)
-	}
-	return s, session.Context{}, nil
-}
-
-// findEntry is the one session file holding an entry whose id starts
-// with prefix.
-func findEntry(prefix string) (string, error) {
-	root, err := session.Root()
-	if err != nil {
-		return "", err
-	}
-	all, err := session.List(root)
-	if err != nil {
-		return "", err
-	}
-	var found []string
-	for _, info := range all {
-		if _, entries, err := session.Branch(info.Path); err == nil {
-			for _, e := range entries {
-				if strings.HasPrefix(e.ID, prefix) {
-					found = append(found, info.Path)
-					break
-				}
-			}
-		}
-	}
-	switch len(found) {
-	case 0:
-		return "", fmt.Errorf("no session has an entry %q", prefix)
-	case 1:
-		return found[0], nil
-	}
-	return "", fmt.Errorf("entry %q is in %d sessions: name one with --session or --resume", prefix, len(found))
+	return agent.Where{Host: host, Cwd: cwd, Path: o.session, Continue: o.cont, Resume: o.resume, Fork: o.fork}
 }
 
 func lastAssistant(msgs []loop.Message) *loop.AssistantMessage {

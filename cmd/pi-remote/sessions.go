@@ -117,25 +117,7 @@ stdout by default; --html writes one self-contained page; -o writes a file.`,
 
 // sessionCost prices a session's usage by model.
 func sessionCost(models agent.Models, s session.Info) float64 {
-	return sessionTotals(models, s).Cost
-}
-
-// sessionTotals sums a session's usage, priced by the model that answered
-// (named without its provider, it is looked up under each).
-func sessionTotals(models agent.Models, s session.Info) agent.Totals {
-	var t agent.Totals
-	for model, u := range s.Usage {
-		var price agent.Price
-		for _, provider := range []string{"", "openai/", "anthropic/"} {
-			if info := models.Lookup(provider + model); info.Known {
-				price = info.Price
-				break
-			}
-		}
-		t.Add(&u, price)
-	}
-	t.Calls = s.Calls
-	return t
+	return agent.SessionTotals(models, s).Cost
 }
 
 func shortID(id string) string {
