@@ -104,7 +104,7 @@ func checkPairs(t *testing.T, body []byte) {
 	}
 }
 
-// A 40-turn run whose tool outputs outgrow a 16,000-token window compacts
+// A 40-turn run whose tool outputs outgrow an 8,000-token window compacts
 // by itself and finishes; every request keeps each tool result with its
 // call and fits; each summary after the first updates the one before; the
 // session file holds the compactions, and a run continued from it sends
@@ -115,7 +115,7 @@ func TestLongRunCompactsThroughTheCLI(t *testing.T) {
 	t.Setenv("PI_REMOTE_MODEL", "")
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".pi-remote"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".pi-remote", "settings.json"),
-		[]byte(`{"models":{"openai/fake-1":{"contextWindow":16000,"maxOutput":2000}}}`), 0o644))
+		[]byte(`{"models":{"openai/fake-1":{"contextWindow":8000,"maxOutput":2000}}}`), 0o644))
 	dir := t.TempDir()
 	start := func(fake *compactingOpenAI) []string {
 		api := httptest.NewServer(fake)
@@ -123,7 +123,7 @@ func TestLongRunCompactsThroughTheCLI(t *testing.T) {
 		return []string{"--cwd", dir, "--model", "openai/fake-1", "--base-url", api.URL + "/v1", "--tools", "read,bash"}
 	}
 
-	viaRun := &compactingOpenAI{turns: 40, limit: 16000}
+	viaRun := &compactingOpenAI{turns: 40, limit: 8000}
 	flags := start(viaRun)
 	sessionFile := filepath.Join(t.TempDir(), "long.jsonl")
 	code, out, stderr := cli(t, "", append(flags, "run", "--session", sessionFile, "print forty blocks")...)
@@ -152,7 +152,7 @@ func TestLongRunCompactsThroughTheCLI(t *testing.T) {
 	continued := viaRun.requests[len(viaRun.requests)-1]
 	t.Logf("%d compactions; the continued request has %d bytes", len(viaRun.summaries), len(continued))
 
-	viaRPC := &compactingOpenAI{turns: 40, limit: 16000}
+	viaRPC := &compactingOpenAI{turns: 40, limit: 8000}
 	c := startRPC(t, start(viaRPC)...)
 	c.send(`{"id":"go","type":"prompt","message":"print forty blocks"}`)
 	c.response("go")
