@@ -107,7 +107,7 @@ func checkPairs(t *testing.T, body []byte) {
 // A 40-turn run whose tool outputs outgrow an 8,000-token window compacts
 // by itself and finishes; every request keeps each tool result with its
 // call and fits; each summary after the first updates the one before; the
-// session file holds the compactions, and a run continued from it sends
+// session file holds the compactions, and the next run (--continue) sends
 // exactly what a process that never stopped (rpc) sends.
 func TestLongRunCompactsThroughTheCLI(t *testing.T) {
 	home := t.TempDir()
@@ -125,9 +125,12 @@ func TestLongRunCompactsThroughTheCLI(t *testing.T) {
 
 	viaRun := &compactingOpenAI{turns: 40, limit: 8000}
 	flags := start(viaRun)
-	sessionFile := filepath.Join(t.TempDir(), "long.jsonl")
-	code, out, stderr := cli(t, "", append(flags, "run", "--session", sessionFile, "print forty blocks")...)
+	code, out, stderr := cli(t, "", append(flags, "run", "print forty blocks")...)
 	require.Equal(t, 0, code, stderr)
+	files, err := filepath.Glob(filepath.Join(home, ".pi-remote", "sessions", "*", "*.jsonl"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	sessionFile := files[0]
 	assert.Equal(t, "done\n", out)
 	assert.Contains(t, stderr, "compacting the context")
 	assert.Contains(t, stderr, "usage: ")
@@ -145,9 +148,10 @@ func TestLongRunCompactsThroughTheCLI(t *testing.T) {
 	assert.Equal(t, len(viaRun.summaries), strings.Count(string(saved), `"type":"compaction"`))
 	assert.Equal(t, 41, strings.Count(string(saved), `"role":"assistant"`), "the file keeps every message")
 
-	code, out, stderr = cli(t, "", append(flags, "run", "--session", sessionFile, "next")...)
+	code, out, stderr = cli(t, "", append(flags, "run", "--continue", "next")...)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, "ok, next\n", out)
+	assert.Contains(t, stderr, "session: "+sessionFile)
 	assert.NotContains(t, stderr, "compacting", "the context came back from the file, not from a new summary")
 	continued := viaRun.requests[len(viaRun.requests)-1]
 	t.Logf("%d compactions; the continued request has %d bytes", len(viaRun.summaries), len(continued))
