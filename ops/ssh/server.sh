@@ -208,7 +208,8 @@ wait_job() {
 	fi
 	kill -s KILL "$_wj_watcher" 2>/dev/null
 	wait "$_wj_watcher" 2>/dev/null
-	rm -f "$private/detaching"
+	# (Almost never there: no rm for nothing.)
+	[ ! -e "$private/detaching" ] || rm -f "$private/detaching"
 	# (A job that ended as the client let go is answered as ended.)
 	if [ -n "$detach" ] && [ "$_wj_result" = 0 ] && [ ! -s "$_wj_job.status" ]; then
 		_wj_result=3
