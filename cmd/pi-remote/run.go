@@ -20,7 +20,9 @@ import (
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/tools"
+	"github.com/pi-remote/pi-remote/tui"
 )
 
 type runOptions struct {
@@ -180,15 +182,26 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	}
 	sess := opened.File
 	defer sess.Close()
+	// A terminal that can redraw gets the terminal UI; a dumb one (an
+	// editor's shell buffer) the line prompt.
+	a := &runAgent{errw: ios.err, path: sess.Path(), print: o.mode == "print"}
+	var ui *tui.UI
 	var out eventWriter
-	if o.mode == "json" {
+	switch {
+	case prompt == "" && os.Getenv("TERM") != "dumb":
+		ui = newTUI(ios, g, o, setup, a)
+		links.set(func(host string, s ssh.LinkState, _ time.Duration, _ error) {
+			ui.LinkState(host, s != ssh.LinkReconnecting)
+		})
+		out = tuiEvents{ui}
+	case o.mode == "json":
 		out = newJSONWriter(ios.out)
-	} else {
+	default:
 		pw := newPrintWriter(ios.out, ios.err, setup.byName, isTerminal(ios.err), useColor(ios.err))
 		links.set(pw.linkState)
 		out = pw
 	}
-	a := &runAgent{out: out, errw: ios.err, path: sess.Path(), print: o.mode == "print"}
+	a.out = out
 	a.s = agent.New(agent.Options{
 		Config:      cfg,
 		Model:       g.settings.ModelTable().Lookup(o.model),
@@ -202,6 +215,11 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 			fmt.Fprintf(ios.err, "pi-remote: session %s: %v (the run goes on unsaved)\n", sess.Path(), err)
 		},
 	})
+	if ui != nil {
+		err := ui.Run(a.s)
+		fmt.Fprintf(ios.err, "session: %s\n", sess.Path())
+		return err
+	}
 	if prompt == "" {
 		sigs := make(chan os.Signal, 2)
 		signal.Notify(sigs, os.Interrupt)

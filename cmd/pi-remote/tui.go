@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/session"
+	"github.com/pi-remote/pi-remote/tui"
+)
+
+// tuiEvents sends a run's events to the terminal UI.
+type tuiEvents struct{ ui *tui.UI }
+
+func (u tuiEvents) emit(e loop.Event) { u.ui.Emit(e) }
+func (u tuiEvents) finish()           {}
+
+// newTUI prepares the terminal UI for run's interactive mode; its
+// commands act on a's session (set before the UI runs).
+func newTUI(ios iostreams, g *globalOptions, o *runOptions, setup *agentSetup, a *runAgent) *tui.UI {
+	var hosts []string
+	for _, h := range setup.hosts {
+		hosts = append(hosts, h.Name)
+	}
+	histFile := historyFile()
+	return tui.New(tui.Options{
+		Tools:       setup.byName,
+		Hosts:       hosts,
+		Cwd:         setup.hosts[0].Cwd,
+		Model:       o.model,
+		Thinking:    o.thinking,
+		AutoCompact: !g.settings.compaction().Off,
+		History:     loadHistory(histFile, 1000),
+		SaveHistory: func(p string) { appendHistory(histFile, p) },
+		Commands:    tuiCommands(g, o, setup, a),
+		Color:       useColor(ios.out),
+		In:          ios.in,
+		Out:         ios.out,
+	})
+}
+
+// tuiCommands carry out the terminal's slash commands on the session.
+func tuiCommands(g *globalOptions, o *runOptions, setup *agentSetup, a *runAgent) tui.Commands {
+	models := g.settings.ModelTable()
+	switchTo := func(name, thinking string, info agent.ModelInfo) error {
+		next := *o
+		next.model, next.thinking = name, thinking
+		m, err := newModel(&next)
+		if err != nil {
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return ee.err
+			}
+			return err
+		}
+		a.s.SetModel(m, info)
+		o.model, o.thinking = name, thinking
+		return nil
+	}
+	return tui.Commands{
+		SetModel: func(name string) error { return switchTo(name, o.thinking, models.Lookup(name)) },
+		SetThinking: func(level string) error {
+			return switchTo(o.model, level, a.s.Model())
+		},
+		Session: func() string {
+			size := "?"
+			if fi, err := os.Stat(a.path); err == nil {
+				size = fmt.Sprintf("%.1f KiB", float64(fi.Size())/1024)
+			}
+			info := a.s.Model()
+			return fmt.Sprintf("session %s (%s)\nmessages in context: %d, %d of %d tokens\nusage: %s",
+				a.path, size, len(a.s.Messages()), a.s.ContextTokens(), info.Window, a.s.Usage())
+		},
+		Export: func(path string) (string, error) {
+			if path == "" {
+				path = strings.TrimSuffix(a.path, ".jsonl") + ".md"
+			}
+			h, entries, err := session.Branch(a.path)
+			if err != nil {
+				return "", err
+			}
+			f, err := os.Create(path)
+			if err != nil {
+				return "", err
+			}
+			defer f.Close()
+			if strings.HasSuffix(path, ".html") {
+				err = session.HTML(f, h, entries)
+			} else {
+				err = session.Markdown(f, h, entries)
+			}
+			return path, err
+		},
+		Hosts: func() string {
+			var lines []string
+			for _, t := range setup.ts {
+				state := "connected"
+				if t.down != nil {
+					state = "down at start: " + unwrapConnection(t.down).Error()
+				}
+				lines = append(lines, fmt.Sprintf("%s  %s  %s", t.name, t.where(), state))
+			}
+			return strings.Join(lines, "\n")
+		},
+	}
+}
+
+// historyFile keeps the prompts typed in the terminal, across sessions.
+func historyFile() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".pi-remote", "history.jsonl")
+}
+
+// loadHistory reads the last n prompts (one JSON string per line; lines
+// that are not are skipped).
+func loadHistory(path string, n int) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var p string
+		if json.Unmarshal(sc.Bytes(), &p) == nil && strings.TrimSpace(p) != "" {
+			out = append(out, p)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
+}
+
+func appendHistory(path, prompt string) {
+	if path == "" {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	b, _ := json.Marshal(prompt)
+	f.Write(append(b, '\n'))
+}

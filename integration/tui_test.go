@@ -1,0 +1,261 @@
+package integration
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/session"
+)
+
+// terminal is pi-remote running in a real terminal: a tmux session of its
+// own (a private server), driven with send-keys and read with
+// capture-pane.
+type terminal struct {
+	t      *testing.T
+	socket string
+}
+
+// startTerminal runs the pi-remote binary with args in a width×height
+// terminal, with env added to the environment.
+func startTerminal(t *testing.T, width, height int, env []string, args ...string) *terminal {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed; .ci/run installs it")
+		}
+		t.Skip("tmux is not installed")
+	}
+	tm := &terminal{t: t, socket: fmt.Sprintf("pi-remote-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	command := []string{"env", "TERM=xterm-256color"}
+	command = append(command, env...)
+	command = append(command, binary)
+	command = append(command, args...)
+	var quoted []string
+	for _, c := range command {
+		quoted = append(quoted, "'"+strings.ReplaceAll(c, "'", `'\''`)+"'")
+	}
+	tm.tmux("new-session", "-d", "-s", "main", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), strings.Join(quoted, " "))
+	tm.tmux("set-option", "-t", "main", "remain-on-exit", "on")
+	tm.tmux("set-option", "-t", "main", "history-limit", "50000")
+	t.Cleanup(func() { exec.Command("tmux", "-L", tm.socket, "kill-server").Run() })
+	return tm
+}
+
+func (tm *terminal) tmux(args ...string) string {
+	tm.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", tm.socket}, args...)...).CombinedOutput()
+	require.NoError(tm.t, err, "tmux %v: %s", args, out)
+	return string(out)
+}
+
+// keys sends keys by tmux's names (Enter, Escape, M-Enter, C-c).
+func (tm *terminal) keys(keys ...string) {
+	tm.tmux(append([]string{"send-keys", "-t", "main"}, keys...)...)
+}
+
+// typeText types text as it is.
+func (tm *terminal) typeText(text string) { tm.tmux("send-keys", "-t", "main", "-l", text) }
+
+// paste pastes text as a terminal does (bracketed).
+func (tm *terminal) paste(text string) {
+	tm.t.Helper()
+	f := filepath.Join(tm.t.TempDir(), "paste")
+	require.NoError(tm.t, os.WriteFile(f, []byte(text), 0o644))
+	tm.tmux("load-buffer", "-b", "p", f)
+	tm.tmux("paste-buffer", "-p", "-b", "p", "-t", "main")
+}
+
+func (tm *terminal) screen() string { return tm.tmux("capture-pane", "-p", "-t", "main") }
+func (tm *terminal) scrollback() string {
+	return tm.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "main")
+}
+
+// waitFor waits until the screen shows text.
+func (tm *terminal) waitFor(text string) {
+	tm.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(tm.screen(), text) {
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("the screen never showed %q:\n%s", text, tm.screen())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lastUserText is the last user message of a recorded OpenAI request.
+func lastUserText(req map[string]any) string {
+	msgs := req["messages"].([]any)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i].(map[string]any)
+		if m["role"] == "user" {
+			if s, ok := m["content"].(string); ok {
+				return s
+			}
+			var parts []string
+			for _, p := range m["content"].([]any) {
+				parts = append(parts, fmt.Sprint(p.(map[string]any)["text"]))
+			}
+			return strings.Join(parts, "")
+		}
+	}
+	return ""
+}
+
+// The terminal UI end to end, against a scripted OpenAI-compatible server
+// and a real sshd: a prompt, a batch with an edit and a bash, Esc during a
+// long bash (the remote process goes), a steering message typed while a
+// tool runs (delivered before the next turn), /compact, /model,
+// multi-line input with Alt+Enter, a 200-line paste; the scrollback holds
+// the whole transcript.
+func TestTerminalUI(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	home := t.TempDir()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "app.conf"), []byte("mode = x\n"), 0o644))
+	marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
+	fake := &scriptedOpenAI{turns: []openAITurn{
+		{text: "Hello from the **model**."},
+		{calls: [][3]string{
+			{"call_e", "edit", `{"path":"app.conf","edits":[{"oldText":"mode = x","newText":"mode = y"}]}`},
+			{"call_b", "bash", `{"command":"echo checked-on-host"}`},
+		}},
+		{text: "Changed the mode."},
+		{calls: [][3]string{{"call_l", "bash", `{"command":"sleep ` + marker + `"}`}}},
+		{calls: [][3]string{{"call_s", "bash", `{"command":"sleep 2; echo slow-done"}`}}},
+		{text: "Steered as asked."},
+		{text: "## Goal\nthe summary"},
+		{text: "Got two lines."},
+		{text: "Got the paste."},
+	}}
+	api := httptest.NewServer(fake)
+	t.Cleanup(api.Close)
+	args := append(srv.Flags(), "--cwd", dir, "run", "--model", "openai/fake-1", "--base-url", api.URL+"/v1")
+	tm := startTerminal(t, 100, 40, []string{"HOME=" + home, "PI_REMOTE_MODEL=", "OPENAI_API_KEY=x"}, args...)
+	tm.waitFor("openai/fake-1")
+
+	tm.typeText("hi")
+	tm.keys("Enter")
+	tm.waitFor("Hello from the model.")
+
+	tm.typeText("change the mode")
+	tm.keys("Enter")
+	tm.waitFor("Changed the mode.")
+	b, err := os.ReadFile(filepath.Join(dir, "app.conf"))
+	require.NoError(t, err)
+	assert.Equal(t, "mode = y\n", string(b))
+	screen := tm.screen()
+	assert.Contains(t, screen, "✓ edit app.conf")
+	assert.Contains(t, screen, "checked-on-host")
+
+	// Esc during a long command: the remote process goes.
+	tm.typeText("run the long one")
+	tm.keys("Enter")
+	require.Eventually(t, func() bool { return len(psMatching(t, "sleep "+marker)) > 0 }, 20*time.Second, 20*time.Millisecond, "the command runs")
+	tm.keys("Escape")
+	tm.waitFor("aborted")
+	require.Eventually(t, func() bool { return len(psMatching(t, "sleep "+marker)) == 0 }, 10*time.Second, 50*time.Millisecond, "the remote process is gone")
+
+	// A steering message typed while a tool runs goes in before the next
+	// turn.
+	tm.typeText("run the slow one")
+	tm.keys("Enter")
+	tm.waitFor("sleep 2; echo slow-done")
+	tm.typeText("and mind the logs")
+	tm.keys("Enter")
+	tm.waitFor("queued: and mind the logs")
+	tm.waitFor("Steered as asked.")
+	require.Len(t, fake.requests, 6)
+	assert.Equal(t, "and mind the logs", lastUserText(fake.requests[5]), "delivered after the tool batch, before the next turn")
+
+	tm.typeText("/compact keep the mode")
+	tm.keys("Enter")
+	tm.waitFor("context compacted")
+	assert.Contains(t, fmt.Sprint(fake.requests[6]["messages"]), "keep the mode", "the focus goes to the summary request")
+
+	tm.typeText("/model openai/fake-2")
+	tm.keys("Enter")
+	tm.waitFor("openai/fake-2 ·")
+
+	tm.typeText("first line")
+	tm.keys("M-Enter")
+	tm.typeText("second line")
+	tm.keys("Enter")
+	tm.waitFor("Got two lines.")
+	assert.Equal(t, "first line\nsecond line", lastUserText(fake.requests[7]))
+	assert.Equal(t, "fake-2", fake.requests[7]["model"], "/model switched the model")
+
+	var lines []string
+	for i := 1; i <= 200; i++ {
+		lines = append(lines, fmt.Sprintf("pasted line %d", i))
+	}
+	tm.typeText("read this: ")
+	tm.paste(strings.Join(lines, "\n"))
+	tm.waitFor("[paste #1: 200 lines]")
+	tm.keys("Enter")
+	tm.waitFor("Got the paste.")
+	assert.Equal(t, "read this: "+strings.Join(lines, "\n"), lastUserText(fake.requests[8]), "the paste goes out whole")
+
+	// The scrollback holds the whole transcript, in order.
+	all := tm.scrollback()
+	last := -1
+	for _, want := range []string{"› hi", "Hello from the model.", "› change the mode", "✓ edit app.conf", "Changed the mode.",
+		"› run the long one", "aborted", "› run the slow one", "slow-done", "› and mind the logs", "Steered as asked.",
+		"context compacted", "› first line", "second line", "Got two lines.", "› read this: pasted line 1", "Got the paste."} {
+		i := strings.Index(all[max(last, 0):], want)
+		require.GreaterOrEqual(t, i, 0, "the scrollback holds %q after the earlier lines:\n%s", want, all)
+		last += i + 1
+	}
+
+	t.Logf("scrollback:\n%s", all)
+	tm.keys("C-d")
+	require.Eventually(t, func() bool { return strings.Contains(tm.screen(), "session: ") }, 10*time.Second, 20*time.Millisecond, "Ctrl+D quits")
+}
+
+// A long session (500 messages) stays responsive: a keystroke shows on
+// the screen within 50 ms (the median of 20; each measured from tmux
+// sending it to capture-pane seeing it).
+func TestTerminalUIKeystrokeLatency(t *testing.T) {
+	home := t.TempDir()
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "long.jsonl")
+	s, err := session.Create(file, session.Header{Host: "local", Cwd: dir})
+	require.NoError(t, err)
+	for i := range 250 {
+		_, err := s.Append(loop.NewUserText(fmt.Sprintf("question %d: %s", i, strings.Repeat("words ", 40))))
+		require.NoError(t, err)
+		_, err = s.Append(&loop.AssistantMessage{Content: loop.ContentList{&loop.Text{Text: fmt.Sprintf("answer %d\n\n```go\nfunc f%d() {}\n```", i, i)}}, StopReason: loop.StopEnd})
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+	script := filepath.Join(t.TempDir(), "script.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"text":"ok"}]}`), 0o644))
+	tm := startTerminal(t, 100, 30, []string{"HOME=" + home, "PI_REMOTE_MODEL="}, "--cwd", dir, "run", "--model", "scripted/"+script, "--session", file)
+	tm.waitFor("scripted/")
+	var took []time.Duration
+	typed := ""
+	for i := range 20 {
+		c := string(rune('a' + i))
+		start := time.Now()
+		tm.typeText(c)
+		typed += c
+		for !strings.Contains(tm.screen(), "› "+typed) {
+			require.Less(t, time.Since(start), 5*time.Second, "the keystroke never showed")
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	t.Logf("keystroke to screen: median %v, slowest %v", took[len(took)/2], took[len(took)-1])
+	assert.Less(t, took[len(took)/2], 50*time.Millisecond)
+}

@@ -1,0 +1,122 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// command is a slash command: what it does and a line for /hotkeys.
+type command struct {
+	usage, help string
+	run         func(m *model, arg string) tea.Cmd
+}
+
+// commands are the slash commands offered with these options.
+func (m *model) commands() map[string]command {
+	c := m.o.Commands
+	all := map[string]command{
+		"quit":    {"/quit", "leave (also /exit)", func(m *model, _ string) tea.Cmd { return m.quit() }},
+		"exit":    {"", "", func(m *model, _ string) tea.Cmd { return m.quit() }},
+		"compact": {"/compact [focus]", "summarize the older conversation now", (*model).compact},
+		"hotkeys": {"/hotkeys", "keys and commands", (*model).hotkeys},
+		"copy":    {"/copy", "copy the last answer (OSC 52: over ssh, in tmux)", (*model).copyAnswer},
+	}
+	if c.SetModel != nil {
+		all["model"] = command{"/model PROVIDER/ID", "switch the model for the next prompt", func(m *model, arg string) tea.Cmd {
+			if arg == "" {
+				return m.print("model: " + m.footer.model)
+			}
+			if err := c.SetModel(arg); err != nil {
+				return m.fail(err)
+			}
+			m.footer.model = arg
+			m.refreshUsage()
+			return m.print(m.th.dim.Render("model: " + arg))
+		}}
+	}
+	if c.SetThinking != nil {
+		all["thinking"] = command{"/thinking off|low|medium|high", "the model's reasoning level", func(m *model, arg string) tea.Cmd {
+			if arg == "" {
+				return m.print("thinking: " + m.footer.thinking)
+			}
+			if err := c.SetThinking(arg); err != nil {
+				return m.fail(err)
+			}
+			m.footer.thinking = arg
+			return m.print(m.th.dim.Render("thinking: " + arg))
+		}}
+	}
+	if c.Session != nil {
+		all["session"] = command{"/session", "the session's file, size and cost", func(m *model, _ string) tea.Cmd { return m.print(c.Session()) }}
+	}
+	if c.Export != nil {
+		all["export"] = command{"/export [file]", "write the transcript as Markdown (or .html)", func(m *model, arg string) tea.Cmd {
+			where, err := c.Export(arg)
+			if err != nil {
+				return m.fail(err)
+			}
+			return m.print(m.th.dim.Render("exported to " + where))
+		}}
+	}
+	if c.Hosts != nil {
+		all["hosts"] = command{"/hosts", "every host's connection", func(m *model, _ string) tea.Cmd { return m.print(c.Hosts()) }}
+	}
+	return all
+}
+
+// command runs a slash command.
+func (m *model) command(text string) tea.Cmd {
+	name, arg, _ := strings.Cut(strings.TrimPrefix(text, "/"), " ")
+	cmd, ok := m.commands()[name]
+	if !ok {
+		return m.fail(fmt.Errorf("unknown command /%s (/hotkeys lists them)", name))
+	}
+	if m.running && name != "quit" && name != "exit" && name != "hotkeys" && name != "copy" {
+		return m.fail(fmt.Errorf("/%s waits until the run ends (Esc aborts it)", name))
+	}
+	return cmd.run(m, strings.TrimSpace(arg))
+}
+
+func (m *model) fail(err error) tea.Cmd {
+	return m.print(m.th.bad.Render(err.Error()))
+}
+
+func (m *model) compact(focus string) tea.Cmd {
+	return m.start(func(ctx context.Context) doneMsg {
+		return doneMsg{err: m.o.Agent.Compact(ctx, focus), compact: true}
+	})
+}
+
+// hotkeyHelp lists the keys.
+const hotkeyHelp = `Enter                  send; while the agent works: steer it
+Alt+Enter              new line; while the agent works: queue a follow-up
+Shift+Enter, Ctrl+J    new line
+Up, Down               earlier prompts
+Esc                    abort the run (remote commands are killed)
+Ctrl+O                 tool output in full or folded; expand pastes
+Ctrl+G                 edit the prompt in $VISUAL or $EDITOR
+Ctrl+C                 clear the editor; twice: quit
+Ctrl+D                 quit (on an empty editor)`
+
+func (m *model) hotkeys(string) tea.Cmd {
+	var lines []string
+	for _, c := range m.commands() {
+		if c.usage != "" {
+			lines = append(lines, fmt.Sprintf("%-22s %s", c.usage, c.help))
+		}
+	}
+	sort.Strings(lines)
+	return m.print(hotkeyHelp + "\n\n" + strings.Join(lines, "\n"))
+}
+
+// copyAnswer copies the last answer's text (OSC 52).
+func (m *model) copyAnswer(string) tea.Cmd {
+	if m.lastAnswer == "" {
+		return m.fail(fmt.Errorf("no answer to copy yet"))
+	}
+	return tea.Sequence(tea.SetClipboard(m.lastAnswer), m.print(m.th.dim.Render("copied the last answer")))
+}

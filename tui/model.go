@@ -1,0 +1,575 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textarea"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/loop"
+)
+
+// Messages from the agent's goroutines to the program.
+type (
+	eventMsg struct{ e loop.Event }
+	doneMsg  struct {
+		err error
+		// compact: the end of a /compact, not of a run
+		compact bool
+	}
+	tickMsg   struct{}
+	editedMsg struct{ text string }
+	noticeMsg struct{ text string }
+	linkMsg   struct {
+		host string
+		up   bool
+	}
+)
+
+// model is the terminal UI's state. Finished messages go to the
+// terminal's scrollback (tea.Println); the view is only the live part:
+// the answer being written, running tools, queued messages, the editor
+// and the footer.
+type model struct {
+	o      options
+	th     theme
+	width  int
+	height int
+
+	editor  textarea.Model
+	history []string
+	histPos int    // len(history) when not browsing
+	draft   string // the editor's text before browsing history
+	pastes  []string
+
+	running  bool
+	cancel   context.CancelFunc
+	stream   string     // the answer being written
+	thinking bool       // the model is thinking (no text yet)
+	boxes    []*toolBox // running tools, in call order
+	queued   []string   // steering and follow-up messages not delivered yet
+	expanded bool       // Ctrl+O: tool output in full
+	spin     int
+
+	footer     footerState
+	lastAnswer string
+	notice     string
+	lastCtrlC  time.Time
+	quitting   bool
+}
+
+// options are Options with the agent.
+type options struct {
+	Options
+	Agent Agent
+}
+
+func newModel(o Options, th theme) *model {
+	ed := textarea.New()
+	ed.Prompt = "› "
+	ed.ShowLineNumbers = false
+	ed.SetHeight(1)
+	ed.CharLimit = 0
+	ed.MaxHeight = 0
+	// Enter sends; a new line is Shift+Enter where the terminal tells it
+	// apart, Ctrl+J everywhere (tmux too), Alt+Enter when idle.
+	ed.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("shift+enter", "ctrl+j"))
+	// The editor is text on the terminal's own background; the prompt
+	// marks it.
+	st := textarea.DefaultDarkStyles()
+	for _, s := range []*textarea.StyleState{&st.Focused, &st.Blurred} {
+		s.Base, s.Text, s.CursorLine, s.EndOfBuffer = lipgloss.NewStyle(), lipgloss.NewStyle(), lipgloss.NewStyle(), lipgloss.NewStyle()
+		s.Prompt = th.user
+		s.Placeholder = th.dim
+	}
+	ed.SetStyles(st)
+	ed.Placeholder = "Ask, or / for commands (Ctrl+D quits)"
+	ed.Focus()
+	m := &model{o: options{Options: o}, th: th, width: 80, height: 24, editor: ed, history: o.History}
+	m.histPos = len(m.history)
+	return m
+}
+
+func (m *model) Init() tea.Cmd { return tick() }
+
+func tick() tea.Cmd {
+	return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg { return tickMsg{} })
+}
+
+var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.editor.SetWidth(m.cols())
+		return m, nil
+	case tickMsg:
+		m.spin++
+		return m, tick()
+	case eventMsg:
+		return m, m.event(msg.e)
+	case doneMsg:
+		return m, m.done(msg)
+	case noticeMsg:
+		m.notice = msg.text
+		return m, nil
+	case linkMsg:
+		for i := range m.footer.hosts {
+			if m.footer.hosts[i].name == msg.host {
+				m.footer.hosts[i].up = msg.up
+			}
+		}
+		return m, nil
+	case editedMsg:
+		m.editor.SetValue(msg.text)
+		m.fitEditor()
+		return m, nil
+	case tea.PasteMsg:
+		return m, m.paste(msg.Content)
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	}
+	var cmd tea.Cmd
+	m.editor, cmd = m.editor.Update(msg)
+	return m, cmd
+}
+
+// pasteFold is the size (lines) from which a paste becomes a marker.
+const pasteFold = 10
+
+var pasteMarker = regexp.MustCompile(`\[paste #(\d+): \d+ lines\]`)
+
+// paste inserts pasted text; a long paste becomes a marker that stands
+// for it (sent unchanged; Ctrl+O in the editor shows it).
+func (m *model) paste(text string) tea.Cmd {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	text = strings.ReplaceAll(text, "\r", "\n")
+	if n := strings.Count(strings.TrimRight(text, "\n"), "\n") + 1; n > pasteFold {
+		m.pastes = append(m.pastes, text)
+		m.editor.InsertString(fmt.Sprintf("[paste #%d: %d lines]", len(m.pastes), n))
+	} else {
+		m.editor.InsertString(text)
+	}
+	m.fitEditor()
+	return nil
+}
+
+// expandPastes puts the pasted texts back in place of their markers.
+func (m *model) expandPastes(s string) string {
+	return pasteMarker.ReplaceAllStringFunc(s, func(marker string) string {
+		var n int
+		fmt.Sscanf(pasteMarker.FindStringSubmatch(marker)[1], "%d", &n)
+		if n >= 1 && n <= len(m.pastes) {
+			return m.pastes[n-1]
+		}
+		return marker
+	})
+}
+
+func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
+	if s := k.String(); s != "ctrl+c" {
+		m.lastCtrlC = time.Time{}
+		if m.notice == ctrlCHint {
+			m.notice = ""
+		}
+	}
+	switch k.String() {
+	case "ctrl+c":
+		if m.editor.Value() != "" {
+			m.editor.Reset()
+			m.fitEditor()
+			return nil
+		}
+		if !m.lastCtrlC.IsZero() && time.Since(m.lastCtrlC) < 2*time.Second {
+			return m.quit()
+		}
+		m.lastCtrlC = time.Now()
+		m.notice = ctrlCHint
+		return nil
+	case "ctrl+d":
+		if m.editor.Value() == "" {
+			return m.quit()
+		}
+	case "esc":
+		if m.running && m.cancel != nil {
+			m.cancel()
+			m.notice = "aborting…"
+			return nil
+		}
+	case "ctrl+o":
+		m.expanded = !m.expanded
+		if len(m.pastes) > 0 && m.editor.Value() != "" {
+			// Show what the paste markers stand for, in the editor.
+			m.editor.SetValue(m.expandPastes(m.editor.Value()))
+			m.fitEditor()
+		}
+		return nil
+	case "ctrl+g":
+		return m.externalEditor()
+	case "enter":
+		return m.submit(false)
+	case "alt+enter":
+		if m.running {
+			return m.submit(true)
+		}
+		m.editor.InsertString("\n")
+		m.fitEditor()
+		return nil
+	case "up":
+		if m.editor.Line() == 0 && m.browse(-1) {
+			return nil
+		}
+	case "down":
+		if m.editor.Line() == m.editor.LineCount()-1 && m.browse(1) {
+			return nil
+		}
+	}
+	var cmd tea.Cmd
+	m.editor, cmd = m.editor.Update(k)
+	m.fitEditor()
+	return cmd
+}
+
+const ctrlCHint = "Ctrl+C again to quit"
+
+// browse moves through the prompt history; false when there is nowhere
+// to go.
+func (m *model) browse(step int) bool {
+	next := m.histPos + step
+	if next < 0 || next > len(m.history) || len(m.history) == 0 {
+		return false
+	}
+	if m.histPos == len(m.history) {
+		m.draft = m.editor.Value()
+	}
+	m.histPos = next
+	if next == len(m.history) {
+		m.editor.SetValue(m.draft)
+	} else {
+		m.editor.SetValue(m.history[next])
+	}
+	m.fitEditor()
+	return true
+}
+
+// editorMaxHeight is the most lines the editor takes; longer text scrolls.
+const editorMaxHeight = 10
+
+// fitEditor grows the editor with its text, up to editorMaxHeight lines.
+// Text that fits is shown from its first line (the textarea keeps its
+// scroll position when it grows).
+func (m *model) fitEditor() {
+	h := min(max(m.editor.LineCount(), 1), editorMaxHeight)
+	if h == m.editor.Height() {
+		return
+	}
+	m.editor.SetHeight(h)
+	if m.editor.LineCount() <= editorMaxHeight {
+		row, col := m.editor.Line(), m.editor.Column()
+		m.editor.MoveToBegin()
+		for m.editor.Line() < row {
+			m.editor.CursorDown()
+		}
+		m.editor.SetCursorColumn(col)
+	}
+}
+
+func (m *model) quit() tea.Cmd {
+	m.quitting = true
+	if m.cancel != nil {
+		m.cancel()
+	}
+	return tea.Quit
+}
+
+// submit sends the editor's text: a slash command, a prompt, or, while a
+// run goes on, a steering message (followUp: a follow-up).
+func (m *model) submit(followUp bool) tea.Cmd {
+	raw := m.editor.Value()
+	text := strings.TrimSpace(m.expandPastes(raw))
+	if text == "" {
+		return nil
+	}
+	m.editor.Reset()
+	m.fitEditor()
+	m.pastes = nil
+	m.remember(raw)
+	if strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "//") {
+		return m.command(text)
+	}
+	msg := loop.NewUserText(text)
+	if m.running {
+		if followUp {
+			m.o.Agent.FollowUp(msg)
+		} else {
+			m.o.Agent.Steer(msg)
+		}
+		m.queued = append(m.queued, text)
+		return nil
+	}
+	return m.start(func(ctx context.Context) doneMsg {
+		_, err := m.o.Agent.Prompt(ctx, msg)
+		return doneMsg{err: err}
+	})
+}
+
+// remember adds a prompt to the history (and its file).
+func (m *model) remember(text string) {
+	if n := len(m.history); n == 0 || m.history[n-1] != text {
+		m.history = append(m.history, text)
+		if m.o.SaveHistory != nil {
+			m.o.SaveHistory(text)
+		}
+	}
+	m.histPos = len(m.history)
+	m.draft = ""
+}
+
+// start runs work (a prompt, a compaction) in the background.
+func (m *model) start(work func(context.Context) doneMsg) tea.Cmd {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.running, m.cancel, m.notice = true, cancel, ""
+	return func() tea.Msg {
+		defer cancel()
+		return work(ctx)
+	}
+}
+
+func (m *model) done(d doneMsg) tea.Cmd {
+	m.running, m.cancel = false, nil
+	m.notice = ""
+	var cmds []tea.Cmd
+	// Tools still shown live (an abort) go to the scrollback as they are.
+	for _, b := range m.boxes {
+		if b.state == toolRunning || b.state == toolPending {
+			b.state = toolFailed
+			b.result = loop.TextResult("interrupted")
+		}
+		cmds = append(cmds, m.print(m.box(b)))
+	}
+	m.boxes = nil
+	if m.stream != "" {
+		cmds = append(cmds, m.print(markdown(m.stream, m.cols(), m.th)))
+		m.stream = ""
+	}
+	for _, q := range m.queued {
+		cmds = append(cmds, m.print(m.th.dim.Render("(not delivered) ")+renderUser(q, m.cols(), m.th)))
+	}
+	m.queued = nil
+	switch {
+	case d.err == nil:
+	case errors.Is(d.err, context.Canceled):
+		cmds = append(cmds, m.print(m.th.warn.Render("aborted")))
+	default:
+		cmds = append(cmds, m.print(m.th.bad.Render("error: "+d.err.Error())))
+	}
+	m.refreshUsage()
+	return tea.Sequence(cmds...)
+}
+
+func (m *model) refreshUsage() {
+	m.footer.usage = m.o.Agent.Usage()
+	m.footer.context = m.o.Agent.ContextTokens()
+	m.footer.window = m.o.Agent.Model().Window
+}
+
+func (m *model) box(b *toolBox) string {
+	return renderToolBox(b, m.o.Tools[b.name], m.cols(), m.expanded, spinner[m.spin%len(spinner)], m.th)
+}
+
+// event shows one of the agent's events.
+func (m *model) event(e loop.Event) tea.Cmd {
+	switch e := e.(type) {
+	case loop.MessageStart:
+		if _, ok := e.Message.(*loop.AssistantMessage); ok {
+			m.thinking = true
+		}
+	case loop.MessageUpdate:
+		if d, ok := e.Delta.(*loop.TextDelta); ok {
+			m.thinking = false
+			m.stream += d.Delta
+		}
+	case loop.MessageEnd:
+		switch msg := e.Message.(type) {
+		case *loop.UserMessage:
+			text := msg.Content.Text()
+			for i, q := range m.queued {
+				if q == text {
+					m.queued = append(m.queued[:i], m.queued[i+1:]...)
+					break
+				}
+			}
+			return m.print(renderUser(text, m.cols(), m.th))
+		case *loop.AssistantMessage:
+			m.thinking = false
+			m.stream = ""
+			var out []string
+			for _, c := range msg.Content {
+				switch c := c.(type) {
+				case *loop.Text:
+					if strings.TrimSpace(c.Text) != "" {
+						out = append(out, markdown(c.Text, m.cols(), m.th))
+						m.lastAnswer = c.Text
+					}
+				case *loop.Thinking:
+					if t := strings.TrimSpace(c.Thinking); t != "" {
+						out = append(out, m.th.dim.Render(fmt.Sprintf("(thought for %d lines — folded)", strings.Count(t, "\n")+1)))
+					}
+				}
+			}
+			if msg.ErrorMessage != "" && msg.StopReason != loop.StopAborted {
+				out = append(out, m.th.bad.Render("error: "+msg.ErrorMessage))
+			}
+			if len(out) > 0 {
+				return m.print(strings.Join(out, "\n"))
+			}
+		}
+	case loop.ToolExecutionStart:
+		m.boxes = append(m.boxes, &toolBox{id: e.ToolCallID, name: e.ToolName, args: e.Args, state: toolRunning})
+	case loop.ToolExecutionUpdate:
+		if b := m.findBox(e.ToolCallID); b != nil {
+			b.output = e.PartialResult.Content.Text()
+		}
+	case loop.ToolExecutionEnd:
+		if b := m.findBox(e.ToolCallID); b != nil {
+			b.result, b.state = e.Result, toolDone
+			if e.IsError {
+				b.state = toolFailed
+			}
+			m.removeBox(b)
+			return m.print(m.box(b))
+		}
+	case agent.UsageUpdate:
+		m.footer.usage = e.Session
+		m.footer.context, m.footer.window = e.ContextTokens, e.ContextWindow
+	case agent.CompactionStart:
+		m.notice = "compacting the context…"
+	case agent.CompactionEnd:
+		m.notice = ""
+		m.refreshUsage()
+		if e.Error != "" {
+			return m.print(m.th.bad.Render("compaction failed: " + e.Error))
+		}
+		return m.print(m.th.dim.Render(fmt.Sprintf("── context compacted: %s → %s tokens ──", short(e.TokensBefore), short(e.TokensAfter))))
+	}
+	return nil
+}
+
+func (m *model) findBox(id string) *toolBox {
+	for _, b := range m.boxes {
+		if b.id == id {
+			return b
+		}
+	}
+	return nil
+}
+
+func (m *model) removeBox(b *toolBox) {
+	for i, x := range m.boxes {
+		if x == b {
+			m.boxes = append(m.boxes[:i], m.boxes[i+1:]...)
+			return
+		}
+	}
+}
+
+// externalEditor opens $VISUAL or $EDITOR on the editor's text.
+func (m *model) externalEditor() tea.Cmd {
+	editor := os.Getenv("VISUAL")
+	if editor == "" {
+		editor = os.Getenv("EDITOR")
+	}
+	if editor == "" {
+		m.notice = "set $VISUAL or $EDITOR to edit the prompt there"
+		return nil
+	}
+	f, err := os.CreateTemp("", "pi-remote-prompt-*.md")
+	if err != nil {
+		m.notice = err.Error()
+		return nil
+	}
+	f.WriteString(m.expandPastes(m.editor.Value()))
+	f.Close()
+	c := exec.Command("sh", "-c", editor+` "$1"`, "sh", f.Name())
+	return tea.ExecProcess(c, func(err error) tea.Msg {
+		defer os.Remove(f.Name())
+		if err != nil {
+			return noticeMsg{"editor: " + err.Error()}
+		}
+		b, err := os.ReadFile(f.Name())
+		if err != nil {
+			return noticeMsg{err.Error()}
+		}
+		return editedMsg{strings.TrimRight(string(b), "\n")}
+	})
+}
+
+// View draws the live part.
+func (m *model) View() tea.View {
+	if m.quitting {
+		return tea.NewView("")
+	}
+	var parts []string
+	if m.stream != "" {
+		parts = append(parts, tailLines(m.stream, 12))
+	} else if m.thinking && m.running {
+		parts = append(parts, m.th.dim.Render(spinner[m.spin%len(spinner)]+" thinking…"))
+	}
+	for _, b := range m.boxes {
+		parts = append(parts, m.box(b))
+	}
+	for _, q := range m.queued {
+		parts = append(parts, m.th.dim.Render("queued: ")+firstLine(q))
+	}
+	if m.notice != "" {
+		parts = append(parts, m.th.warn.Render(m.notice))
+	} else if m.running {
+		parts = append(parts, m.th.dim.Render(spinner[m.spin%len(spinner)]+" working — Esc aborts, Enter steers, Alt+Enter queues a follow-up"))
+	}
+	parts = append(parts, m.editor.View(), renderFooter(m.footer, m.cols(), m.th))
+	v := tea.NewView(strings.Join(parts, "\n"))
+	return v
+}
+
+// cols is the width everything is drawn to: one column short of the
+// terminal's, so that no line fills a row (the terminal would count it
+// twice when lines are inserted above the live part).
+func (m *model) cols() int { return max(m.width-1, 20) }
+
+// print puts text in the scrollback, above the live part, in pieces
+// that fit on the screen with it (a taller piece would push the live
+// part itself into the scrollback).
+func (m *model) print(text string) tea.Cmd {
+	room := max(m.height-strings.Count(m.View().Content, "\n")-2, 4)
+	lines := strings.Split(text, "\n")
+	if len(lines) <= room {
+		return tea.Println(text)
+	}
+	var cmds []tea.Cmd
+	for len(lines) > 0 {
+		n := min(room, len(lines))
+		cmds = append(cmds, tea.Println(strings.Join(lines[:n], "\n")))
+		lines = lines[n:]
+	}
+	return tea.Sequence(cmds...)
+}
+
+// tailLines is the last n lines of s.
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,306 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/loop"
+)
+
+// fakeAgent records what the terminal asks of it; a prompt runs until
+// release is closed or its context ends.
+type fakeAgent struct {
+	mu        sync.Mutex
+	prompts   []string
+	steered   []string
+	followUps []string
+	focus     []string
+	release   chan struct{}
+}
+
+func (f *fakeAgent) Prompt(ctx context.Context, prompts ...loop.Message) (agent.Totals, error) {
+	f.mu.Lock()
+	for _, p := range prompts {
+		f.prompts = append(f.prompts, p.(*loop.UserMessage).Content.Text())
+	}
+	release := f.release
+	f.mu.Unlock()
+	select {
+	case <-release:
+		return agent.Totals{}, nil
+	case <-ctx.Done():
+		return agent.Totals{}, ctx.Err()
+	}
+}
+
+func (f *fakeAgent) Steer(m ...loop.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.steered = append(f.steered, m[0].(*loop.UserMessage).Content.Text())
+}
+
+func (f *fakeAgent) FollowUp(m ...loop.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.followUps = append(f.followUps, m[0].(*loop.UserMessage).Content.Text())
+}
+
+func (f *fakeAgent) Compact(_ context.Context, focus string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.focus = append(f.focus, focus)
+	return nil
+}
+
+func (f *fakeAgent) Usage() agent.Totals    { return agent.Totals{} }
+func (f *fakeAgent) ContextTokens() int     { return 0 }
+func (f *fakeAgent) Model() agent.ModelInfo { return agent.ModelInfo{Window: 1000} }
+
+// harness drives a model as the program would: keys in, commands run
+// (in the background, their messages fed back).
+type harness struct {
+	t    *testing.T
+	m    *model
+	a    *fakeAgent
+	msgs chan tea.Msg
+}
+
+func newHarness(t *testing.T, o Options) *harness {
+	a := &fakeAgent{release: make(chan struct{})}
+	m := newModel(o, newTheme(false))
+	m.o.Agent = a
+	m.width = 80
+	return &harness{t: t, m: m, a: a, msgs: make(chan tea.Msg, 16)}
+}
+
+// do sends msg and runs what it asks for; a command that blocks (a run)
+// reports when it ends, through h.msgs. It returns whether the program
+// would quit.
+func (h *harness) do(msg tea.Msg) (quit bool) {
+	_, cmd := h.m.Update(msg)
+	return h.run(cmd)
+}
+
+func (h *harness) run(cmd tea.Cmd) (quit bool) {
+	if cmd == nil {
+		return false
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	select {
+	case msg := <-done:
+		return h.handle(msg)
+	case <-time.After(50 * time.Millisecond):
+		// A run (or a timer, which is dropped).
+		go func() {
+			if msg, ok := (<-done).(doneMsg); ok {
+				h.msgs <- msg
+			}
+		}()
+		return false
+	}
+}
+
+func (h *harness) handle(msg tea.Msg) bool {
+	switch msg := msg.(type) {
+	case tea.QuitMsg:
+		return true
+	case tea.BatchMsg:
+		quit := false
+		for _, c := range msg {
+			quit = h.run(c) || quit
+		}
+		return quit
+	case doneMsg, eventMsg:
+		return h.do(msg)
+	}
+	return false // a print, a clipboard write: the program's business
+}
+
+// settle waits for the run (or compaction) to end, feeding back its
+// message.
+func (h *harness) settle() {
+	for h.m.running {
+		select {
+		case msg := <-h.msgs:
+			h.handle(msg)
+		case <-time.After(5 * time.Second):
+			h.t.Fatal("the run did not end")
+		}
+	}
+}
+
+// typeText types s (the editor's cursor-blink timers are not run).
+func (h *harness) typeText(s string) {
+	for _, r := range s {
+		h.m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+}
+
+var (
+	enter    = tea.KeyPressMsg{Code: tea.KeyEnter}
+	altEnter = tea.KeyPressMsg{Code: tea.KeyEnter, Mod: tea.ModAlt}
+	ctrlJ    = tea.KeyPressMsg{Code: 'j', Mod: tea.ModCtrl}
+	esc      = tea.KeyPressMsg{Code: tea.KeyEscape}
+	ctrlC    = tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	ctrlD    = tea.KeyPressMsg{Code: 'd', Mod: tea.ModCtrl}
+	up       = tea.KeyPressMsg{Code: tea.KeyUp}
+	down     = tea.KeyPressMsg{Code: tea.KeyDown}
+)
+
+func (h *harness) view() string { return h.m.View().Content }
+
+// Enter sends; while the agent works Enter steers and Alt+Enter queues a
+// follow-up; Esc aborts.
+func TestPromptSteerFollowUpAbort(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.typeText("fix the test")
+	h.do(enter)
+	require.Eventually(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return len(h.a.prompts) == 1 }, time.Second, time.Millisecond)
+	assert.Equal(t, []string{"fix the test"}, h.a.prompts)
+	assert.True(t, h.m.running)
+	assert.Equal(t, "", h.m.editor.Value(), "the editor is cleared")
+	assert.Contains(t, h.view(), "Esc aborts")
+
+	h.typeText("use the other file")
+	h.do(enter)
+	h.typeText("then run the suite")
+	h.do(altEnter)
+	assert.Equal(t, []string{"use the other file"}, h.a.steered)
+	assert.Equal(t, []string{"then run the suite"}, h.a.followUps)
+	assert.Contains(t, h.view(), "queued: use the other file")
+	assert.Contains(t, h.view(), "queued: then run the suite")
+
+	// A steering message delivered leaves the queue.
+	h.do(eventMsg{loop.MessageEnd{Message: loop.NewUserText("use the other file")}})
+	assert.NotContains(t, h.view(), "queued: use the other file")
+
+	h.do(esc)
+	h.settle()
+	assert.False(t, h.m.running, "aborted")
+	assert.Empty(t, h.m.queued, "what was not delivered is shown, then dropped")
+}
+
+// Alt+Enter and Ctrl+J make new lines when idle; Ctrl+C clears, twice
+// quits; Ctrl+D on an empty editor quits.
+func TestEditingAndQuitting(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.typeText("one")
+	h.do(altEnter)
+	h.typeText("two")
+	h.do(ctrlJ)
+	h.typeText("three")
+	assert.Equal(t, "one\ntwo\nthree", h.m.editor.Value())
+	assert.Equal(t, 3, h.m.editor.Height(), "the editor grows with its text")
+	assert.Contains(t, h.view(), "› one")
+
+	assert.False(t, h.do(ctrlC))
+	assert.Equal(t, "", h.m.editor.Value(), "Ctrl+C clears the editor")
+	assert.False(t, h.do(ctrlC), "the first Ctrl+C on an empty editor only warns")
+	assert.Contains(t, h.view(), "Ctrl+C again to quit")
+	assert.True(t, h.do(ctrlC), "the second quits")
+
+	h = newHarness(t, Options{})
+	h.typeText("x")
+	assert.False(t, h.do(ctrlD), "Ctrl+D with text does not quit")
+	h.do(ctrlC)
+	assert.True(t, h.do(ctrlD))
+}
+
+// A paste of more than 10 lines is a marker in the editor and goes out
+// whole.
+func TestLongPasteIsAMarker(t *testing.T) {
+	h := newHarness(t, Options{})
+	var lines []string
+	for i := range 200 {
+		lines = append(lines, strings.Repeat("x", i%7)+"line")
+	}
+	pasted := strings.Join(lines, "\n") + "\n"
+	h.typeText("look: ")
+	h.do(tea.PasteMsg{Content: pasted})
+	assert.Equal(t, "look: [paste #1: 200 lines]", h.m.editor.Value())
+	h.do(tea.PasteMsg{Content: "short\npaste"})
+	assert.Equal(t, "look: [paste #1: 200 lines]short\npaste", h.m.editor.Value())
+	h.do(enter)
+	require.Eventually(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return len(h.a.prompts) == 1 }, time.Second, time.Millisecond)
+	assert.Equal(t, "look: "+pasted+"short\npaste", h.a.prompts[0], "sent unchanged")
+	close(h.a.release)
+	h.settle()
+}
+
+// Up and Down walk through earlier prompts; a new one is saved.
+func TestHistory(t *testing.T) {
+	var saved []string
+	h := newHarness(t, Options{History: []string{"first", "second"}, SaveHistory: func(p string) { saved = append(saved, p) }})
+	h.typeText("draft")
+	h.do(up)
+	assert.Equal(t, "second", h.m.editor.Value())
+	h.do(up)
+	assert.Equal(t, "first", h.m.editor.Value())
+	h.do(up)
+	assert.Equal(t, "first", h.m.editor.Value(), "nothing before the first")
+	h.do(down)
+	h.do(down)
+	assert.Equal(t, "draft", h.m.editor.Value(), "back to what was being written")
+	close(h.a.release)
+	h.do(enter)
+	h.settle()
+	assert.Equal(t, []string{"draft"}, saved)
+	h.do(up)
+	assert.Equal(t, "draft", h.m.editor.Value())
+}
+
+// Slash commands: /compact with a focus; an unknown one is an error; a
+// command that changes the session waits for the run to end.
+func TestSlashCommands(t *testing.T) {
+	var model string
+	h := newHarness(t, Options{Commands: Commands{SetModel: func(name string) error { model = name; return nil }}})
+	h.typeText("/compact keep the API decisions")
+	h.do(enter)
+	h.settle()
+	assert.Equal(t, []string{"keep the API decisions"}, h.a.focus)
+	h.typeText("/model openai/gpt-4o")
+	h.do(enter)
+	assert.Equal(t, "openai/gpt-4o", model)
+	assert.Equal(t, "openai/gpt-4o", h.m.footer.model)
+	h.typeText("/teleport")
+	h.do(enter)
+	assert.Empty(t, h.a.prompts, "a slash command is not a prompt")
+
+	h.typeText("go")
+	h.do(enter)
+	require.Eventually(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return len(h.a.prompts) == 1 }, time.Second, time.Millisecond)
+	h.typeText("/model openai/o3")
+	h.do(enter)
+	assert.Equal(t, "openai/gpt-4o", model, "not while a run goes on")
+	close(h.a.release)
+	h.settle()
+}
+
+// Tool events: a running box is live, a finished one leaves the view
+// (for the scrollback).
+func TestToolBoxesLiveThenScrollback(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "c1", ToolName: "bash", Args: []byte(`{"command":"make"}`)}})
+	h.do(eventMsg{loop.ToolExecutionUpdate{ToolCallID: "c1", ToolName: "bash", PartialResult: loop.TextResult("compiling\nlinking")}})
+	assert.Contains(t, h.view(), "linking")
+	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "c1", ToolName: "bash", Result: loop.TextResult("built")}})
+	assert.NotContains(t, h.view(), "make")
+	h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.TextDelta{Delta: "Done: "}}})
+	h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.TextDelta{Delta: "it builds."}}})
+	assert.Contains(t, h.view(), "Done: it builds.", "the answer streams live")
+	h.do(eventMsg{loop.MessageEnd{Message: &loop.AssistantMessage{Content: loop.ContentList{&loop.Text{Text: "Done: it builds."}}}}})
+	assert.NotContains(t, h.view(), "Done: it builds.", "a finished answer goes to the scrollback")
+	assert.Equal(t, "Done: it builds.", h.m.lastAnswer)
+	h.do(eventMsg{agent.UsageUpdate{Session: agent.Totals{Cost: 1.5}, ContextTokens: 800, ContextWindow: 1000}})
+	assert.Contains(t, h.view(), "$1.500")
+	assert.Contains(t, h.view(), "ctx 80% of 1k")
+}

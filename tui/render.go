@@ -1,0 +1,272 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"charm.land/glamour/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/tools"
+)
+
+// theme holds the styles of one terminal: colourless for NO_COLOR, dumb
+// terminals and tests.
+type theme struct {
+	color                                  bool
+	dim, bold, accent, ok, warn, bad, user lipgloss.Style
+	tools                                  tools.Theme
+}
+
+func newTheme(color bool) theme {
+	t := theme{color: color, tools: tools.Theme{Color: color}}
+	plain := lipgloss.NewStyle()
+	t.dim, t.bold, t.accent, t.ok, t.warn, t.bad, t.user = plain, plain, plain, plain, plain, plain, plain
+	if color {
+		t.bold = plain.Bold(true)
+		t.dim = plain.Faint(true)
+		t.accent = plain.Foreground(lipgloss.Color("6"))
+		t.ok = plain.Foreground(lipgloss.Color("2"))
+		t.warn = plain.Foreground(lipgloss.Color("3"))
+		t.bad = plain.Foreground(lipgloss.Color("1"))
+		t.user = plain.Bold(true).Foreground(lipgloss.Color("4"))
+	}
+	return t
+}
+
+// toolState is where a tool call is.
+type toolState int
+
+const (
+	toolPending toolState = iota // asked for, not started
+	toolRunning
+	toolDone
+	toolFailed
+)
+
+// toolBox is one tool call as the terminal shows it.
+type toolBox struct {
+	id, name string
+	args     json.RawMessage
+	state    toolState
+	output   string      // the partial result while running
+	result   loop.Result // once done
+}
+
+// previewLines is how much of a tool's output a folded box shows.
+const previewLines = 5
+
+// renderToolBox draws a call: its state, the call as the tool renders it,
+// and its output (the last previewLines lines while it runs; the first
+// ones when done, or all of it when expanded), within width columns.
+func renderToolBox(b *toolBox, def tools.Definition, width int, expanded bool, spin string, th theme) string {
+	var mark string
+	switch b.state {
+	case toolPending:
+		mark = th.dim.Render("○")
+	case toolRunning:
+		mark = th.accent.Render(spin)
+	case toolDone:
+		mark = th.ok.Render("✓")
+	case toolFailed:
+		mark = th.bad.Render("✗")
+	}
+	call := b.name
+	if def.Name != "" {
+		call = tools.RenderCall(def, b.args)
+	}
+	lines := []string{mark + " " + th.bold.Render(firstLine(call))}
+	var body string
+	switch b.state {
+	case toolRunning:
+		body = tools.FoldTail(b.output, previewLines, th.tools)
+	case toolDone, toolFailed:
+		switch {
+		case b.name == "bash" && !expanded:
+			// A command's last lines tell how it went.
+			body = tools.FoldTail(b.result.Content.Text(), previewLines, th.tools)
+		case b.name == "bash" || def.RenderResult == nil:
+			body = b.result.Content.Text()
+		default:
+			body = tools.RenderResult(def, b.result, th.tools)
+		}
+		if !expanded && b.name != "bash" {
+			body = tools.Fold(body, previewLines, th.tools)
+		}
+	}
+	if body = strings.TrimRight(body, "\n"); body != "" {
+		for _, l := range strings.Split(body, "\n") {
+			lines = append(lines, "  "+l)
+		}
+	}
+	bar := th.dim
+	if b.state == toolFailed {
+		bar = th.bad
+	}
+	// Folded, a long line is cut; in full, it wraps.
+	var out []string
+	for i, l := range lines {
+		if !expanded || i == 0 {
+			out = append(out, bar.Render("│")+" "+ansi.Truncate(l, max(width-2, 10), "…"))
+			continue
+		}
+		for _, w := range strings.Split(ansi.Hardwrap(l, max(width-4, 10), true), "\n") {
+			if !strings.HasPrefix(w, "  ") {
+				w = "  " + w
+			}
+			out = append(out, bar.Render("│")+" "+w)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+// renderUser draws a user message as it goes to scrollback.
+func renderUser(text string, width int, th theme) string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		for _, w := range strings.Split(ansi.Wrap(l, max(width-2, 10), ""), "\n") {
+			prefix := "  "
+			if len(out) == 0 {
+				prefix = "› "
+			}
+			out = append(out, th.user.Render(prefix)+w)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// markdown renders an answer's Markdown for the terminal (code
+// highlighted when in colour), wrapped to width; the text as it is when
+// rendering fails.
+func markdown(text string, width int, th theme) string {
+	style := "notty"
+	if th.color {
+		style = "dark"
+	}
+	r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(max(width-2, 20)), glamour.WithPreservedNewLines())
+	if err != nil {
+		return text
+	}
+	out, err := r.Render(text)
+	if err != nil {
+		return text
+	}
+	// (Glamour pads every line to the width: trailing spaces would wrap
+	// or be copied with the text.)
+	lines := strings.Split(strings.Trim(out, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = trailingBlank.ReplaceAllStringFunc(l, func(tail string) string {
+			if strings.Contains(tail, "\x1b") {
+				return "\x1b[m"
+			}
+			return ""
+		})
+	}
+	return strings.Join(lines, "\n")
+}
+
+// trailingBlank is the padding at the end of a rendered line: spaces,
+// each perhaps in its own colour.
+var trailingBlank = regexp.MustCompile(`(\x1b\[[0-9;]*m| )+$`)
+
+// footerState is what the footer shows.
+type footerState struct {
+	hosts    []hostState
+	cwd      string
+	model    string
+	thinking string
+	usage    agent.Totals
+	context  int // tokens
+	window   int
+	auto     bool // automatic compaction on
+}
+
+type hostState struct {
+	name string
+	up   bool
+}
+
+// renderFooter draws the status line: hosts and their connection, the
+// working directory, model and thinking level, tokens, cost, and how full
+// the context is (warning colour past 70 %, error past 90 %). On a narrow
+// terminal it leaves out what matters least.
+func renderFooter(f footerState, width int, th theme) string {
+	var hosts []string
+	for _, h := range f.hosts {
+		dot := th.ok.Render("●")
+		if !h.up {
+			dot = th.warn.Render("◌ reconnecting")
+		}
+		hosts = append(hosts, h.name+" "+dot)
+	}
+	pct := 0
+	if f.window > 0 {
+		pct = f.context * 100 / f.window
+	}
+	ctx := fmt.Sprintf("ctx %d%% of %s", pct, short(f.window))
+	switch {
+	case pct > 90:
+		ctx = th.bad.Render(ctx)
+	case pct > 70:
+		ctx = th.warn.Render(ctx)
+	}
+	model := f.model
+	if f.thinking != "" && f.thinking != "off" {
+		model += " · think " + f.thinking
+	}
+	tokens := fmt.Sprintf("↑%s ↓%s", short(f.usage.Input+f.usage.CacheRead+f.usage.CacheWrite), short(f.usage.Output))
+	if f.usage.CacheRead > 0 {
+		tokens += fmt.Sprintf(" (cache %s)", short(f.usage.CacheRead))
+	}
+	cost := fmt.Sprintf("$%.3f", f.usage.Cost)
+	auto := ""
+	if f.auto {
+		auto = "auto-compact"
+	}
+	// By importance: what does not fit is left out from the end.
+	parts := []string{strings.Join(hosts, " "), ctx, model, cost, tokens, f.cwd, auto}
+	sep := th.dim.Render(" · ")
+	for n := len(parts); n > 0; n-- {
+		line := strings.Join(inDisplayOrder(parts[:n]), sep)
+		if lipgloss.Width(line) <= width || n == 1 {
+			return ansi.Truncate(line, width, "…")
+		}
+	}
+	return ""
+}
+
+// inDisplayOrder puts the footer's parts (by importance) in the order
+// they are shown: hosts, cwd, model, tokens, cost, context, auto-compact;
+// empty ones go.
+func inDisplayOrder(parts []string) []string {
+	var out []string
+	for _, i := range []int{0, 5, 2, 4, 3, 1, 6} {
+		if i < len(parts) && parts[i] != "" {
+			out = append(out, parts[i])
+		}
+	}
+	return out
+}
+
+// short writes a token count compactly: 950, 12.3k, 1.2M.
+func short(n int) string {
+	switch {
+	case n >= 1_000_000:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e6), ".0") + "M"
+	case n >= 1000:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e3), ".0") + "k"
+	}
+	return fmt.Sprint(n)
+}

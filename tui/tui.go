@@ -1,0 +1,111 @@
+// Package tui is pi-remote's interactive terminal: an inline Bubble Tea
+// program, not a full-screen one. Finished messages go to the terminal's
+// own scrollback, where copying and scrolling work as in any program; only
+// the live part — the answer being written, running tools, queued
+// messages, the editor and the footer — is redrawn.
+package tui
+
+import (
+	"context"
+	"io"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/tools"
+)
+
+// Agent is what the terminal drives (an *agent.Session).
+type Agent interface {
+	Prompt(ctx context.Context, prompts ...loop.Message) (agent.Totals, error)
+	Steer(m ...loop.Message)
+	FollowUp(m ...loop.Message)
+	Compact(ctx context.Context, focus string) error
+	Usage() agent.Totals
+	ContextTokens() int
+	Model() agent.ModelInfo
+}
+
+// Options configure the terminal.
+type Options struct {
+	// Tools render calls and results.
+	Tools map[string]tools.Definition
+	// Hosts, Cwd, Model and Thinking are shown in the footer; AutoCompact
+	// says whether compaction is automatic.
+	Hosts       []string
+	Cwd         string
+	Model       string
+	Thinking    string
+	AutoCompact bool
+	// History is the prompts of earlier sessions (oldest first);
+	// SaveHistory keeps a new one.
+	History     []string
+	SaveHistory func(string)
+	// Commands are the slash commands that reach outside the terminal.
+	Commands Commands
+	// Color turns colour on (off for NO_COLOR and dumb terminals).
+	Color bool
+	// In and Out are the terminal (default stdin and stdout).
+	In  io.Reader
+	Out io.Writer
+	// Width is the terminal's width until it reports one (tests).
+	Width int
+}
+
+// Commands carry out the slash commands that change the session; nil
+// ones are not offered.
+type Commands struct {
+	// SetModel switches to PROVIDER/ID; SetThinking to a level.
+	SetModel    func(name string) error
+	SetThinking func(level string) error
+	// Session describes the session (file, size, cost).
+	Session func() string
+	// Export writes the transcript to path ("" for its default place)
+	// and says where.
+	Export func(path string) (string, error)
+	// Hosts describes every host's connection.
+	Hosts func() string
+}
+
+// UI is a running terminal.
+type UI struct {
+	p *tea.Program
+	m *model
+}
+
+// New prepares the terminal; Emit may be used as soon as it exists (the
+// events wait for Run).
+func New(o Options) *UI {
+	m := newModel(o, newTheme(o.Color))
+	if o.Width > 0 {
+		m.width = o.Width
+		m.editor.SetWidth(o.Width)
+	}
+	for _, h := range o.Hosts {
+		m.footer.hosts = append(m.footer.hosts, hostState{name: h, up: true})
+	}
+	m.footer.cwd, m.footer.model, m.footer.thinking, m.footer.auto = o.Cwd, o.Model, o.Thinking, o.AutoCompact
+	var opts []tea.ProgramOption
+	if o.In != nil {
+		opts = append(opts, tea.WithInput(o.In))
+	}
+	if o.Out != nil {
+		opts = append(opts, tea.WithOutput(o.Out))
+	}
+	return &UI{p: tea.NewProgram(m, opts...), m: m}
+}
+
+// Emit shows one of the agent's events.
+func (u *UI) Emit(e loop.Event) { u.p.Send(eventMsg{e}) }
+
+// LinkState shows a host's connection lost (up false) or back.
+func (u *UI) LinkState(host string, up bool) { u.p.Send(linkMsg{host, up}) }
+
+// Run runs the terminal with a until the user quits.
+func (u *UI) Run(a Agent) error {
+	u.m.o.Agent = a
+	u.m.refreshUsage()
+	_, err := u.p.Run()
+	return err
+}
