@@ -188,6 +188,13 @@ func TestTerminalUI(t *testing.T) {
 	tm.keys("Enter")
 	tm.waitFor("openai/fake-2 ·")
 
+	// @ completes paths on the host.
+	tm.typeText("show @app")
+	tm.waitFor("▸ @app.conf")
+	tm.keys("Tab")
+	tm.waitFor("› show @app.conf")
+	tm.keys("C-c")
+
 	tm.typeText("first line")
 	tm.keys("M-Enter")
 	tm.typeText("second line")

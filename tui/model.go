@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -28,6 +29,11 @@ type (
 		compact bool
 	}
 	tickMsg   struct{}
+	branchMsg struct{ branch string }
+	compMsg   struct {
+		token string
+		items []string
+	}
 	editedMsg struct{ text string }
 	noticeMsg struct{ text string }
 	linkMsg   struct {
@@ -60,6 +66,10 @@ type model struct {
 	queued   []string   // steering and follow-up messages not delivered yet
 	expanded bool       // Ctrl+O: tool output in full
 	spin     int
+
+	comps   []string // completions offered for token
+	compSel int
+	token   string
 
 	footer     footerState
 	lastAnswer string
@@ -100,7 +110,16 @@ func newModel(o Options, th theme) *model {
 	return m
 }
 
-func (m *model) Init() tea.Cmd { return tick() }
+func (m *model) Init() tea.Cmd {
+	if m.o.Branch == nil {
+		return tick()
+	}
+	return tea.Batch(tick(), func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return branchMsg{m.o.Branch(ctx)}
+	})
+}
 
 func tick() tea.Cmd {
 	return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg { return tickMsg{} })
@@ -117,6 +136,14 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		m.spin++
 		return m, tick()
+	case branchMsg:
+		m.footer.branch = msg.branch
+		return m, nil
+	case compMsg:
+		if msg.token == m.token {
+			m.comps, m.compSel = msg.items, 0
+		}
+		return m, nil
 	case eventMsg:
 		return m, m.event(msg.e)
 	case doneMsg:
@@ -136,7 +163,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.fitEditor()
 		return m, nil
 	case tea.PasteMsg:
-		return m, m.paste(msg.Content)
+		return m, tea.Batch(m.paste(msg.Content), m.complete())
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
 	}
@@ -144,6 +171,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.editor, cmd = m.editor.Update(msg)
 	return m, cmd
 }
+
+// maxCompletions is how many completions are shown at once.
+const maxCompletions = 8
 
 // pasteFold is the size (lines) from which a paste becomes a marker.
 const pasteFold = 10
@@ -217,7 +247,18 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case "ctrl+g":
 		return m.externalEditor()
+	case "tab":
+		if len(m.comps) > 0 {
+			m.accept(m.comps[m.compSel])
+			return m.complete()
+		}
+		return nil
 	case "enter":
+		if len(m.comps) > 0 && strings.HasPrefix(m.token, "/") {
+			// Enter on a half-typed command runs the one offered.
+			m.accept(m.comps[m.compSel])
+		}
+		m.comps, m.token = nil, ""
 		return m.submit(false)
 	case "alt+enter":
 		if m.running {
@@ -227,10 +268,18 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.fitEditor()
 		return nil
 	case "up":
+		if len(m.comps) > 0 {
+			m.compSel = (m.compSel + len(m.comps) - 1) % len(m.comps)
+			return nil
+		}
 		if m.editor.Line() == 0 && m.browse(-1) {
 			return nil
 		}
 	case "down":
+		if len(m.comps) > 0 {
+			m.compSel = (m.compSel + 1) % len(m.comps)
+			return nil
+		}
 		if m.editor.Line() == m.editor.LineCount()-1 && m.browse(1) {
 			return nil
 		}
@@ -238,7 +287,52 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	var cmd tea.Cmd
 	m.editor, cmd = m.editor.Update(k)
 	m.fitEditor()
-	return cmd
+	return tea.Batch(cmd, m.complete())
+}
+
+// complete offers completions for what is being typed at the end of the
+// editor: a slash command, or an @path on the host (asked in the
+// background).
+func (m *model) complete() tea.Cmd {
+	value := m.editor.Value()
+	token := value[strings.LastIndexAny(value, " \n")+1:]
+	if token == m.token {
+		return nil
+	}
+	m.token, m.comps, m.compSel = token, nil, 0
+	switch {
+	case strings.HasPrefix(token, "/") && token == value:
+		for name, c := range m.commands() {
+			if c.usage != "" && strings.HasPrefix("/"+name, token) {
+				m.comps = append(m.comps, "/"+name)
+			}
+		}
+		sort.Strings(m.comps)
+	case strings.HasPrefix(token, "@") && m.o.CompletePath != nil:
+		prefix := strings.TrimPrefix(token, "@")
+		return func() tea.Msg {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			items := m.o.CompletePath(ctx, prefix)
+			for i, it := range items {
+				items[i] = "@" + it
+			}
+			return compMsg{token: token, items: items}
+		}
+	}
+	return nil
+}
+
+// accept puts a completion in place of the token it completes.
+func (m *model) accept(c string) {
+	value := m.editor.Value()
+	value = value[:len(value)-len(m.token)] + c
+	if !strings.HasSuffix(c, "/") {
+		value += " "
+	}
+	m.editor.SetValue(value)
+	m.editor.CursorEnd()
+	m.fitEditor()
 }
 
 const ctrlCHint = "Ctrl+C again to quit"
@@ -536,6 +630,17 @@ func (m *model) View() tea.View {
 		parts = append(parts, m.th.warn.Render(m.notice))
 	} else if m.running {
 		parts = append(parts, m.th.dim.Render(spinner[m.spin%len(spinner)]+" working — Esc aborts, Enter steers, Alt+Enter queues a follow-up"))
+	}
+	for i, c := range m.comps {
+		if i == maxCompletions {
+			parts = append(parts, m.th.dim.Render(fmt.Sprintf("  … %d more", len(m.comps)-i)))
+			break
+		}
+		if i == m.compSel {
+			parts = append(parts, m.th.accent.Render("▸ "+c)+m.th.dim.Render("  (Tab)"))
+		} else {
+			parts = append(parts, m.th.dim.Render("  "+c))
+		}
 	}
 	parts = append(parts, m.editor.View(), renderFooter(m.footer, m.cols(), m.th))
 	v := tea.NewView(strings.Join(parts, "\n"))

@@ -119,7 +119,7 @@ func (h *harness) handle(msg tea.Msg) bool {
 			quit = h.run(c) || quit
 		}
 		return quit
-	case doneMsg, eventMsg:
+	case doneMsg, eventMsg, compMsg, branchMsg:
 		return h.do(msg)
 	}
 	return false // a print, a clipboard write: the program's business
@@ -303,4 +303,38 @@ func TestToolBoxesLiveThenScrollback(t *testing.T) {
 	h.do(eventMsg{agent.UsageUpdate{Session: agent.Totals{Cost: 1.5}, ContextTokens: 800, ContextWindow: 1000}})
 	assert.Contains(t, h.view(), "$1.500")
 	assert.Contains(t, h.view(), "ctx 80% of 1k")
+}
+
+// "/" offers the commands, "@" paths on the host (asked in the
+// background); Tab or Enter takes the one highlighted.
+func TestCompletion(t *testing.T) {
+	var asked []string
+	h := newHarness(t, Options{CompletePath: func(_ context.Context, prefix string) []string {
+		asked = append(asked, prefix)
+		return []string{prefix + "ain.go", prefix + "akefile", "cmd/"}
+	}})
+	h.typeText("/co")
+	assert.Equal(t, []string{"/compact", "/copy"}, h.m.comps)
+	assert.Contains(t, h.view(), "▸ /compact")
+	h.do(down)
+	assert.Contains(t, h.view(), "▸ /copy", "Up and Down move through the offers")
+	h.do(up)
+	h.do(tea.KeyPressMsg{Code: tea.KeyTab})
+	assert.Equal(t, "/compact ", h.m.editor.Value())
+	assert.Empty(t, h.m.comps)
+
+	h.m.editor.Reset()
+	h.typeText("look at @")
+	h.do(tea.KeyPressMsg{Code: 'm', Text: "m"})
+	assert.Equal(t, []string{"m"}, asked)
+	assert.Equal(t, []string{"@main.go", "@makefile", "@cmd/"}, h.m.comps)
+	h.do(tea.KeyPressMsg{Code: tea.KeyTab})
+	assert.Equal(t, "look at @main.go ", h.m.editor.Value())
+
+	// Enter on a half-typed command runs the command offered.
+	h.m.editor.Reset()
+	h.typeText("/hot")
+	h.do(enter)
+	assert.Equal(t, "", h.m.editor.Value())
+	assert.Empty(t, h.a.prompts, "a command, not a prompt")
 }

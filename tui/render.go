@@ -185,6 +185,7 @@ var trailingBlank = regexp.MustCompile(`(\x1b\[[0-9;]*m| )+$`)
 type footerState struct {
 	hosts    []hostState
 	cwd      string
+	branch   string
 	model    string
 	thinking string
 	usage    agent.Totals
@@ -236,7 +237,11 @@ func renderFooter(f footerState, width int, th theme) string {
 		auto = "auto-compact"
 	}
 	// By importance: what does not fit is left out from the end.
-	parts := []string{strings.Join(hosts, " "), ctx, model, cost, tokens, f.cwd, auto}
+	cwd := f.cwd
+	if f.branch != "" {
+		cwd += " (" + f.branch + ")"
+	}
+	parts := []string{strings.Join(hosts, " "), ctx, model, cost, tokens, cwd, auto}
 	sep := th.dim.Render(" · ")
 	for n := len(parts); n > 0; n-- {
 		line := strings.Join(inDisplayOrder(parts[:n]), sep)

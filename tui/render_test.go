@@ -79,7 +79,7 @@ func TestToolBoxGolden(t *testing.T) {
 // The footer at each width: what matters most stays when it is narrow.
 func TestFooterGolden(t *testing.T) {
 	states := []footerState{
-		{hosts: []hostState{{"devbox", true}}, cwd: "/home/alice/src/project", model: "anthropic/claude-sonnet-4-5", thinking: "low",
+		{hosts: []hostState{{"devbox", true}}, cwd: "/home/alice/src/project", branch: "main", model: "anthropic/claude-sonnet-4-5", thinking: "low",
 			usage: agent.Totals{Usage: loop.Usage{Input: 12_300, Output: 1_250, CacheRead: 40_000}, Cost: 0.0421}, context: 52_000, window: 200_000, auto: true},
 		{hosts: []hostState{{"devbox", true}, {"gpu", false}}, cwd: "/srv", model: "openai/gpt-4o-mini",
 			usage: agent.Totals{Usage: loop.Usage{Input: 900, Output: 80}}, context: 100_000, window: 128_000},

@@ -44,6 +44,11 @@ type Options struct {
 	SaveHistory func(string)
 	// Commands are the slash commands that reach outside the terminal.
 	Commands Commands
+	// CompletePath lists paths on the host that start with prefix (for
+	// @path completion); Branch says the git branch of the working
+	// directory ("" when none). Both run in the background.
+	CompletePath func(ctx context.Context, prefix string) []string
+	Branch       func(ctx context.Context) string
 	// Color turns colour on (off for NO_COLOR and dumb terminals).
 	Color bool
 	// In and Out are the terminal (default stdin and stdout).

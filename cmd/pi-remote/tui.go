@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/pi-remote/pi-remote/agent"
@@ -39,9 +41,19 @@ func newTUI(ios iostreams, g *globalOptions, o *runOptions, setup *agentSetup, a
 		History:     loadHistory(histFile, 1000),
 		SaveHistory: func(p string) { appendHistory(histFile, p) },
 		Commands:    tuiCommands(g, o, setup, a),
-		Color:       useColor(ios.out),
-		In:          ios.in,
-		Out:         ios.out,
+		CompletePath: func(ctx context.Context, prefix string) []string {
+			return completePath(ctx, setup, prefix)
+		},
+		Branch: func(ctx context.Context) string {
+			out, ok := runTool(ctx, setup, "bash", map[string]any{"command": "git rev-parse --abbrev-ref HEAD 2>/dev/null"})
+			if !ok {
+				return ""
+			}
+			return strings.TrimSpace(out)
+		},
+		Color: useColor(ios.out),
+		In:    ios.in,
+		Out:   ios.out,
 	})
 }
 
@@ -109,6 +121,47 @@ func tuiCommands(g *globalOptions, o *runOptions, setup *agentSetup, a *runAgent
 			return strings.Join(lines, "\n")
 		},
 	}
+}
+
+// runTool runs one tool on the default host outside the conversation; ok
+// is false for an error result.
+func runTool(ctx context.Context, setup *agentSetup, name string, args map[string]any) (string, bool) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return "", false
+	}
+	call := &loop.ToolCall{ID: "tui-" + name, Name: name, Arguments: raw}
+	msg := loop.ExecuteTool(ctx, loop.Config{Tools: setup.cfg.Tools}, call, nil)
+	return msg.Content.Text(), !msg.IsError
+}
+
+// completePath lists paths on the default host that start with prefix
+// (relative to the working directory, or absolute), as the find tool sees
+// them (.gitignore respected): those in prefix's directory first.
+func completePath(ctx context.Context, setup *agentSetup, prefix string) []string {
+	pattern := prefix + "*"
+	if !strings.Contains(prefix, "/") {
+		pattern = "**/" + pattern
+	}
+	out, ok := runTool(ctx, setup, "find", map[string]any{"pattern": pattern, "limit": 200})
+	if !ok {
+		return nil
+	}
+	var paths []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "[") {
+			paths = append(paths, l)
+		}
+	}
+	// Shallow paths first, then by name.
+	sort.SliceStable(paths, func(i, j int) bool {
+		di, dj := strings.Count(paths[i], "/"), strings.Count(paths[j], "/")
+		if di != dj {
+			return di < dj
+		}
+		return paths[i] < paths[j]
+	})
+	return paths
 }
 
 // historyFile keeps the prompts typed in the terminal, across sessions.
