@@ -26,17 +26,58 @@ func (m *model) commands() map[string]command {
 		"copy":    {"/copy", "copy the last answer (OSC 52: over ssh, in tmux)", (*model).copyAnswer},
 	}
 	if c.SetModel != nil {
-		all["model"] = command{"/model PROVIDER/ID", "switch the model for the next prompt", func(m *model, arg string) tea.Cmd {
-			if arg == "" {
-				return m.print("model: " + m.footer.model)
-			}
-			if err := c.SetModel(arg); err != nil {
+		set := func(m *model, name string) tea.Cmd {
+			if err := c.SetModel(name); err != nil {
 				return m.fail(err)
 			}
-			m.footer.model = arg
+			m.footer.model = name
 			m.refreshUsage()
-			return m.print(m.th.dim.Render("model: " + arg))
+			return m.print(m.th.dim.Render("model: " + name))
+		}
+		all["model"] = command{"/model [PROVIDER/ID]", "switch the model (a picker without one)", func(m *model, arg string) tea.Cmd {
+			if arg != "" {
+				return set(m, arg)
+			}
+			var choices []Choice
+			if c.Models != nil {
+				for _, name := range c.Models() {
+					choices = append(choices, Choice{Label: name, Value: name})
+				}
+			}
+			m.picker = &picker{title: "model (now " + m.footer.model + ")", all: choices, pick: func(m *model, ch Choice) tea.Cmd { return set(m, ch.Value) }}
+			return nil
 		}}
+	}
+	switchTo := func(m *model, open func() (Agent, string, error)) tea.Cmd {
+		a, about, err := open()
+		if err != nil {
+			return m.fail(err)
+		}
+		m.o.Agent = a
+		m.refreshUsage()
+		return m.print(m.th.dim.Render(about))
+	}
+	if c.Resume != nil && c.Sessions != nil {
+		all["resume"] = command{"/resume", "continue another session (a picker)", func(m *model, _ string) tea.Cmd {
+			m.picker = &picker{title: "resume a session", all: c.Sessions(), pick: func(m *model, ch Choice) tea.Cmd {
+				return switchTo(m, func() (Agent, string, error) { return c.Resume(ch.Value) })
+			}}
+			return nil
+		}}
+	}
+	if c.Fork != nil && c.ForkPoints != nil {
+		all["fork"] = command{"/fork", "a new session from one of your messages (a picker)", func(m *model, _ string) tea.Cmd {
+			m.picker = &picker{title: "fork from", all: c.ForkPoints(), pick: func(m *model, ch Choice) tea.Cmd {
+				return switchTo(m, func() (Agent, string, error) { return c.Fork(ch.Value) })
+			}}
+			return nil
+		}}
+	}
+	if c.New != nil {
+		all["new"] = command{"/new", "start a new session", func(m *model, _ string) tea.Cmd { return switchTo(m, c.New) }}
+	}
+	if c.Jobs != nil {
+		all["jobs"] = command{"/jobs", "remote commands that outlive their connection", func(m *model, _ string) tea.Cmd { return m.print(c.Jobs()) }}
 	}
 	if c.SetThinking != nil {
 		all["thinking"] = command{"/thinking off|low|medium|high", "the model's reasoning level", func(m *model, arg string) tea.Cmd {

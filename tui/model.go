@@ -67,6 +67,7 @@ type model struct {
 	expanded bool       // Ctrl+O: tool output in full
 	spin     int
 
+	picker  *picker
 	comps   []string // completions offered for token
 	compSel int
 	token   string
@@ -208,6 +209,9 @@ func (m *model) expandPastes(s string) string {
 }
 
 func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
+	if m.picker != nil {
+		return m.pickerKey(k)
+	}
 	if s := k.String(); s != "ctrl+c" {
 		m.lastCtrlC = time.Time{}
 		if m.notice == ctrlCHint {
@@ -630,6 +634,9 @@ func (m *model) View() tea.View {
 		parts = append(parts, m.th.warn.Render(m.notice))
 	} else if m.running {
 		parts = append(parts, m.th.dim.Render(spinner[m.spin%len(spinner)]+" working — Esc aborts, Enter steers, Alt+Enter queues a follow-up"))
+	}
+	if m.picker != nil {
+		parts = append(parts, m.pickerView()...)
 	}
 	for i, c := range m.comps {
 		if i == maxCompletions {

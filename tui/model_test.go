@@ -338,3 +338,58 @@ func TestCompletion(t *testing.T) {
 	assert.Equal(t, "", h.m.editor.Value())
 	assert.Empty(t, h.a.prompts, "a command, not a prompt")
 }
+
+// /resume, /fork and /model open a picker (typing filters it, Enter
+// picks, Esc closes); the session picked is the one the terminal drives
+// from then on.
+func TestPickersSwitchSessions(t *testing.T) {
+	var resumed, forked string
+	other := &fakeAgent{release: make(chan struct{})}
+	close(other.release)
+	h := newHarness(t, Options{Commands: Commands{
+		Sessions: func() []Choice {
+			return []Choice{{Label: "11-30 10:00  aaaa  fix the parser", Value: "aaaa"}, {Label: "11-30 11:00  bbbb  write docs", Value: "bbbb"}}
+		},
+		Resume: func(id string) (Agent, string, error) { resumed = id; return other, "session bbbb", nil },
+		ForkPoints: func() []Choice {
+			return []Choice{{Label: "second prompt", Value: "e2"}, {Label: "first prompt", Value: "e1"}}
+		},
+		Fork:     func(entry string) (Agent, string, error) { forked = entry; return other, "forked", nil },
+		SetModel: func(string) error { return nil },
+		Models:   func() []string { return []string{"anthropic/claude-sonnet-4-5", "openai/gpt-4o", "openai/gpt-4o-mini"} },
+	}})
+	h.typeText("/resume")
+	h.do(enter)
+	require.NotNil(t, h.m.picker)
+	assert.Contains(t, h.view(), "▸ 11-30 10:00  aaaa  fix the parser")
+	h.typeText("docs")
+	assert.NotContains(t, h.view(), "fix the parser", "typing filters")
+	h.do(enter)
+	assert.Nil(t, h.m.picker)
+	assert.Equal(t, "bbbb", resumed)
+	assert.Same(t, other, h.m.o.Agent.(*fakeAgent), "prompts go to the resumed session")
+
+	h.typeText("/fork")
+	h.do(enter)
+	h.do(down)
+	h.do(enter)
+	assert.Equal(t, "e1", forked)
+
+	h.typeText("/model")
+	h.do(enter)
+	h.typeText("mini")
+	h.do(enter)
+	assert.Equal(t, "openai/gpt-4o-mini", h.m.footer.model)
+
+	h.typeText("/resume")
+	h.do(enter)
+	h.do(esc)
+	assert.Nil(t, h.m.picker, "Esc closes")
+	assert.Equal(t, "bbbb", resumed, "nothing picked")
+
+	h.typeText("go")
+	h.do(enter)
+	h.settle()
+	assert.Equal(t, []string{"go"}, other.prompts)
+	assert.Empty(t, h.a.prompts)
+}

@@ -71,6 +71,21 @@ type Commands struct {
 	Export func(path string) (string, error)
 	// Hosts describes every host's connection.
 	Hosts func() string
+	// Models lists the models /model offers (PROVIDER/ID).
+	Models func() []string
+	// Sessions lists the sessions /resume offers (Value: an ID);
+	// ForkPoints the user messages of this session /fork offers (Value:
+	// an entry ID).
+	Sessions   func() []Choice
+	ForkPoints func() []Choice
+	// Resume, Fork and New switch the terminal to another session: one
+	// resumed by ID, a new one from an entry of this one, a new empty
+	// one. They return it and what to print about it.
+	Resume func(id string) (Agent, string, error)
+	Fork   func(entry string) (Agent, string, error)
+	New    func() (Agent, string, error)
+	// Jobs lists the remote jobs (durable commands) of the hosts.
+	Jobs func() string
 }
 
 // UI is a running terminal.

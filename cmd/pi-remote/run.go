@@ -21,6 +21,7 @@ import (
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/session"
 	"github.com/pi-remote/pi-remote/tools"
 	"github.com/pi-remote/pi-remote/tui"
 )
@@ -180,44 +181,48 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	if err != nil {
 		return usageErrorf("session: %v", err)
 	}
-	sess := opened.File
-	defer sess.Close()
 	// A terminal that can redraw gets the terminal UI; a dumb one (an
 	// editor's shell buffer) the line prompt.
-	a := &runAgent{errw: ios.err, path: sess.Path(), print: o.mode == "print"}
+	a := &runAgent{errw: ios.err, print: o.mode == "print"}
+	defer a.close()
 	var ui *tui.UI
-	var out eventWriter
 	switch {
 	case prompt == "" && os.Getenv("TERM") != "dumb":
 		ui = newTUI(ios, g, o, setup, a)
 		links.set(func(host string, s ssh.LinkState, _ time.Duration, _ error) {
 			ui.LinkState(host, s != ssh.LinkReconnecting)
 		})
-		out = tuiEvents{ui}
+		a.out = tuiEvents{ui}
 	case o.mode == "json":
-		out = newJSONWriter(ios.out)
+		a.out = newJSONWriter(ios.out)
 	default:
 		pw := newPrintWriter(ios.out, ios.err, setup.byName, isTerminal(ios.err), useColor(ios.err))
 		links.set(pw.linkState)
-		out = pw
+		a.out = pw
 	}
-	a.out = out
-	a.s = agent.New(agent.Options{
-		Config:      cfg,
-		Model:       g.settings.ModelTable().Lookup(o.model),
-		Compaction:  g.settings.compaction(),
-		File:        sess,
-		Context:     opened.Context,
-		PriorUsage:  opened.Prior,
-		DefaultHost: setup.hosts[0].Name,
-		Emit:        out.emit,
-		SaveError: func(err error) {
-			fmt.Fprintf(ios.err, "pi-remote: session %s: %v (the run goes on unsaved)\n", sess.Path(), err)
-		},
-	})
+	// (The terminal UI switches sessions: /new, /resume, /fork.)
+	a.start = func(opened agent.Opened) {
+		a.close()
+		sess := opened.File
+		a.file, a.path = sess, sess.Path()
+		a.s = agent.New(agent.Options{
+			Config:      cfg,
+			Model:       g.settings.ModelTable().Lookup(o.model),
+			Compaction:  g.settings.compaction(),
+			File:        sess,
+			Context:     opened.Context,
+			PriorUsage:  opened.Prior,
+			DefaultHost: setup.hosts[0].Name,
+			Emit:        a.out.emit,
+			SaveError: func(err error) {
+				fmt.Fprintf(ios.err, "pi-remote: session %s: %v (the run goes on unsaved)\n", sess.Path(), err)
+			},
+		})
+	}
+	a.start(opened)
 	if ui != nil {
 		err := ui.Run(a.s)
-		fmt.Fprintf(ios.err, "session: %s\n", sess.Path())
+		fmt.Fprintf(ios.err, "session: %s\n", a.path)
 		return err
 	}
 	if prompt == "" {
@@ -230,7 +235,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	}
 	err = a.turn(ctx, prompt)
 	if o.mode == "print" {
-		fmt.Fprintf(ios.err, "session: %s\n", sess.Path())
+		fmt.Fprintf(ios.err, "session: %s\n", a.path)
 	}
 	return err
 }
@@ -325,10 +330,20 @@ func newAgentSetup(ctx context.Context, g *globalOptions, o *runOptions, require
 // shown.
 type runAgent struct {
 	s     *agent.Session
+	file  *session.Session
+	path  string
+	start func(agent.Opened) // makes s from an opened session file
 	out   eventWriter
 	errw  io.Writer
-	path  string
 	print bool // print mode: the usage line after each run
+}
+
+// close closes the session file.
+func (a *runAgent) close() {
+	if a.file != nil {
+		a.file.Close()
+		a.file = nil
+	}
 }
 
 // turn runs the agent on one prompt.

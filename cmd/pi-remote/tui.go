@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/loop"
@@ -109,6 +110,67 @@ func tuiCommands(g *globalOptions, o *runOptions, setup *agentSetup, a *runAgent
 			}
 			return path, err
 		},
+		Models: func() []string {
+			var names []string
+			for name := range models {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			return names
+		},
+		Sessions: func() []tui.Choice {
+			root, err := session.Root()
+			if err != nil {
+				return nil
+			}
+			all, _ := session.List(root)
+			here := (&runOptions{}).where(setup.ts, setup.hosts[0].Cwd).Host
+			var out []tui.Choice
+			for _, s := range all {
+				// (Another host's session would send its tools here.)
+				if s.Path == a.path || s.Host != here {
+					continue
+				}
+				out = append(out, tui.Choice{Value: s.ID, Label: fmt.Sprintf("%s  %s  %s  %s",
+					s.LastActivity.Local().Format("01-02 15:04"), shortID(s.ID), s.Host, oneLine(s.FirstPrompt, 60))})
+			}
+			return out
+		},
+		ForkPoints: func() []tui.Choice {
+			_, entries, err := session.Branch(a.path)
+			if err != nil {
+				return nil
+			}
+			var out []tui.Choice
+			for i := len(entries) - 1; i >= 0; i-- {
+				if u, ok := entries[i].Message.(*loop.UserMessage); ok {
+					// Forking from a prompt keeps what came before it.
+					if i == 0 {
+						continue
+					}
+					out = append(out, tui.Choice{Value: entries[i-1].ID, Label: oneLine(u.Content.Text(), 80)})
+				}
+			}
+			return out
+		},
+		Resume: func(id string) (tui.Agent, string, error) {
+			return switchSession(a, agent.Where{Resume: id}, setup, models)
+		},
+		Fork: func(entry string) (tui.Agent, string, error) {
+			return switchSession(a, agent.Where{Path: a.path, Fork: entry}, setup, models)
+		},
+		New: func() (tui.Agent, string, error) {
+			return switchSession(a, agent.Where{}, setup, models)
+		},
+		Jobs: func() string {
+			var buf strings.Builder
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := listJobs(ctx, iostreams{out: &buf}, setup.ts, false); err != nil {
+				return err.Error()
+			}
+			return strings.TrimRight(buf.String(), "\n")
+		},
 		Hosts: func() string {
 			var lines []string
 			for _, t := range setup.ts {
@@ -121,6 +183,19 @@ func tuiCommands(g *globalOptions, o *runOptions, setup *agentSetup, a *runAgent
 			return strings.Join(lines, "\n")
 		},
 	}
+}
+
+// switchSession makes the terminal's session the one w names (for the
+// host and directory of this run), closing the current one.
+func switchSession(a *runAgent, w agent.Where, setup *agentSetup, models agent.Models) (tui.Agent, string, error) {
+	base := (&runOptions{}).where(setup.ts, setup.hosts[0].Cwd)
+	w.Host, w.Cwd = base.Host, base.Cwd
+	opened, err := agent.Open(w, models)
+	if err != nil {
+		return nil, "", err
+	}
+	a.start(opened)
+	return a.s, fmt.Sprintf("session %s (%d messages in context)", a.path, len(opened.Context.Messages)), nil
 }
 
 // runTool runs one tool on the default host outside the conversation; ok

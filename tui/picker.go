@@ -1,0 +1,103 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// Choice is one item of a picker: what it shows and what it stands for.
+type Choice struct {
+	Label string
+	Value string
+}
+
+// picker is a list to choose from, shown above the editor: typing
+// filters it, Up/Down move, Enter picks, Esc closes.
+type picker struct {
+	title  string
+	all    []Choice
+	filter string
+	sel    int
+	pick   func(m *model, c Choice) tea.Cmd
+}
+
+// maxPicker is how many choices a picker shows at once.
+const maxPicker = 10
+
+func (p *picker) shown() []Choice {
+	if p.filter == "" {
+		return p.all
+	}
+	var out []Choice
+	f := strings.ToLower(p.filter)
+	for _, c := range p.all {
+		if strings.Contains(strings.ToLower(c.Label), f) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// key handles a key while the picker is open.
+func (m *model) pickerKey(k tea.KeyPressMsg) tea.Cmd {
+	p := m.picker
+	shown := p.shown()
+	switch k.String() {
+	case "esc", "ctrl+c":
+		m.picker = nil
+	case "up":
+		if len(shown) > 0 {
+			p.sel = (p.sel + len(shown) - 1) % len(shown)
+		}
+	case "down", "tab":
+		if len(shown) > 0 {
+			p.sel = (p.sel + 1) % len(shown)
+		}
+	case "enter":
+		m.picker = nil
+		if len(shown) == 0 {
+			return nil
+		}
+		return p.pick(m, shown[min(p.sel, len(shown)-1)])
+	case "backspace":
+		if p.filter != "" {
+			p.filter = p.filter[:len(p.filter)-1]
+			p.sel = 0
+		}
+	default:
+		if k.Text != "" {
+			p.filter += k.Text
+			p.sel = 0
+		}
+	}
+	return nil
+}
+
+func (m *model) pickerView() []string {
+	p := m.picker
+	shown := p.shown()
+	lines := []string{m.th.bold.Render(p.title) + m.th.dim.Render("  (type to filter, Enter picks, Esc closes)")}
+	if p.filter != "" {
+		lines = append(lines, m.th.dim.Render("filter: ")+p.filter)
+	}
+	start := 0
+	if p.sel >= maxPicker {
+		start = p.sel - maxPicker + 1
+	}
+	for i := start; i < len(shown) && i < start+maxPicker; i++ {
+		label := firstLine(shown[i].Label)
+		if i == p.sel {
+			lines = append(lines, m.th.accent.Render("▸ "+label))
+		} else {
+			lines = append(lines, "  "+label)
+		}
+	}
+	if len(shown) == 0 {
+		lines = append(lines, m.th.dim.Render("  nothing matches"))
+	} else if len(shown) > start+maxPicker {
+		lines = append(lines, m.th.dim.Render(fmt.Sprintf("  … %d more", len(shown)-start-maxPicker)))
+	}
+	return lines
+}
