@@ -58,14 +58,17 @@ type model struct {
 	draft   string // the editor's text before browsing history
 	pastes  []string
 
-	running  bool
-	cancel   context.CancelFunc
-	stream   string     // the answer being written
-	thinking bool       // the model is thinking (no text yet)
-	boxes    []*toolBox // running tools, in call order
-	queued   []string   // steering and follow-up messages not delivered yet
-	expanded bool       // Ctrl+O: tool output in full
-	spin     int
+	running      bool
+	cancel       context.CancelFunc
+	stream       string // the answer being written
+	streamed     int    // how much of stream is in the scrollback
+	thought      int    // lines of thinking in the answer being written
+	thoughtShown bool
+	thinking     bool       // the model is thinking (no text yet)
+	boxes        []*toolBox // running tools, in call order
+	queued       []string   // steering and follow-up messages not delivered yet
+	expanded     bool       // Ctrl+O: tool output in full
+	spin         int
 
 	picker  *picker
 	comps   []string // completions offered for token
@@ -457,10 +460,10 @@ func (m *model) done(d doneMsg) tea.Cmd {
 		cmds = append(cmds, m.print(m.box(b)))
 	}
 	m.boxes = nil
-	if m.stream != "" {
-		cmds = append(cmds, m.print(markdown(m.stream, m.cols(), m.th)))
-		m.stream = ""
+	if rest := m.stream[m.streamed:]; strings.TrimSpace(rest) != "" {
+		cmds = append(cmds, m.print(markdown(rest, m.cols(), m.th)))
 	}
+	m.stream, m.streamed = "", 0
 	for _, q := range m.queued {
 		cmds = append(cmds, m.print(m.th.dim.Render("(not delivered) ")+renderUser(q, m.cols(), m.th)))
 	}
@@ -492,11 +495,30 @@ func (m *model) event(e loop.Event) tea.Cmd {
 	case loop.MessageStart:
 		if _, ok := e.Message.(*loop.AssistantMessage); ok {
 			m.thinking = true
+			m.stream, m.streamed, m.thought, m.thoughtShown = "", 0, 0, false
 		}
 	case loop.MessageUpdate:
-		if d, ok := e.Delta.(*loop.TextDelta); ok {
+		switch d := e.Delta.(type) {
+		case *loop.ThinkingDelta:
+			m.thought += strings.Count(d.Delta, "\n")
+			if m.thought == 0 && d.Delta != "" {
+				m.thought = 1
+			}
+		case *loop.TextDelta:
 			m.thinking = false
+			var cmds []tea.Cmd
+			if m.thought > 0 && !m.thoughtShown {
+				cmds = append(cmds, m.print(m.thinkingNote()))
+				m.thoughtShown = true
+			}
 			m.stream += d.Delta
+			// Blocks that can no longer change go to the scrollback
+			// rendered; the live part is only the one being written.
+			if cut := stableCut(m.stream[m.streamed:]); cut > 0 {
+				cmds = append(cmds, m.print(markdown(m.stream[m.streamed:m.streamed+cut], m.cols(), m.th)))
+				m.streamed += cut
+			}
+			return tea.Sequence(cmds...)
 		}
 	case loop.MessageEnd:
 		switch msg := e.Message.(type) {
@@ -511,21 +533,31 @@ func (m *model) event(e loop.Event) tea.Cmd {
 			return m.print(renderUser(text, m.cols(), m.th))
 		case *loop.AssistantMessage:
 			m.thinking = false
-			m.stream = ""
-			var out []string
+			var out, texts []string
 			for _, c := range msg.Content {
 				switch c := c.(type) {
 				case *loop.Text:
-					if strings.TrimSpace(c.Text) != "" {
-						out = append(out, markdown(c.Text, m.cols(), m.th))
-						m.lastAnswer = c.Text
-					}
+					texts = append(texts, c.Text)
 				case *loop.Thinking:
-					if t := strings.TrimSpace(c.Thinking); t != "" {
-						out = append(out, m.th.dim.Render(fmt.Sprintf("(thought for %d lines — folded)", strings.Count(t, "\n")+1)))
+					if m.thought == 0 && strings.TrimSpace(c.Thinking) != "" {
+						m.thought = strings.Count(strings.TrimSpace(c.Thinking), "\n") + 1
 					}
 				}
 			}
+			if m.thought > 0 && !m.thoughtShown {
+				out = append(out, m.thinkingNote())
+			}
+			rest := m.stream[m.streamed:]
+			if m.stream == "" {
+				rest = strings.Join(texts, "") // not streamed
+			}
+			if strings.TrimSpace(rest) != "" {
+				out = append(out, markdown(rest, m.cols(), m.th))
+			}
+			if all := strings.Join(texts, ""); strings.TrimSpace(all) != "" {
+				m.lastAnswer = all
+			}
+			m.stream, m.streamed = "", 0
 			if msg.ErrorMessage != "" && msg.StopReason != loop.StopAborted {
 				out = append(out, m.th.bad.Render("error: "+msg.ErrorMessage))
 			}
@@ -619,8 +651,8 @@ func (m *model) View() tea.View {
 		return tea.NewView("")
 	}
 	var parts []string
-	if m.stream != "" {
-		parts = append(parts, tailLines(m.stream, 12))
+	if live := m.stream[m.streamed:]; strings.TrimSpace(live) != "" {
+		parts = append(parts, tailLines(live, 12))
 	} else if m.thinking && m.running {
 		parts = append(parts, m.th.dim.Render(spinner[m.spin%len(spinner)]+" thinking…"))
 	}
@@ -675,6 +707,31 @@ func (m *model) print(text string) tea.Cmd {
 		lines = lines[n:]
 	}
 	return tea.Sequence(cmds...)
+}
+
+// thinkingNote stands for the model's thinking, folded.
+func (m *model) thinkingNote() string {
+	return m.th.dim.Render(fmt.Sprintf("(thought for %d lines — folded)", m.thought))
+}
+
+// stableCut is how much of streamed Markdown can no longer change: up to
+// the last blank line outside a code fence (0: none yet).
+func stableCut(s string) int {
+	cut, fences, start := 0, 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\n' {
+			continue
+		}
+		line := strings.TrimSpace(s[start:i])
+		if strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") {
+			fences++
+		}
+		if line == "" && fences%2 == 0 && i > 0 {
+			cut = i + 1
+		}
+		start = i + 1
+	}
+	return cut
 }
 
 // tailLines is the last n lines of s.

@@ -393,3 +393,31 @@ func TestPickersSwitchSessions(t *testing.T) {
 	assert.Equal(t, []string{"go"}, other.prompts)
 	assert.Empty(t, h.a.prompts)
 }
+
+// An answer streams: blocks that are complete (a blank line outside a
+// code fence ends them) go to the scrollback as they come; only the block
+// being written is live.
+func TestStreamingMarkdown(t *testing.T) {
+	assert.Equal(t, 0, stableCut("one paragraph, still going"))
+	assert.Equal(t, len("First.\n\n"), stableCut("First.\n\nSecond"))
+	assert.Equal(t, len("a\n\n"), stableCut("a\n\n```go\nx := 1\n\ny := 2\n"), "no cut inside a fence")
+	assert.Equal(t, len("a\n\n```go\nx\n\ny\n```\n\n"), stableCut("a\n\n```go\nx\n\ny\n```\n\nafter"))
+
+	h := newHarness(t, Options{})
+	delta := func(s string) {
+		h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.TextDelta{Delta: s}}})
+	}
+	h.do(eventMsg{loop.MessageStart{Message: &loop.AssistantMessage{}}})
+	h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.ThinkingDelta{Delta: "let me\nthink"}}})
+	delta("First paragraph.")
+	assert.Contains(t, h.view(), "First paragraph.")
+	assert.True(t, h.m.thoughtShown, "the folded thinking went out before the text")
+	delta("\n\nSecond ")
+	assert.NotContains(t, h.view(), "First paragraph.", "a finished block leaves the live part")
+	assert.Contains(t, h.view(), "Second")
+	delta("paragraph.")
+	h.do(eventMsg{loop.MessageEnd{Message: &loop.AssistantMessage{Content: loop.ContentList{
+		&loop.Thinking{Thinking: "let me\nthink"}, &loop.Text{Text: "First paragraph.\n\nSecond paragraph."}}}}})
+	assert.NotContains(t, h.view(), "Second")
+	assert.Equal(t, "First paragraph.\n\nSecond paragraph.", h.m.lastAnswer)
+}
