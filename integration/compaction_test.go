@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -79,6 +80,13 @@ func (s *compactingOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
+// got is a copy of the requests and summary requests so far.
+func (s *compactingOpenAI) got() ([][]byte, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests), slices.Clone(s.summaries)
+}
+
 // checkPairs fails when a request sends a tool result whose call is not
 // in an assistant message before it.
 func checkPairs(t *testing.T, body []byte) {
@@ -134,18 +142,19 @@ func TestLongRunCompactsThroughTheCLI(t *testing.T) {
 	assert.Equal(t, "done\n", out)
 	assert.Contains(t, stderr, "compacting the context")
 	assert.Contains(t, stderr, "usage: ")
-	require.Len(t, viaRun.requests, 41, "40 tool turns and the answer, none refused")
-	for _, body := range viaRun.requests {
+	runRequests, runSummaries := viaRun.got()
+	require.Len(t, runRequests, 41, "40 tool turns and the answer, none refused")
+	for _, body := range runRequests {
 		checkPairs(t, body)
 	}
-	require.GreaterOrEqual(t, len(viaRun.summaries), 2)
-	assert.NotContains(t, viaRun.summaries[0], "previous-summary")
-	for i, s := range viaRun.summaries[1:] {
+	require.GreaterOrEqual(t, len(runSummaries), 2)
+	assert.NotContains(t, runSummaries[0], "previous-summary")
+	for i, s := range runSummaries[1:] {
 		assert.Contains(t, s, fmt.Sprintf(`\u003cprevious-summary\u003e\n## Goal\nsummary %d`, i+1), "summary %d updates the one before", i+2)
 	}
 	saved, err := os.ReadFile(sessionFile)
 	require.NoError(t, err)
-	assert.Equal(t, len(viaRun.summaries), strings.Count(string(saved), `"type":"compaction"`))
+	assert.Equal(t, len(runSummaries), strings.Count(string(saved), `"type":"compaction"`))
 	assert.Equal(t, 41, strings.Count(string(saved), `"role":"assistant"`), "the file keeps every message")
 
 	code, out, stderr = cli(t, "", append(flags, "run", "--continue", "next")...)
@@ -153,8 +162,9 @@ func TestLongRunCompactsThroughTheCLI(t *testing.T) {
 	assert.Equal(t, "ok, next\n", out)
 	assert.Contains(t, stderr, "session: "+sessionFile)
 	assert.NotContains(t, stderr, "compacting", "the context came back from the file, not from a new summary")
-	continued := viaRun.requests[len(viaRun.requests)-1]
-	t.Logf("%d compactions; the continued request has %d bytes", len(viaRun.summaries), len(continued))
+	runRequests, _ = viaRun.got()
+	continued := runRequests[len(runRequests)-1]
+	t.Logf("%d compactions; the continued request has %d bytes", len(runSummaries), len(continued))
 
 	viaRPC := &compactingOpenAI{turns: 40, limit: 8000}
 	c := startRPC(t, start(viaRPC)...)
@@ -165,13 +175,10 @@ func TestLongRunCompactsThroughTheCLI(t *testing.T) {
 	}, 60*time.Second, 10*time.Millisecond)
 	c.send(`{"id":"next","type":"prompt","message":"next"}`)
 	c.response("next")
-	require.Eventually(t, func() bool {
-		viaRPC.mu.Lock()
-		defer viaRPC.mu.Unlock()
-		return len(viaRPC.requests) == 42
-	}, 30*time.Second, 10*time.Millisecond)
-	assert.Equal(t, len(viaRun.summaries), len(viaRPC.summaries))
-	assert.Equal(t, string(viaRPC.requests[41]), string(continued), "the continued run's request is the one a process that never stopped makes")
+	require.Eventually(t, func() bool { r, _ := viaRPC.got(); return len(r) == 42 }, 30*time.Second, 10*time.Millisecond)
+	rpcRequests, rpcSummaries := viaRPC.got()
+	assert.Equal(t, len(runSummaries), len(rpcSummaries))
+	assert.Equal(t, string(rpcRequests[41]), string(continued), "the continued run's request is the one a process that never stopped makes")
 }
 
 // A server that refuses the context once (OpenAI's context_length_exceeded,
@@ -194,8 +201,9 @@ func TestContextLengthErrorThroughTheCLI(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, "done\n", out)
 	assert.Contains(t, stderr, "compacting the context (the model refused its size)")
-	assert.Len(t, fits.summaries, 1)
-	for _, body := range fits.requests {
+	fitsRequests, fitsSummaries := fits.got()
+	assert.Len(t, fitsSummaries, 1)
+	for _, body := range fitsRequests {
 		checkPairs(t, body)
 	}
 

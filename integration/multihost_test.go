@@ -241,7 +241,7 @@ func TestOneOfThreeHostsDown(t *testing.T) {
 		code, _, stderr := cli(t, "", append(flags, "run", "--session", filepath.Join(t.TempDir(), "s.jsonl"), "--model", "openai/fake-1", "--base-url", api.URL+"/v1", "--mode", "json", "echo on every host")...)
 		require.Equal(t, 0, code, stderr)
 		results := map[string]string{}
-		for _, req := range fake.requests {
+		for _, req := range fake.got() {
 			for _, m := range req["messages"].([]any) {
 				if m := m.(map[string]any); m["role"] == "tool" {
 					results[m["tool_call_id"].(string)] = fmt.Sprint(m["content"])

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,13 @@ type scriptedOpenAI struct {
 type openAITurn struct {
 	text  string
 	calls [][3]string // id, name, JSON arguments
+}
+
+// got is a copy of the requests so far.
+func (s *scriptedOpenAI) got() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
 }
 
 func (s *scriptedOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -120,8 +128,9 @@ func TestRunAgainstOpenAICompatibleServerAndSSHD(t *testing.T) {
 	assert.Equal(t, "agent_start", types[0])
 	assert.Equal(t, "agent_end", types[len(types)-1])
 
-	require.Len(t, fake.requests, 2)
-	sent := fake.requests[1]["messages"].([]any)
+	requests := fake.got()
+	require.Len(t, requests, 2)
+	sent := requests[1]["messages"].([]any)
 	var results []map[string]any
 	for _, m := range sent {
 		if m := m.(map[string]any); m["role"] == "tool" {

@@ -178,13 +178,13 @@ func TestTerminalUI(t *testing.T) {
 	tm.keys("Enter")
 	tm.waitFor("queued: and mind the logs")
 	tm.waitFor("Steered as asked.")
-	require.Len(t, fake.requests, 6)
-	assert.Equal(t, "and mind the logs", lastUserText(fake.requests[5]), "delivered after the tool batch, before the next turn")
+	require.Len(t, fake.got(), 6)
+	assert.Equal(t, "and mind the logs", lastUserText(fake.got()[5]), "delivered after the tool batch, before the next turn")
 
 	tm.typeText("/compact keep the mode")
 	tm.keys("Enter")
 	tm.waitFor("context compacted")
-	assert.Contains(t, fmt.Sprint(fake.requests[6]["messages"]), "keep the mode", "the focus goes to the summary request")
+	assert.Contains(t, fmt.Sprint(fake.got()[6]["messages"]), "keep the mode", "the focus goes to the summary request")
 
 	tm.typeText("/model openai/fake-2")
 	tm.keys("Enter")
@@ -202,8 +202,8 @@ func TestTerminalUI(t *testing.T) {
 	tm.typeText("second line")
 	tm.keys("Enter")
 	tm.waitFor("Got two lines.")
-	assert.Equal(t, "first line\nsecond line", lastUserText(fake.requests[7]))
-	assert.Equal(t, "fake-2", fake.requests[7]["model"], "/model switched the model")
+	assert.Equal(t, "first line\nsecond line", lastUserText(fake.got()[7]))
+	assert.Equal(t, "fake-2", fake.got()[7]["model"], "/model switched the model")
 
 	var lines []string
 	for i := 1; i <= 200; i++ {
@@ -214,7 +214,7 @@ func TestTerminalUI(t *testing.T) {
 	tm.waitFor("[paste #1: 200 lines]")
 	tm.keys("Enter")
 	tm.waitFor("Got the paste.")
-	assert.Equal(t, "read this: "+strings.Join(lines, "\n"), lastUserText(fake.requests[8]), "the paste goes out whole")
+	assert.Equal(t, "read this: "+strings.Join(lines, "\n"), lastUserText(fake.got()[8]), "the paste goes out whole")
 
 	// The scrollback holds the whole transcript, in order.
 	all := tm.scrollback()
