@@ -140,6 +140,7 @@ Up, Down               earlier prompts
 Esc                    abort the run (remote commands are killed)
 Ctrl+O                 tool output in full or folded; expand pastes
 Ctrl+G                 edit the prompt in $VISUAL or $EDITOR
+Ctrl+Z, Ctrl+-         undo in the editor
 Ctrl+C                 clear the editor; twice: quit
 Ctrl+D                 quit (on an empty editor)`
 

@@ -16,6 +16,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/loop"
 )
@@ -71,6 +72,7 @@ type model struct {
 	spin         int
 
 	picker  *picker
+	undo    []edit
 	comps   []string // completions offered for token
 	compSel int
 	token   string
@@ -107,6 +109,7 @@ func newModel(o Options, th theme) *model {
 		s.Placeholder = th.dim
 	}
 	ed.SetStyles(st)
+	ed.SetVirtualCursor(false)
 	ed.Placeholder = "Ask, or / for commands (Ctrl+D quits)"
 	ed.Focus()
 	m := &model{o: options{Options: o}, th: th, width: 80, height: 24, editor: ed, history: o.History}
@@ -187,6 +190,7 @@ var pasteMarker = regexp.MustCompile(`\[paste #(\d+): \d+ lines\]`)
 // paste inserts pasted text; a long paste becomes a marker that stands
 // for it (sent unchanged; Ctrl+O in the editor shows it).
 func (m *model) paste(text string) tea.Cmd {
+	defer m.keep(m.snapshot())
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	text = strings.ReplaceAll(text, "\r", "\n")
 	if n := strings.Count(strings.TrimRight(text, "\n"), "\n") + 1; n > pasteFold {
@@ -224,7 +228,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	switch k.String() {
 	case "ctrl+c":
 		if m.editor.Value() != "" {
+			before := m.snapshot()
 			m.editor.Reset()
+			m.keep(before)
 			m.fitEditor()
 			return nil
 		}
@@ -254,6 +260,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case "ctrl+g":
 		return m.externalEditor()
+	case "ctrl+z", "ctrl+_":
+		m.undoEdit()
+		return m.complete()
 	case "tab":
 		if len(m.comps) > 0 {
 			m.accept(m.comps[m.compSel])
@@ -271,7 +280,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		if m.running {
 			return m.submit(true)
 		}
+		before := m.snapshot()
 		m.editor.InsertString("\n")
+		m.keep(before)
 		m.fitEditor()
 		return nil
 	case "up":
@@ -291,10 +302,53 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 	}
+	before := m.snapshot()
 	var cmd tea.Cmd
 	m.editor, cmd = m.editor.Update(k)
+	m.keep(before)
 	m.fitEditor()
 	return tea.Batch(cmd, m.complete())
+}
+
+// edit is the editor's text and cursor at one moment, for undo.
+type edit struct {
+	value    string
+	row, col int
+}
+
+// undoDepth bounds the edits kept for undo.
+const undoDepth = 200
+
+func (m *model) snapshot() edit {
+	return edit{m.editor.Value(), m.editor.Line(), m.editor.Column()}
+}
+
+// keep remembers before as an edit to go back to, if the text changed
+// since.
+func (m *model) keep(before edit) {
+	if before.value == m.editor.Value() {
+		return
+	}
+	if len(m.undo) == undoDepth {
+		m.undo = m.undo[1:]
+	}
+	m.undo = append(m.undo, before)
+}
+
+// undoEdit puts the editor back as it was before the last change.
+func (m *model) undoEdit() {
+	if len(m.undo) == 0 {
+		return
+	}
+	e := m.undo[len(m.undo)-1]
+	m.undo = m.undo[:len(m.undo)-1]
+	m.editor.SetValue(e.value)
+	m.fitEditor()
+	m.editor.MoveToBegin()
+	for m.editor.Line() < e.row {
+		m.editor.CursorDown()
+	}
+	m.editor.SetCursorColumn(e.col)
 }
 
 // complete offers completions for what is being typed at the end of the
@@ -332,6 +386,7 @@ func (m *model) complete() tea.Cmd {
 
 // accept puts a completion in place of the token it completes.
 func (m *model) accept(c string) {
+	defer m.keep(m.snapshot())
 	value := m.editor.Value()
 	value = value[:len(value)-len(m.token)] + c
 	if !strings.HasSuffix(c, "/") {
@@ -681,8 +736,22 @@ func (m *model) View() tea.View {
 			parts = append(parts, m.th.dim.Render("  "+c))
 		}
 	}
-	parts = append(parts, m.editor.View(), renderFooter(m.footer, m.cols(), m.th))
-	v := tea.NewView(strings.Join(parts, "\n"))
+	// (Nothing above the editor may wrap: the cursor's row counts on it.)
+	above := strings.Join(parts, "\n")
+	if above != "" {
+		var lines []string
+		for _, l := range strings.Split(above, "\n") {
+			lines = append(lines, ansi.Truncate(l, m.cols(), "…"))
+		}
+		above = strings.Join(lines, "\n") + "\n"
+	}
+	v := tea.NewView(above + m.editor.View() + "\n" + renderFooter(m.footer, m.cols(), m.th))
+	// The terminal's own cursor, in the editor: it blinks as the user
+	// set it, and input methods and screen readers follow it.
+	if c := m.editor.Cursor(); c != nil {
+		c.Y += strings.Count(above, "\n")
+		v.Cursor = c
+	}
 	return v
 }
 

@@ -421,3 +421,31 @@ func TestStreamingMarkdown(t *testing.T) {
 	assert.NotContains(t, h.view(), "Second")
 	assert.Equal(t, "First paragraph.\n\nSecond paragraph.", h.m.lastAnswer)
 }
+
+// Ctrl+Z (or Ctrl+-) undoes the editor's changes one by one: typing, a
+// new line, a paste, a completion, a clear.
+func TestUndo(t *testing.T) {
+	h := newHarness(t, Options{})
+	undo := tea.KeyPressMsg{Code: 'z', Mod: tea.ModCtrl}
+	h.do(tea.KeyPressMsg{Code: 'a', Text: "a"})
+	h.do(tea.KeyPressMsg{Code: 'b', Text: "b"})
+	h.do(altEnter)
+	h.do(tea.PasteMsg{Content: "pasted"})
+	assert.Equal(t, "ab\npasted", h.m.editor.Value())
+	h.do(ctrlC)
+	assert.Equal(t, "", h.m.editor.Value())
+	h.do(undo)
+	assert.Equal(t, "ab\npasted", h.m.editor.Value(), "the clear is undone")
+	h.do(undo)
+	assert.Equal(t, "ab\n", h.m.editor.Value())
+	h.do(undo)
+	assert.Equal(t, "ab", h.m.editor.Value())
+	h.do(tea.KeyPressMsg{Code: '_', Mod: tea.ModCtrl})
+	assert.Equal(t, "a", h.m.editor.Value())
+	h.do(tea.KeyPressMsg{Code: 'c', Text: "c"})
+	assert.Equal(t, "ac", h.m.editor.Value(), "the cursor came back to where it was")
+	h.do(undo)
+	h.do(undo)
+	h.do(undo)
+	assert.Equal(t, "", h.m.editor.Value(), "nothing left to undo is no error")
+}

@@ -114,3 +114,38 @@ func TestMessagesGolden(t *testing.T) {
 		golden(t, fmt.Sprintf("messages-%d.golden", w), out+"\n")
 	}
 }
+
+// The whole live part at each width: a running tool, a queued message,
+// the completions offered, the editor with two lines, the footer; and a
+// picker.
+func TestViewGolden(t *testing.T) {
+	for _, w := range widths {
+		h := newHarness(t, Options{Tools: definitions(t), Hosts: []string{"devbox"}, Cwd: "/srv/app", Model: "openai/gpt-4o", AutoCompact: true,
+			Commands: Commands{Sessions: func() []Choice {
+				return []Choice{{Label: "11-30 10:00  3f9a01  devbox  fix the flaky parser test", Value: "a"}, {Label: "11-29 17:20  77c2aa  devbox  write the release notes", Value: "b"}}
+			}, Resume: func(string) (Agent, string, error) { return nil, "", nil }}})
+		h.m.width = w
+		h.m.footer.hosts = []hostState{{"devbox", true}}
+		h.m.editor.SetWidth(h.m.cols())
+		h.m.running = true
+		h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "c1", ToolName: "bash", Args: []byte(`{"command":"go test ./..."}`)}})
+		h.do(eventMsg{loop.ToolExecutionUpdate{ToolCallID: "c1", ToolName: "bash", PartialResult: loop.TextResult("ok  pkg/a\nok  pkg/b")}})
+		h.m.queued = []string{"also run the linter"}
+		h.typeText("first line")
+		h.do(ctrlJ)
+		h.typeText("/co")
+		running := h.view()
+		h.m.running = false
+		h.m.editor.Reset()
+		h.m.comps, h.m.token = nil, ""
+		h.typeText("/resume")
+		h.do(enter)
+		picker := h.view()
+		for _, v := range []string{running, picker} {
+			for _, l := range strings.Split(v, "\n") {
+				assert.LessOrEqual(t, ansi.StringWidth(l), w, "fits in %d columns: %q", w, l)
+			}
+		}
+		golden(t, fmt.Sprintf("view-%d.golden", w), running+"\n\n"+picker+"\n")
+	}
+}
