@@ -31,6 +31,9 @@ func NewAnthropic(o Options) *Anthropic {
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
+	if o.OnRetry != nil {
+		opts = append(opts, option.WithMiddleware(retryNotes(o.OnRetry)))
+	}
 	maxTokens := o.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = 16384

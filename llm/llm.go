@@ -12,8 +12,11 @@ package llm
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
+	"sync"
 
 	"github.com/pi-remote/pi-remote/loop"
 )
@@ -35,6 +38,10 @@ type Options struct {
 	// Anthropic's extended thinking with a budget of ThinkingBudget tokens.
 	Thinking   string
 	HTTPClient *http.Client
+	// OnRetry, when set, is told each time a request is sent again after a
+	// failure the SDK retries (429, 5xx, overloaded, connection errors):
+	// the attempt (1 for the first retry) and why the one before failed.
+	OnRetry func(attempt int, why string)
 }
 
 // ThinkingBudget is the Anthropic thinking budget of each level.
@@ -45,6 +52,41 @@ func (o Options) retries() int {
 		return 3
 	}
 	return o.MaxRetries
+}
+
+// retryNotes is an SDK middleware (OpenAI's and Anthropic's have this
+// shape) that calls onRetry when an attempt is a retry, saying how the
+// attempt before it ended. The SDKs number attempts in the
+// X-Stainless-Retry-Count header.
+func retryNotes(onRetry func(int, string)) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	var mu sync.Mutex
+	last := ""
+	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+		if n, err := strconv.Atoi(req.Header.Get("X-Stainless-Retry-Count")); err == nil && n > 0 {
+			mu.Lock()
+			why := last
+			mu.Unlock()
+			onRetry(n, why)
+		}
+		res, err := next(req)
+		why := ""
+		switch {
+		case err != nil:
+			why = err.Error()
+		case res.StatusCode == http.StatusTooManyRequests:
+			why = "rate limited (HTTP 429)"
+		case res.StatusCode == 529:
+			why = "overloaded (HTTP 529)"
+		case res.StatusCode >= 500:
+			why = fmt.Sprintf("server error (HTTP %d)", res.StatusCode)
+		case res.StatusCode >= 400:
+			why = fmt.Sprintf("HTTP %d", res.StatusCode)
+		}
+		mu.Lock()
+		last = why
+		mu.Unlock()
+		return res, err
+	}
 }
 
 // interruptedResult is the text of the synthetic result for a tool call

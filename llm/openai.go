@@ -32,6 +32,9 @@ func NewOpenAI(o Options) *OpenAI {
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
+	if o.OnRetry != nil {
+		opts = append(opts, option.WithMiddleware(retryNotes(o.OnRetry)))
+	}
 	return &OpenAI{client: openai.NewClient(opts...), model: o.Model, thinking: o.Thinking}
 }
 

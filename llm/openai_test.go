@@ -172,6 +172,30 @@ func TestOpenAIRetriesA429(t *testing.T) {
 	assert.Len(t, f.requests, 2)
 }
 
+// OnRetry hears of each retry and of why the attempt before failed.
+func TestOpenAIRetriesAreTold(t *testing.T) {
+	limited := func(w http.ResponseWriter) {
+		w.Header().Set("retry-after-ms", "1")
+		w.WriteHeader(429)
+		io.WriteString(w, `{"error":{"message":"Rate limit reached"}}`)
+	}
+	overloaded := func(w http.ResponseWriter) {
+		w.Header().Set("retry-after-ms", "1")
+		w.WriteHeader(503)
+		io.WriteString(w, `{"error":{"message":"overloaded"}}`)
+	}
+	f := &fakeOpenAI{responses: []func(http.ResponseWriter){limited, overloaded, sse(chunk(`{"content":"ok"}`, "stop"))}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	var told []string
+	m := NewOpenAI(Options{Model: "gpt-4o-mini", APIKey: "k", BaseURL: srv.URL + "/v1", OnRetry: func(n int, why string) {
+		told = append(told, fmt.Sprintf("%d: %s", n, why))
+	}})
+	evs := collect(m, t.Context(), loop.Request{Messages: []loop.Message{loop.NewUserText("hi")}})
+	assert.IsType(t, &loop.StreamDone{}, evs[len(evs)-1])
+	assert.Equal(t, []string{"1: rate limited (HTTP 429)", "2: server error (HTTP 503)"}, told)
+}
+
 func TestOpenAIErrorsAfterRetries(t *testing.T) {
 	overloaded := func(w http.ResponseWriter) {
 		w.Header().Set("retry-after-ms", "1")

@@ -36,8 +36,11 @@ type (
 		items []string
 	}
 	editedMsg struct{ text string }
-	noticeMsg struct{ text string }
-	linkMsg   struct {
+	noticeMsg struct {
+		text  string
+		print bool // to the scrollback, not the status line
+	}
+	linkMsg struct {
 		host string
 		up   bool
 	}
@@ -156,6 +159,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case doneMsg:
 		return m, m.done(msg)
 	case noticeMsg:
+		if msg.print {
+			return m, m.print(m.th.warn.Render("⟳ " + msg.text))
+		}
 		m.notice = msg.text
 		return m, nil
 	case linkMsg:
@@ -690,11 +696,11 @@ func (m *model) externalEditor() tea.Cmd {
 	return tea.ExecProcess(c, func(err error) tea.Msg {
 		defer os.Remove(f.Name())
 		if err != nil {
-			return noticeMsg{"editor: " + err.Error()}
+			return noticeMsg{text: "editor: " + err.Error()}
 		}
 		b, err := os.ReadFile(f.Name())
 		if err != nil {
-			return noticeMsg{err.Error()}
+			return noticeMsg{text: err.Error()}
 		}
 		return editedMsg{strings.TrimRight(string(b), "\n")}
 	})

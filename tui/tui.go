@@ -122,6 +122,10 @@ func (u *UI) Emit(e loop.Event) { u.p.Send(eventMsg{e}) }
 // LinkState shows a host's connection lost (up false) or back.
 func (u *UI) LinkState(host string, up bool) { u.p.Send(linkMsg{host, up}) }
 
+// Notice shows a passing notice (a retried model request) in the
+// scrollback.
+func (u *UI) Notice(text string) { u.p.Send(noticeMsg{text, true}) }
+
 // Run runs the terminal with a until the user quits.
 func (u *UI) Run(a Agent) error {
 	u.m.o.Agent = a

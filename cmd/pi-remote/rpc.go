@@ -87,12 +87,16 @@ type rpcServer struct {
 }
 
 func rpcRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions) error {
+	var s *rpcServer
+	o.retried = func(n int, why string) {
+		s.write(map[string]any{"type": "retry", "attempt": n, "error": why})
+	}
 	setup, err := newAgentSetup(ctx, g, o, false)
 	if err != nil {
 		return err
 	}
 	defer setup.ts.close()
-	s := &rpcServer{setup: setup, opts: o, models: g.settings.ModelTable(), out: bufio.NewWriter(ios.out), model: o.model, admitted: make(chan struct{})}
+	s = &rpcServer{setup: setup, opts: o, models: g.settings.ModelTable(), out: bufio.NewWriter(ios.out), model: o.model, admitted: make(chan struct{})}
 	close(s.admitted)
 	s.sess = agent.New(agent.Options{
 		Config:      setup.cfg,

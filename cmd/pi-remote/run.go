@@ -39,6 +39,10 @@ type runOptions struct {
 	cont          bool
 	resume        string
 	fork          string
+
+	// retried is told when a model request is sent again (the front end
+	// shows it); set before the first request.
+	retried func(attempt int, why string)
 }
 
 func newRunCmd(ios iostreams, g *globalOptions) *cobra.Command {
@@ -93,6 +97,13 @@ func registerAgentFlags(f *pflag.FlagSet, o *runOptions) {
 	f.StringVar(&o.systemPrompt, "system-prompt", "", "replace the opening of the system prompt (tools, hosts and project context are still added)")
 }
 
+// onRetry passes a model request's retry to the front end.
+func (o *runOptions) onRetry(attempt int, why string) {
+	if o.retried != nil {
+		o.retried(attempt, why)
+	}
+}
+
 // newModel builds the model the flags name; problems are usage errors that
 // say what to do.
 func newModel(o *runOptions) (loop.Model, error) {
@@ -115,13 +126,13 @@ func newModel(o *runOptions) (loop.Model, error) {
 		if key == "" {
 			key = "none"
 		}
-		return llm.NewOpenAI(llm.Options{Model: id, APIKey: key, BaseURL: o.baseURL, Thinking: o.thinking}), nil
+		return llm.NewOpenAI(llm.Options{Model: id, APIKey: key, BaseURL: o.baseURL, Thinking: o.thinking, OnRetry: o.onRetry}), nil
 	case "anthropic":
 		key := os.Getenv("ANTHROPIC_API_KEY")
 		if key == "" && o.baseURL == "" {
 			return nil, usageErrorf("ANTHROPIC_API_KEY is not set: export it, or point --base-url at an Anthropic-compatible server that needs no key")
 		}
-		return llm.NewAnthropic(llm.Options{Model: id, APIKey: key, BaseURL: o.baseURL, Thinking: o.thinking}), nil
+		return llm.NewAnthropic(llm.Options{Model: id, APIKey: key, BaseURL: o.baseURL, Thinking: o.thinking, OnRetry: o.onRetry}), nil
 	case "scripted":
 		m, err := llm.LoadScript(id)
 		if err != nil {
@@ -189,6 +200,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	switch {
 	case prompt == "" && os.Getenv("TERM") != "dumb":
 		ui = newTUI(ios, g, o, setup, a)
+		o.retried = func(n int, why string) { ui.Notice(retryNote(n, why)) }
 		links.set(func(host string, s ssh.LinkState, _ time.Duration, _ error) {
 			ui.LinkState(host, s != ssh.LinkReconnecting)
 		})
@@ -199,6 +211,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		pw := newPrintWriter(ios.out, ios.err, setup.byName, isTerminal(ios.err), useColor(ios.err))
 		links.set(pw.linkState)
 		a.out = pw
+		o.retried = func(n int, why string) { pw.note(retryNote(n, why)) }
 	}
 	// (The terminal UI switches sessions: /new, /resume, /fork.)
 	a.start = func(opened agent.Opened) {
@@ -435,6 +448,14 @@ func (a *runAgent) interactive(ctx context.Context, ios iostreams, sigs <-chan o
 			fmt.Fprintln(a.errw, "pi-remote:", ee.err)
 		}
 	}
+}
+
+// retryNote says that a model request is tried again.
+func retryNote(attempt int, why string) string {
+	if why == "" {
+		return fmt.Sprintf("retrying the model request (retry %d)", attempt)
+	}
+	return fmt.Sprintf("retrying the model request (retry %d): %s", attempt, why)
 }
 
 // where is the session file the flags name.

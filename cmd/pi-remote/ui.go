@@ -133,6 +133,14 @@ var compactionReasons = map[string]string{
 	"manual":    "asked for",
 }
 
+// note prints a notice between the tool lines.
+func (p *printWriter) note(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.eraseLive()
+	fmt.Fprintln(p.err, p.th.Yellow("  ⟳ "+text))
+}
+
 // linkState tells of a host's lost and restored connection, between the
 // tool lines (the live tail is drawn again by the next update).
 func (p *printWriter) linkState(host string, s ssh.LinkState, down time.Duration, err error) {
