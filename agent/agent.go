@@ -139,6 +139,14 @@ func (s *Session) Steer(m ...loop.Message) { s.steer.Push(m...) }
 // FollowUp queues messages delivered when the run would otherwise end.
 func (s *Session) FollowUp(m ...loop.Message) { s.followUp.Push(m...) }
 
+// SetTools replaces the tools and the system prompt for the next run (not
+// during one): another default host, say.
+func (s *Session) SetTools(tools []loop.Tool, prompt func(active []loop.Tool) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.Config.Tools, s.opts.Config.SystemPrompt = tools, prompt
+}
+
 // SetModel switches the model for the next run (not during one).
 func (s *Session) SetModel(m loop.Model, info ModelInfo) {
 	s.mu.Lock()

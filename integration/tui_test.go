@@ -312,3 +312,40 @@ func TestTerminalUIKeystrokeLatency(t *testing.T) {
 	t.Logf("keystroke to screen: median %v, slowest %v", took[len(took)/2], took[len(took)-1])
 	assert.Less(t, took[len(took)/2], 50*time.Millisecond)
 }
+
+// /hosts NAME makes NAME the default host: tool calls that name no host
+// run there from the next prompt on.
+func TestTerminalUIDefaultHost(t *testing.T) {
+	srv := sshd.Start(t, sshd.Options{})
+	fake := &scriptedOpenAI{turns: []openAITurn{
+		{calls: [][3]string{{"c1", "bash", `{"command":"echo \"where:${SSH_CONNECTION:-local}\""}`}}},
+		{text: "Ran it."},
+		{calls: [][3]string{{"c2", "bash", `{"command":"echo \"where:${SSH_CONNECTION:-local}\""}`}}},
+		{text: "Ran it again."},
+	}}
+	api := httptest.NewServer(fake)
+	t.Cleanup(api.Close)
+	flags := srv.Flags()
+	flags[1] = "there=" + flags[1] // --host there=user@addr
+	args := append([]string{"--host", "here=local"}, flags...)
+	args = append(args, "run", "--model", "openai/fake-1", "--base-url", api.URL+"/v1")
+	tm := startTerminal(t, 120, 40, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL=", "OPENAI_API_KEY=x"}, args...)
+	tm.waitFor("here ● there ●")
+
+	tm.typeText("where are you")
+	tm.keys("Enter")
+	tm.waitFor("Ran it.")
+	assert.Contains(t, tm.screen(), "where:local")
+
+	tm.typeText("/hosts there")
+	tm.keys("Enter")
+	tm.waitFor("default host: there")
+	tm.waitFor("there ● here ●")
+	tm.typeText("and now")
+	tm.keys("Enter")
+	tm.waitFor("Ran it again.")
+	assert.Contains(t, tm.screen(), "where:127.0.0.1", "the call ran on the new default host")
+	system := func(i int) string { return fake.got()[i]["messages"].([]any)[0].(map[string]any)["content"].(string) }
+	assert.Contains(t, system(0), `without it the tool acts on "here"`)
+	assert.Contains(t, system(2), `without it the tool acts on "there"`, "the system prompt names the new default")
+}

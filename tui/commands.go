@@ -104,7 +104,21 @@ func (m *model) commands() map[string]command {
 		}}
 	}
 	if c.Hosts != nil {
-		all["hosts"] = command{"/hosts", "every host's connection", func(m *model, _ string) tea.Cmd { return m.print(c.Hosts()) }}
+		all["hosts"] = command{"/hosts [NAME]", "every host's connection; NAME becomes the default", func(m *model, arg string) tea.Cmd {
+			if arg == "" || c.SetDefaultHost == nil {
+				return m.print(c.Hosts())
+			}
+			if err := c.SetDefaultHost(arg); err != nil {
+				return m.fail(err)
+			}
+			for i, h := range m.footer.hosts {
+				if h.name == arg {
+					m.footer.hosts = append([]hostState{h}, append(m.footer.hosts[:i:i], m.footer.hosts[i+1:]...)...)
+					break
+				}
+			}
+			return m.print(m.th.dim.Render("default host: " + arg))
+		}}
 	}
 	return all
 }

@@ -69,8 +69,10 @@ type Commands struct {
 	// Export writes the transcript to path ("" for its default place)
 	// and says where.
 	Export func(path string) (string, error)
-	// Hosts describes every host's connection.
-	Hosts func() string
+	// Hosts describes every host's connection; SetDefaultHost makes one
+	// the default for tool calls.
+	Hosts          func() string
+	SetDefaultHost func(name string) error
 	// Models lists the models /model offers (PROVIDER/ID).
 	Models func() []string
 	// Sessions lists the sessions /resume offers (Value: an ID);

@@ -184,7 +184,6 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		return err
 	}
 	defer setup.ts.close()
-	cfg := setup.cfg
 	if (o.session != "" && o.cont) || (o.session != "" && o.resume != "") || (o.cont && o.resume != "") {
 		return usageErrorf("give one of --session, --continue and --resume")
 	}
@@ -219,7 +218,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		sess := opened.File
 		a.file, a.path = sess, sess.Path()
 		a.s = agent.New(agent.Options{
-			Config:      cfg,
+			Config:      setup.cfg,
 			Model:       g.settings.ModelTable().Lookup(o.model),
 			Compaction:  g.settings.compaction(),
 			File:        sess,
@@ -256,11 +255,69 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 // agentSetup is what run and rpc share: the hosts, their tools and the
 // loop configuration.
 type agentSetup struct {
-	ts     targets
+	ts     targets // the first is the default host
 	defs   []tools.Definition
 	byName map[string]tools.Definition
-	hosts  []tools.HostInfo
+	hosts  []tools.HostInfo // in ts's order
+	files  []tools.ContextFile
+	now    time.Time
 	cfg    loop.Config
+}
+
+// build makes the tools and the system prompt for ts and hosts (new
+// values, never changing ones a running prompt may use).
+func (s *agentSetup) build(o *runOptions) error {
+	defs, err := s.ts.definitions()
+	if err != nil {
+		return err
+	}
+	byName := map[string]tools.Definition{}
+	for _, d := range defs {
+		byName[d.Name] = d
+	}
+	hosts, files, now := s.hosts, s.files, s.now
+	s.defs, s.byName = defs, byName
+	s.cfg.Tools = tools.WrapAll(defs)
+	s.cfg.SystemPrompt = func(active []loop.Tool) string {
+		var ds []tools.Definition
+		for _, a := range active {
+			ds = append(ds, byName[a.Name])
+		}
+		return tools.BuildSystemPrompt(tools.PromptParts{Intro: o.systemPrompt, Active: ds, Hosts: hosts, ContextFiles: files, Date: now})
+	}
+	return nil
+}
+
+// setDefault makes host name the default: the one tool calls that name no
+// host act on, first in the system prompt, whose project files (AGENTS.md)
+// the prompt carries.
+func (s *agentSetup) setDefault(ctx context.Context, name string, o *runOptions) error {
+	i := slices.IndexFunc(s.ts, func(t *target) bool { return t.name == name })
+	if i < 0 {
+		var names []string
+		for _, t := range s.ts {
+			names = append(names, t.name)
+		}
+		return fmt.Errorf("no host %q (hosts: %s)", name, strings.Join(names, ", "))
+	}
+	if i == 0 {
+		return nil
+	}
+	t := s.ts[i]
+	files := s.files
+	if t.down == nil {
+		_, f, err := tools.Describe(ctx, t.env)
+		if err != nil {
+			return fmt.Errorf("%s: %v", name, unwrapConnection(err))
+		}
+		files = f
+	}
+	s.ts = append(targets{t}, slices.Delete(slices.Clone(s.ts), i, i+1)...)
+	hosts := slices.Clone(s.hosts)
+	h := hosts[i]
+	s.hosts = append([]tools.HostInfo{h}, slices.Delete(hosts, i, i+1)...)
+	s.files = files
+	return s.build(o)
 }
 
 // Without requireModel an empty --model leaves the model unset (rpc serves
@@ -289,16 +346,17 @@ func newAgentSetup(ctx context.Context, g *globalOptions, o *runOptions, require
 	if err != nil {
 		return nil, err
 	}
-	s := &agentSetup{ts: ts, byName: map[string]tools.Definition{}}
+	s := &agentSetup{ts: ts}
 	fail := func(err error) (*agentSetup, error) {
 		ts.close()
 		return nil, err
 	}
-	if s.defs, err = ts.definitions(); err != nil {
+	defs, err := ts.definitions()
+	if err != nil {
 		return fail(usageErrorf("%v", err))
 	}
 	activeNames := splitList(o.tools)
-	if _, err := tools.Select(s.defs, activeNames); err != nil {
+	if _, err := tools.Select(defs, activeNames); err != nil {
 		return fail(usageErrorf("--tools: %v", err))
 	}
 	// Every host is described in the prompt; project context comes from
@@ -318,23 +376,15 @@ func newAgentSetup(ctx context.Context, g *globalOptions, o *runOptions, require
 			files = f
 		}
 	}
-	for _, d := range s.defs {
-		s.byName[d.Name] = d
-	}
-	now := time.Now()
+	s.files, s.now = files, time.Now()
 	s.cfg = loop.Config{
-		Model:  model,
-		Tools:  tools.WrapAll(s.defs),
-		Active: activeNames,
-		SystemPrompt: func(active []loop.Tool) string {
-			var ds []tools.Definition
-			for _, a := range active {
-				ds = append(ds, s.byName[a.Name])
-			}
-			return tools.BuildSystemPrompt(tools.PromptParts{Intro: o.systemPrompt, Active: ds, Hosts: s.hosts, ContextFiles: files, Date: now})
-		},
+		Model:         model,
+		Active:        activeNames,
 		ToolExecution: execMode,
 		MaxTurns:      o.maxTurns,
+	}
+	if err := s.build(o); err != nil {
+		return fail(usageErrorf("%v", err))
 	}
 	return s, nil
 }

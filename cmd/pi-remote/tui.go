@@ -171,6 +171,15 @@ func tuiCommands(g *globalOptions, o *runOptions, setup *agentSetup, a *runAgent
 			}
 			return strings.TrimRight(buf.String(), "\n")
 		},
+		SetDefaultHost: func(name string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := setup.setDefault(ctx, name, o); err != nil {
+				return err
+			}
+			a.s.SetTools(setup.cfg.Tools, setup.cfg.SystemPrompt)
+			return nil
+		},
 		Hosts: func() string {
 			var lines []string
 			for _, t := range setup.ts {
