@@ -74,11 +74,14 @@ type model struct {
 	expanded     bool       // Ctrl+O: tool output in full
 	spin         int
 
-	picker  *picker
-	undo    []edit
-	comps   []string // completions offered for token
-	compSel int
-	token   string
+	picker *picker
+	undo   []edit
+
+	lastBoxes     []*toolBox // the last batch of tools, finished
+	lastBatchDone bool
+	comps         []string // completions offered for token
+	compSel       int
+	token         string
 
 	footer     footerState
 	lastAnswer string
@@ -257,11 +260,24 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 	case "ctrl+o":
-		m.expanded = !m.expanded
-		if len(m.pastes) > 0 && m.editor.Value() != "" {
+		if len(m.pastes) > 0 && pasteMarker.MatchString(m.editor.Value()) {
 			// Show what the paste markers stand for, in the editor.
+			before := m.snapshot()
 			m.editor.SetValue(m.expandPastes(m.editor.Value()))
+			m.keep(before)
 			m.fitEditor()
+			return nil
+		}
+		m.expanded = !m.expanded
+		if m.expanded && len(m.boxes) == 0 && len(m.lastBoxes) > 0 {
+			// The scrollback cannot change: the last tools' output goes
+			// there again, in full.
+			var cmds []tea.Cmd
+			for _, b := range m.lastBoxes {
+				cmds = append(cmds, m.print(m.box(b)))
+			}
+			m.expanded = false
+			return tea.Sequence(cmds...)
 		}
 		return nil
 	case "ctrl+g":
@@ -639,6 +655,7 @@ func (m *model) event(e loop.Event) tea.Cmd {
 				b.state = toolFailed
 			}
 			m.removeBox(b)
+			m.finished(b)
 			return m.print(m.box(b))
 		}
 	case agent.UsageUpdate:
@@ -655,6 +672,16 @@ func (m *model) event(e loop.Event) tea.Cmd {
 		return m.print(m.th.dim.Render(fmt.Sprintf("── context compacted: %s → %s tokens ──", short(e.TokensBefore), short(e.TokensAfter))))
 	}
 	return nil
+}
+
+// finished keeps b among the last batch's tools (for Ctrl+O): the batch
+// ends when no tool runs any more.
+func (m *model) finished(b *toolBox) {
+	if m.lastBatchDone {
+		m.lastBoxes = nil
+	}
+	m.lastBoxes = append(m.lastBoxes, b)
+	m.lastBatchDone = len(m.boxes) == 0
 }
 
 func (m *model) findBox(id string) *toolBox {

@@ -449,3 +449,26 @@ func TestUndo(t *testing.T) {
 	h.do(undo)
 	assert.Equal(t, "", h.m.editor.Value(), "nothing left to undo is no error")
 }
+
+// Ctrl+O when idle prints the last batch's tools again, in full (the
+// scrollback cannot change); with paste markers in the editor it shows
+// what they stand for.
+func TestCtrlO(t *testing.T) {
+	h := newHarness(t, Options{})
+	ctrlO := tea.KeyPressMsg{Code: 'o', Mod: tea.ModCtrl}
+	for _, id := range []string{"a", "b"} {
+		h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: id, ToolName: "bash", Args: []byte(`{"command":"x"}`)}})
+	}
+	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "a", ToolName: "bash", Result: loop.TextResult("one")}})
+	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "b", ToolName: "bash", Result: loop.TextResult("two")}})
+	require.Len(t, h.m.lastBoxes, 2)
+	assert.NotNil(t, h.m.key(ctrlO), "the last batch is printed again")
+	assert.False(t, h.m.expanded, "a one-off")
+	h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "c", ToolName: "bash", Args: []byte(`{"command":"y"}`)}})
+	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "c", ToolName: "bash", Result: loop.TextResult("three")}})
+	require.Len(t, h.m.lastBoxes, 1, "a new batch replaces the last one")
+
+	h.do(tea.PasteMsg{Content: strings.Repeat("line\n", 20)})
+	h.do(ctrlO)
+	assert.Equal(t, strings.Repeat("line\n", 20), h.m.editor.Value())
+}
