@@ -25,6 +25,7 @@ import (
 // (bytes / 4) and refuses, as OpenAI does, a request past limit tokens.
 type compactingOpenAI struct {
 	turns, limit int
+	refusal      string // the error message past limit (default: OpenAI's)
 
 	mu        sync.Mutex
 	requests  [][]byte // every request body
@@ -46,6 +47,11 @@ func (s *compactingOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tokens := len(body) / 4
 	if tokens > s.limit {
 		w.WriteHeader(400)
+		if s.refusal != "" {
+			msg, _ := json.Marshal(s.refusal)
+			fmt.Fprintf(w, `{"error":{"message":%s,"type":"BadRequestError"}}`, msg)
+			return
+		}
 		fmt.Fprintf(w, `{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`, s.limit, tokens)
 		return
 	}
@@ -207,9 +213,97 @@ func TestContextLengthErrorThroughTheCLI(t *testing.T) {
 		checkPairs(t, body)
 	}
 
+	// The OpenAI-compatible servers' own wordings.
+	for name, wording := range map[string]string{
+		"vLLM":       "This model's maximum context length is 9000 tokens. However, you requested 9500 tokens in the messages, Please reduce the length of the messages.",
+		"llama.cpp":  "the request exceeds the available context size, try increasing it",
+		"OpenRouter": "This endpoint's maximum context length is 9000 tokens. However, you requested about 9500 tokens.",
+	} {
+		t.Run(name, func(t *testing.T) {
+			fake := &compactingOpenAI{turns: 12, limit: 9000, refusal: wording}
+			code, out, stderr := run(fake)
+			require.Equal(t, 0, code, stderr)
+			assert.Equal(t, "done\n", out)
+			_, summaries := fake.got()
+			assert.Len(t, summaries, 1, "compacted once, then the turn went through")
+		})
+	}
+
 	never := &compactingOpenAI{turns: 12, limit: 1000}
 	code, _, stderr = run(never)
 	assert.Equal(t, 1, code, stderr)
 	assert.Contains(t, stderr, "does not fit the model's context window even after compacting it")
 	assert.Contains(t, stderr, "start a new session")
+}
+
+// compactingAnthropic is compactingOpenAI's Anthropic Messages API twin:
+// turns tool_use blocks running bash that prints 3,000 characters, then
+// "done"; a summary request gets a summary; past limit tokens it refuses
+// as Anthropic does ("prompt is too long").
+type compactingAnthropic struct {
+	turns, limit int
+
+	mu        sync.Mutex
+	answered  int
+	summaries int
+	refused   int
+}
+
+func (s *compactingAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tokens := len(body) / 4
+	if tokens > s.limit {
+		s.refused++
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(400)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: %d tokens > %d maximum"}}`, tokens, s.limit)
+		return
+	}
+	event := func(name, data string) {
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data)
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	event("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-fake","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"output_tokens":1}}}`, tokens))
+	text := func(t string) {
+		b, _ := json.Marshal(t)
+		event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":%s}}`, b))
+		event("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":20}}`)
+	}
+	switch {
+	case strings.Contains(string(body), "working memory of a coding agent"):
+		s.summaries++
+		text(fmt.Sprintf("## Goal\nsummary %d", s.summaries))
+	case s.answered < s.turns:
+		s.answered++
+		input, _ := json.Marshal(fmt.Sprintf(`{"command":"head -c 3000 /dev/zero | tr '\\0' x; echo %d"}`, s.answered))
+		event("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_%d","name":"bash","input":{}}}`, s.answered))
+		event("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":%s}}`, input))
+		event("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":20}}`)
+	default:
+		text("done")
+	}
+	event("message_stop", `{"type":"message_stop"}`)
+}
+
+// Anthropic's wording of a context that does not fit: compaction, the turn
+// again, success.
+func TestAnthropicContextLengthErrorThroughTheCLI(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("PI_REMOTE_MODEL", "")
+	fake := &compactingAnthropic{turns: 12, limit: 9000}
+	api := httptest.NewServer(fake)
+	t.Cleanup(api.Close)
+	code, out, stderr := cli(t, "", "--cwd", t.TempDir(), "--model", "anthropic/claude-fake", "--base-url", api.URL, "--tools", "read,bash", "run", "print twelve blocks")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "done\n", out)
+	assert.Contains(t, stderr, "compacting the context (the model refused its size)")
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	assert.Equal(t, 1, fake.refused)
+	assert.Equal(t, 1, fake.summaries)
 }

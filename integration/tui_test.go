@@ -144,8 +144,16 @@ func TestTerminalUI(t *testing.T) {
 	api := httptest.NewServer(fake)
 	t.Cleanup(api.Close)
 	args := append(srv.Flags(), "--cwd", dir, "run", "--model", "openai/fake-1", "--base-url", api.URL+"/v1")
-	tm := startTerminal(t, 100, 40, []string{"HOME=" + home, "PI_REMOTE_MODEL=", "OPENAI_API_KEY=x"}, args...)
+	editor := filepath.Join(t.TempDir(), "editor")
+	require.NoError(t, os.WriteFile(editor, []byte("#!/bin/sh\nprintf 'written in the editor\\n' > \"$1\"\n"), 0o755))
+	tm := startTerminal(t, 100, 40, []string{"HOME=" + home, "PI_REMOTE_MODEL=", "OPENAI_API_KEY=x", "VISUAL=" + editor}, args...)
 	tm.waitFor("openai/fake-1")
+
+	// Ctrl+G: the prompt goes through $VISUAL and comes back.
+	tm.typeText("a draft")
+	tm.keys("C-g")
+	tm.waitFor("› written in the editor")
+	tm.keys("C-c")
 
 	tm.typeText("hi")
 	tm.keys("Enter")
