@@ -624,6 +624,12 @@ func (m *model) event(e loop.Event) tea.Cmd {
 			if m.thought > 0 && !m.thoughtShown {
 				out = append(out, m.thinkingNote())
 			}
+			// The calls it asks for wait until they start.
+			for _, c := range msg.ToolCalls() {
+				if m.findBox(c.ID) == nil && msg.StopReason != loop.StopLength {
+					m.boxes = append(m.boxes, &toolBox{id: c.ID, name: c.Name, args: c.Arguments, state: toolPending})
+				}
+			}
 			rest := m.stream[m.streamed:]
 			if m.stream == "" {
 				rest = strings.Join(texts, "") // not streamed
@@ -643,7 +649,11 @@ func (m *model) event(e loop.Event) tea.Cmd {
 			}
 		}
 	case loop.ToolExecutionStart:
-		m.boxes = append(m.boxes, &toolBox{id: e.ToolCallID, name: e.ToolName, args: e.Args, state: toolRunning})
+		if b := m.findBox(e.ToolCallID); b != nil {
+			b.state, b.args = toolRunning, e.Args
+		} else {
+			m.boxes = append(m.boxes, &toolBox{id: e.ToolCallID, name: e.ToolName, args: e.Args, state: toolRunning})
+		}
 	case loop.ToolExecutionUpdate:
 		if b := m.findBox(e.ToolCallID); b != nil {
 			b.output = e.PartialResult.Content.Text()

@@ -472,3 +472,18 @@ func TestCtrlO(t *testing.T) {
 	h.do(ctrlO)
 	assert.Equal(t, strings.Repeat("line\n", 20), h.m.editor.Value())
 }
+
+// The calls an answer asks for show as pending until they start.
+func TestPendingThenRunning(t *testing.T) {
+	h := newHarness(t, Options{Tools: definitions(t)})
+	h.do(eventMsg{loop.MessageEnd{Message: &loop.AssistantMessage{StopReason: loop.StopToolUse, Content: loop.ContentList{
+		&loop.ToolCall{ID: "c1", Name: "bash", Arguments: []byte(`{"command":"make"}`)},
+		&loop.ToolCall{ID: "c2", Name: "bash", Arguments: []byte(`{"command":"make test"}`)},
+	}}}})
+	require.Len(t, h.m.boxes, 2)
+	assert.Contains(t, h.view(), "○ $ make test")
+	h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "c1", ToolName: "bash", Args: []byte(`{"command":"make"}`)}})
+	assert.Equal(t, toolRunning, h.m.boxes[0].state)
+	assert.Equal(t, toolPending, h.m.boxes[1].state)
+	require.Len(t, h.m.boxes, 2, "no second box for a started call")
+}
