@@ -307,3 +307,51 @@ func TestAnthropicContextLengthErrorThroughTheCLI(t *testing.T) {
 	assert.Equal(t, 1, fake.refused)
 	assert.Equal(t, 1, fake.summaries)
 }
+
+// rpc: compact on demand (with a focus), usage and context in get_state,
+// and the session's events.
+func TestRPCCompactAndUsage(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("PI_REMOTE_MODEL", "")
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".pi-remote"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".pi-remote", "settings.json"),
+		[]byte(`{"models":{"openai/fake-1":{"contextWindow":100000,"maxOutput":2000,"price":{"input":2,"output":8}}}}`), 0o644))
+	fake := &compactingOpenAI{turns: 6, limit: 100000}
+	api := httptest.NewServer(fake)
+	t.Cleanup(api.Close)
+	c := startRPC(t, "--cwd", t.TempDir(), "--model", "openai/fake-1", "--base-url", api.URL+"/v1", "--tools", "read,bash")
+	c.send(`{"id":"p","type":"prompt","message":"print six blocks"}`)
+	c.response("p")
+	require.Eventually(t, func() bool {
+		return c.find(func(l map[string]any) bool { return l["type"] == "agent_end" }) != nil
+	}, 60*time.Second, 10*time.Millisecond)
+
+	c.send(`{"id":"s1","type":"get_state"}`)
+	state := c.response("s1")["data"].(map[string]any)
+	usage := state["usage"].(map[string]any)
+	assert.Equal(t, 7.0, usage["calls"], "six tool turns and the answer")
+	assert.Positive(t, usage["cost"], "priced from the settings' table")
+	assert.Equal(t, 100000.0, state["contextWindow"])
+	before := state["contextTokens"].(float64)
+	assert.Positive(t, before)
+	usageEvent := c.find(func(l map[string]any) bool { return l["type"] == "usage" })
+	require.NotNil(t, usageEvent, "a usage event after each call")
+
+	c.send(`{"id":"c","type":"compact","focus":"the block numbers"}`)
+	resp := c.responseWithin("c", 60*time.Second)
+	require.Equal(t, true, resp["success"], "%v", resp)
+	data := resp["data"].(map[string]any)
+	assert.Less(t, data["tokensAfter"].(float64), data["tokensBefore"].(float64))
+	_, summaries := fake.got()
+	require.Len(t, summaries, 1)
+	assert.Contains(t, summaries[0], "the block numbers", "the focus goes to the summary request")
+	assert.NotNil(t, c.find(func(l map[string]any) bool { return l["type"] == "compaction_end" && l["reason"] == "manual" }))
+
+	// The next prompt goes out from the summary.
+	c.send(`{"id":"n","type":"prompt","message":"next"}`)
+	c.response("n")
+	require.Eventually(t, func() bool { r, _ := fake.got(); return len(r) == 8 }, 30*time.Second, 10*time.Millisecond)
+	requests, _ := fake.got()
+	assert.Contains(t, string(requests[7]), "summary 1")
+}
