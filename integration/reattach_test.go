@@ -113,12 +113,15 @@ func TestAllCallsReattachInOneRequest(t *testing.T) {
 	defer cancel()
 	sleeper := make(chan error, 1)
 	go func() { sleeper <- h.Exec(ctx, ops.Command{Script: "exec sleep " + marker}) }()
+	// (On a busy machine the first connection may time out and be made
+	// again, 2 s each: the commands may take a while to start. The
+	// property under test begins with the fault below.)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Len(c, sleepers(t, marker), 1)
 		for _, o := range outs {
 			assert.Contains(c, o.String(), "line 3\n")
 		}
-	}, 10*time.Second, 20*time.Millisecond)
+	}, 30*time.Second, 20*time.Millisecond)
 
 	p.Refuse(true)
 	p.Reset()
