@@ -196,7 +196,7 @@ func (s *Session) Prompt(ctx context.Context, prompts ...loop.Message) (Totals, 
 		s.opts.Emit(e)
 	}
 	added, err := loop.Run(ctx, cfg, s.Messages(), prompts, emit)
-	last := lastAssistant(added)
+	last := loop.LastAssistant(added)
 	if err == nil || ctx.Err() != nil || !IsContextOverflow(last, s.opts.Model.Window) {
 		return run, err
 	}
@@ -221,7 +221,7 @@ func (s *Session) Prompt(ctx context.Context, prompts ...loop.Message) (Totals, 
 		return run, fmt.Errorf("%w: %v; compacting failed: %v", ErrOverflow, err, cerr)
 	}
 	_, err = loop.Run(ctx, cfg, s.Messages(), nil, emit)
-	if err != nil && ctx.Err() == nil && IsContextOverflow(lastAssistant(s.Messages()), s.opts.Model.Window) {
+	if err != nil && ctx.Err() == nil && IsContextOverflow(loop.LastAssistant(s.Messages()), s.opts.Model.Window) {
 		return run, fmt.Errorf("%w (%v): start a new session, or compact with a focus on what matters now, or use a model with a larger window", ErrOverflow, err)
 	}
 	return run, err
@@ -345,13 +345,4 @@ func (s *Session) now() time.Time {
 		return s.opts.Config.Now()
 	}
 	return time.Now()
-}
-
-func lastAssistant(msgs []loop.Message) *loop.AssistantMessage {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if a, ok := msgs[i].(*loop.AssistantMessage); ok {
-			return a
-		}
-	}
-	return nil
 }

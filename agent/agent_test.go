@@ -137,7 +137,7 @@ func TestLongRunCompactsAndFinishes(t *testing.T) {
 	_, err := s.Prompt(t.Context(), loop.NewUserText("read forty files"))
 	require.NoError(t, err)
 
-	assert.Equal(t, "done", lastAssistant(s.Messages()).Text())
+	assert.Equal(t, "done", loop.LastAssistant(s.Messages()).Text())
 	require.Len(t, m.requests, 41, "40 tool turns and the last answer, none refused")
 	for _, req := range m.requests {
 		requireCallsWithResults(t, req)
@@ -217,7 +217,7 @@ func TestOverflowCompactsAndRetriesOnce(t *testing.T) {
 			s, events := newTestSession(t, m, 100_000, filepath.Join(t.TempDir(), "s.jsonl"))
 			_, err := s.Prompt(t.Context(), loop.NewUserText("read"))
 			require.NoError(t, err)
-			assert.Equal(t, "done", lastAssistant(s.Messages()).Text())
+			assert.Equal(t, "done", loop.LastAssistant(s.Messages()).Text())
 			require.Len(t, m.summaries, 1)
 			var reasons []string
 			for _, e := range *events {

@@ -277,3 +277,13 @@ func (l ContentList) Text() string {
 	}
 	return strings.Join(parts, "\n")
 }
+
+// LastAssistant is the last assistant message of msgs, nil when none.
+func LastAssistant(msgs []Message) *AssistantMessage {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if a, ok := msgs[i].(*AssistantMessage); ok {
+			return a
+		}
+	}
+	return nil
+}

@@ -426,7 +426,7 @@ func (a *runAgent) turn(ctx context.Context, prompt string) error {
 	case runErr != nil:
 		return &exitError{code: exitToolError, err: runErr}
 	}
-	if last := lastAssistant(a.s.Messages()); last != nil && (last.StopReason == loop.StopError || last.StopReason == loop.StopAborted) {
+	if last := loop.LastAssistant(a.s.Messages()); last != nil && (last.StopReason == loop.StopError || last.StopReason == loop.StopAborted) {
 		return &exitError{code: exitToolError, err: fmt.Errorf("the run ended in an error: %s", last.ErrorMessage)}
 	}
 	return nil
@@ -519,15 +519,6 @@ func (o *runOptions) where(ts targets, cwd string) agent.Where {
 		host = ts[0].where()
 	}
 	return agent.Where{Host: host, Cwd: cwd, Path: o.session, Continue: o.cont, Resume: o.resume, Fork: o.fork}
-}
-
-func lastAssistant(msgs []loop.Message) *loop.AssistantMessage {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if a, ok := msgs[i].(*loop.AssistantMessage); ok {
-			return a
-		}
-	}
-	return nil
 }
 
 func splitList(s string) []string {
