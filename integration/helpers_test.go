@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -101,4 +102,29 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// hostCache is a directory for a test host's XDG_CACHE_HOME (its jobs).
+// The host's job processes remove their files in the background after
+// the connection closes, so removing the directory at the end is tried
+// again until they are done (t.TempDir's one try can find it refilled).
+func hostCache(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pi-remote-cache-")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the host's jobs directory is still being written 10 s after the end: %v", err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	return dir
 }

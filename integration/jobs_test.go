@@ -27,7 +27,7 @@ type listedJob struct {
 // follows a job from its start to its end, and kills or forgets one.
 func TestJobsCommand(t *testing.T) {
 	t.Parallel()
-	cache := t.TempDir()
+	cache := hostCache(t)
 	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
 	// (Long enough to be listed as running on a busy machine.)
 	marker := fmt.Sprintf("8.%d", time.Now().UnixNano()%1000000007)

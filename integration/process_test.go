@@ -87,7 +87,7 @@ func sleepers(t *testing.T, arg string) []string {
 // seconds, and so are its files.
 func TestLeaseExpiryKillsAnOrphanedJob(t *testing.T) {
 	t.Parallel()
-	cache := t.TempDir()
+	cache := hostCache(t)
 	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
 	marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
 	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
@@ -129,7 +129,7 @@ func TestLeaseExpiryKillsAnOrphanedJob(t *testing.T) {
 // result says so.
 func TestRunawayOutputStoppedAtCap(t *testing.T) {
 	t.Parallel()
-	cache := t.TempDir()
+	cache := hostCache(t)
 	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
 	h := rssh.New(srv.Config(), rssh.HostOptions{OutputCap: 4 << 20})
 	t.Cleanup(func() { h.Close() })

@@ -276,7 +276,7 @@ func TestWriteSurvivesDroppedConnection(t *testing.T) {
 // and the cache directory its jobs go to.
 func cliViaProxy(t *testing.T) (*netfault.Proxy, []string, string) {
 	t.Helper()
-	cache := t.TempDir()
+	cache := hostCache(t)
 	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
 	p := netfault.Start(t, srv.Addr)
 	kh := filepath.Join(t.TempDir(), "known_hosts")
