@@ -213,8 +213,17 @@ func (h *Host) runJob(ctx context.Context, out io.Writer, ttl time.Duration, may
 	}
 	stop := renewLease(s, ttl)
 	defer stop()
+	// Output comes whole at the end, unless the command runs longer than
+	// streamAfter: then it comes as it is written.
+	stream := time.AfterFunc(streamAfter, func() { s.write("s\n") })
+	defer stream.Stop()
 	return c.serve(ctx, s, job, out, r)
 }
+
+// streamAfter is how long a command runs before its server is asked to
+// stream its output ("s"): most commands end sooner, and a stream costs
+// the host several processes.
+const streamAfter = 100 * time.Millisecond
 
 // DefaultOutputCap is how much output a command may write on the host
 // before it is stopped: far beyond what a tool result shows, a guard

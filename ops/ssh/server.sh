@@ -21,10 +21,10 @@
 #
 # Commands (run_job) and reads (open_file) run in the background while a
 # watcher reads the request stream: the line "k" kills them; "r" renews a
-# command's lease. At the end of the stream (the client is gone) a read is
-# killed, and a command goes on, to be attached to again. Nothing else is
-# read while they run: the client sends its next request only after the
-# marker.
+# command's lease; "s" streams its output from then on. At the end of the
+# stream (the client is gone) a read is killed, and a command goes on, to
+# be attached to again. Nothing else is read while they run: the client
+# sends its next request only after the marker.
 #
 # Functions are POSIX (no "local"): helpers that run in the server's own
 # shell prefix their variables with their initials. The file functions run
@@ -63,9 +63,18 @@ serve() {
 		mkdir "$jobs"
 	fi
 	sweep_jobs </dev/null >/dev/null 2>&1 &
-	housekeeping=
 	_rj_stream=
-	trap 'stop_stream; [ -z "$housekeeping" ] || wait "$housekeeping"; rm -f "$jobs/.fifo-$$-$fifo_n"; remove_private "$private"' EXIT
+	# The numbers of the FIFOs made ahead for jobs (see run_job) and not
+	# used yet.
+	fifos=
+	# The FIFO of the job this server started and waits for, if any; the
+	# files the last request left, removed by the next run_job.
+	_rj_used=
+	_rj_done_claim=
+	_rj_done_tail=
+	_rj_done_copy=
+	_rj_done_fifo=
+	trap 'stop_stream; leave_fifo; remove_fifos; remove_private "$private"' EXIT
 	trap 'exit 129' HUP
 	trap 'exit 141' PIPE
 	trap 'exit 143' TERM
@@ -82,7 +91,7 @@ serve() {
 		export SHLVL
 	fi
 	seq=0
-	fifo_n=1
+	fifo_n=0
 	uid_gid=$(id -u):$(id -g)
 	sync_file=
 	if sync "$private" 2>"$private/err" && ! [ -s "$private/err" ]; then
@@ -166,7 +175,8 @@ call() {
 # ended: for the background process WAITER (its waiter, when this server
 # started it), or, without one, until its status file appears (the waiter
 # belongs to a server that is gone). Meanwhile a watcher reads the request
-# stream: "k" kills the job, "r" renews its lease, "d" stops the wait (the
+# stream: "k" kills the job, "r" renews its lease, "s" starts streaming
+# its output (attach_job), "d" stops the wait (the
 # client follows the job elsewhere: this server is wanted for other
 # requests). At the end of the stream (the client is gone) the job goes
 # on: the watcher kills this request's HELPER processes (a HELPER "@FILE"
@@ -261,6 +271,9 @@ watch_for_cancel() {
 			return
 			;;
 		r) echo "$_wj_ttl" >"$1.lease" ;;
+		# Held open (read-write: that never waits) until this watcher
+		# ends, the FIFO lets the stream through whenever it gets there.
+		s) exec 5<>"$private/gate" ;;
 		d)
 			# Again until the wait has ended (a signal that came before
 			# it began did not end it); "k" is still heard meanwhile.
@@ -269,7 +282,7 @@ watch_for_cancel() {
 				while [ -e "$private/detaching" ] && kill -s USR1 $$; do
 					sleep 0.1 2>/dev/null || sleep 1
 				done
-			) 3<&- &
+			) 3<&- 5>&- &
 			;;
 		esac
 	done
@@ -412,6 +425,16 @@ sweep_jobs() {
 # renewed for TTL seconds (a client that never came back) is killed
 # (watch_lease); so is one whose output passes CAP.
 run_job() {
+	# What the last request left (its claim, its job's FIFO) and the
+	# jobs whose results the client has go in one rm, in the background.
+	if [ -n "${11}$_rj_done_claim$_rj_done_fifo" ]; then
+		# shellcheck disable=SC2086 # job IDs
+		remove_files_bg "$_rj_done_claim" "$_rj_done_tail" "$_rj_done_copy" "$_rj_done_fifo" -- ${11}
+		_rj_done_claim=
+		_rj_done_tail=
+		_rj_done_copy=
+		_rj_done_fifo=
+	fi
 	_rj_job=$jobs/$1
 	_rj_waiter=
 	if [ ! -e "$_rj_job.out" ]; then
@@ -429,22 +452,24 @@ run_job() {
 				return
 			fi
 		fi
-		[ -z "$housekeeping" ] || wait "$housekeeping"
-		# The jobs directory is the user's alone (umask 077), and the
-		# FIFO may have been made ahead, at the end of the last request.
-		# It is not in the private directory: this server may go (its
-		# connection lost) before the job has opened it. The waiter
-		# removes it.
-		_rj_fifo=$jobs/.fifo-$$-$fifo_n
-		[ -p "$_rj_fifo" ] || mkfifo "$_rj_fifo" 2>/dev/null
-		fifo_n=$((fifo_n + 1))
+		# The job's output goes through a FIFO in the jobs directory (the
+		# user's alone, umask 077), not in the private one: this server
+		# may go (its connection lost) before the job has opened it.
+		# They are made four at a time, with the gate (attach_job) the
+		# first time: one mkfifo for four jobs.
+		[ -n "$fifos" ] || make_fifos
+		_rj_fifo=$jobs/.fifo-$$-${fifos%% *}
+		case $fifos in
+		*' '*) fifos=${fifos#* } ;;
+		*) fifos= ;;
+		esac
 		# noclobber: of two starts of one job, one creates it.
 		set -C
 		{ : >"$_rj_job.out"; } 2>/dev/null
 		_rj_made=$?
 		set +C
 		if [ "$_rj_made" != 0 ] || ! [ -p "$_rj_fifo" ] || ! { echo "$8" >"$_rj_job.lease"; } 2>/dev/null; then
-			rm -f "$_rj_job".*
+			rm -f "$_rj_job".* "$_rj_fifo"
 			finish "!EIO cannot create a job in $jobs"
 			return
 		fi
@@ -453,10 +478,42 @@ run_job() {
 		echo "$$" >"$_rj_job.server"
 		printf '%s\n' "${10}" >"$_rj_job.label"
 		start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9"
+		_rj_used=$_rj_fifo
+		_rj_used_job=$_rj_job
 	fi
-	# shellcheck disable=SC2086 # job IDs
-	[ -z "${11}" ] || forget_jobs ${11} 3<&- &
 	attach_job "$1" "$2" "$5" "$6" "$7" "$8"
+}
+
+# make_fifos adds four new FIFOs to $fifos, and makes the gate (see
+# attach_job) if there is none.
+make_fifos() {
+	set -- "$jobs/.fifo-$$-$((fifo_n + 1))" "$jobs/.fifo-$$-$((fifo_n + 2))" "$jobs/.fifo-$$-$((fifo_n + 3))" "$jobs/.fifo-$$-$((fifo_n + 4))"
+	fifos="$((fifo_n + 1)) $((fifo_n + 2)) $((fifo_n + 3)) $((fifo_n + 4))"
+	fifo_n=$((fifo_n + 4))
+	[ -p "$private/gate" ] || set -- "$@" "$private/gate"
+	mkfifo "$@" 2>/dev/null
+}
+
+# leave_fifo leaves the FIFO of the job this server started, if any, to
+# the job's waiter, which removes it as the job ends (the server lets go
+# of the job, or exits): the mark ".left" says so. Of this and the
+# waiter, each writes its own file (the mark, the status) before it
+# looks for the other's, so at least one of them sees both and removes
+# the FIFO.
+leave_fifo() {
+	[ -n "$_rj_used" ] || return 0
+	: >"$_rj_used.left"
+	[ ! -s "$_rj_used_job.status" ] || rm -f "$_rj_used" "$_rj_used.left"
+	_rj_used=
+}
+
+# remove_fifos removes the FIFOs made ahead and not used, and the last
+# job's (as the server exits).
+remove_fifos() {
+	set --
+	for _rf_n in $fifos; do set -- "$@" "$jobs/.fifo-$$-$_rf_n"; done
+	[ -z "$_rj_done_fifo" ] || set -- "$@" "$_rj_done_fifo"
+	[ "$#" = 0 ] || rm -f "$@"
 }
 
 # attach_job ID OFFSET SAVE SAVE_BYTES SAVE_LINES TTL sends the output of
@@ -483,12 +540,22 @@ attach_job() {
 	_rj_tail=$private/tail.$seq
 	_rj_copy=$private/copy.$seq
 	# The live stream starts only for a command still running after a
-	# moment (at once for a job that was running already: a client
-	# coming back). Whoever creates the claim file first decides.
+	# moment: when the client asks for it ("s", see wait_job), which opens
+	# the gate, a FIFO this process waits to open (most commands end
+	# sooner, and their output goes out in one piece). It starts at once
+	# for a job that was running already (a client coming back), and after
+	# a nap where there is no gate. Whoever creates the claim file first
+	# decides.
 	_rj_nap=0.05
 	if [ -z "$_rj_waiter" ] && [ ! -s "$_rj_job.status" ]; then _rj_nap=0; fi
+	_rj_gate=
+	if [ "$_rj_nap" != 0 ] && [ -p "$private/gate" ]; then _rj_gate=$private/gate; fi
 	(
-		if [ "$_rj_nap" != 0 ]; then sleep "$_rj_nap" 2>/dev/null || sleep 1; fi
+		if [ -n "$_rj_gate" ]; then
+			: <"$_rj_gate"
+		elif [ "$_rj_nap" != 0 ]; then
+			sleep "$_rj_nap" 2>/dev/null || sleep 1
+		fi
 		# A job that runs for more than a moment gets its lease watched
 		# (the end of the request stream makes sure of it too).
 		watch_lease_once "$_rj_job" "$6"
@@ -557,11 +624,14 @@ attach_job() {
 	fi
 	finish "$_rj_status"
 	_rj_stream=
-	# Housekeeping after the answer, while the client reads it. Waited for
-	# before the next job and before the private directory goes.
-	rm -f "$_rj_claim" "$_rj_tail" "$_rj_copy"
-	mkfifo "$jobs/.fifo-$$-$fifo_n" 2>/dev/null &
-	housekeeping=$!
+	# The job's FIFO goes with the rest (see run_job), unless the job
+	# runs on.
+	[ "$_rj_status" != '!DETACHED' ] || leave_fifo
+	_rj_done_claim=$_rj_claim
+	_rj_done_tail=$_rj_tail
+	_rj_done_copy=$_rj_copy
+	_rj_done_fifo=$_rj_used
+	_rj_used=
 }
 
 # job_result JOB SAVE SAVE_BYTES SAVE_LINES sets _jr_status to the status
@@ -758,15 +828,39 @@ attach_watcher() {
 # forget_jobs ID... removes the files of ended jobs whose client has
 # their results: no start of theirs will come again.
 forget_jobs() {
-	for _fj_id in "$@"; do
-		case $_fj_id in
-		*[!0-9a-f]* | '') ;;
-		# (Its output first: the job is gone for attach_job at once.)
-		*) set -- "$@" "$jobs/$_fj_id.out" "$jobs/$_fj_id".* ;;
-		esac
+	remove_files -- "$@"
+}
+
+# remove_files FILE... [-- ID...] removes the FILEs (empty words aside)
+# and the files of the jobs ID (forget_jobs), with one rm;
+# remove_files_bg, with one rm in the background.
+remove_files_bg() {
+	_rmf_bg=yes
+	remove_files "$@"
+}
+
+remove_files() {
+	_rmf_ids=
+	for _rmf_arg in "$@"; do
 		shift
+		if [ -n "$_rmf_ids" ]; then
+			case $_rmf_arg in
+			*[!0-9a-f]* | '') ;;
+			# (Its output first: the job is gone for attach_job at once.)
+			*) set -- "$@" "$jobs/$_rmf_arg.out" "$jobs/$_rmf_arg".* ;;
+			esac
+		elif [ "$_rmf_arg" = -- ]; then
+			_rmf_ids=yes
+		elif [ -n "$_rmf_arg" ]; then
+			set -- "$@" "$_rmf_arg"
+		fi
 	done
-	rm -f "$@"
+	if [ -n "$_rmf_bg" ]; then
+		_rmf_bg=
+		[ "$#" = 0 ] || rm -f "$@" 3<&- &
+	else
+		[ "$#" = 0 ] || rm -f "$@"
+	fi
 }
 
 # forget ID...: forget_jobs as a request of its own (a client closing):
@@ -863,7 +957,15 @@ start_job() {
 		echo "$!" >"$1.pid"
 		wait "$!"
 		_sj_status=$?
-		# (kill -0 fails once the relay has ended: wait reaps every child.)
+		# The relay ends with the output, a moment after the command,
+		# unless children the command left behind hold the FIFO open:
+		# only then is the grace timer wanted (two processes). That
+		# moment is waited for (jobs reaps the children that ended, or
+		# kill -0 would find the relay a zombie) a few dozen times.
+		_sj_spin=0
+		while jobs >/dev/null 2>&1 && kill -s 0 "$_sj_relay" 2>/dev/null && [ "$_sj_spin" -lt 40 ]; do
+			_sj_spin=$((_sj_spin + 1))
+		done
 		if kill -s 0 "$_sj_relay" 2>/dev/null; then
 			(
 				sleep "$grace" 2>/dev/null || sleep 1
@@ -884,7 +986,9 @@ start_job() {
 			_sj_reason=capped
 		fi
 		echo "$_sj_status${_sj_reason:+ $_sj_reason}" >"$1.status"
-		rm -f "$4"
+		# The FIFO goes with the server's next files, unless that server
+		# let go of the job (see leave_fifo).
+		[ ! -e "$4.left" ] || rm -f "$4" "$4.left"
 		# Killed for want of a client: none will collect it.
 		if [ "$_sj_reason" = lease ]; then rm -f "$1".*; fi
 	) </dev/null >/dev/null 2>&1 3<&- &
@@ -941,7 +1045,7 @@ watch_lease_once() {
 		trap '' HUP PIPE
 		read_pid "$1.pid" || exit 0
 		watch_lease "$1" "$_rp_pid" "$2"
-	) </dev/null >/dev/null 2>&1 3<&- &
+	) </dev/null >/dev/null 2>&1 3<&- 5>&- &
 }
 
 # job_running JOB: the job has no status yet and has not been forgotten
@@ -1012,6 +1116,32 @@ save_output() {
 	if [ "$6" -gt "$3" ] || [ "$5" -gt "$4" ]; then
 		if chmod 600 "$1" && mv -f "$1" "$2" 2>/dev/null; then _so_saved=' saved'; else _so_saved=' unsaved'; fi
 	fi
+}
+
+# read_head PATH BYTES: "OK" and the first BYTES bytes of PATH (all of it
+# when it is shorter), or "E CODE message"; then the status 0, or "E CODE
+# message" when reading failed part way (or head lacks -c). Not a job: it
+# reads no more than BYTES of a regular file, so it may be sent behind
+# other requests; the client reads a longer file with open_file. What is
+# not a regular file (a FIFO, a device: reads that may not end) is "E
+# ENOTREG".
+read_head() {
+	if [ -d "$1" ]; then
+		echo 'E EISDIR is a directory'
+	elif [ ! -e "$1" ]; then
+		report_missing "$1"
+	elif [ ! -r "$1" ]; then
+		echo 'E EACCES permission denied'
+	elif [ ! -f "$1" ]; then
+		echo 'E ENOTREG not a regular file'
+	else
+		echo OK
+		if ! LC_ALL=C head -c "$2" -- "$1" 2>"$private/err"; then
+			finish "$(error_from_stderr 'read failed')"
+			return
+		fi
+	fi
+	finish 0
 }
 
 # open_file PATH [OFFSET]: "OK" and the bytes of PATH (from byte OFFSET on)

@@ -103,6 +103,14 @@ func (l *localServer) do(t *testing.T, w io.Writer, fn string, args ...string) s
 
 // readUntil reads the answer in progress a byte at a time up to and
 // including text (no further: the rest stays on the stream).
+// stream starts job and asks for its output as it comes ("s"), as the
+// client does once a command has run for a moment.
+func (l *localServer) stream(t *testing.T, job []string) {
+	t.Helper()
+	require.NoError(t, l.send(call("run_job", job...)))
+	require.NoError(t, l.write("s\n"))
+}
+
 func (l *localServer) readUntil(t *testing.T, text string) *bytes.Buffer {
 	t.Helper()
 	var got bytes.Buffer
@@ -180,7 +188,7 @@ func TestServerScript(t *testing.T) {
 				cache := t.TempDir()
 				first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				job := newJob(printLines(30, "0.02", 5))
-				require.NoError(t, first.send(call("run_job", job...)))
+				first.stream(t, job)
 				// Read the first lines, then the server goes, as with a
 				// dropped connection.
 				got := first.readUntil(t, "line 3\n")
@@ -287,7 +295,7 @@ func TestServerScript(t *testing.T) {
 				for range 5 {
 					first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 					job := newJob("echo ran; exit 3")
-					require.NoError(t, first.send(call("run_job", job...)))
+					first.stream(t, job)
 					// As sshd does when the connection goes.
 					first.cmd.Process.Signal(syscall.SIGHUP)
 					first.close()
@@ -313,7 +321,7 @@ func TestServerScript(t *testing.T) {
 				// Three jobs outlive their servers: one still printing, one
 				// ended, one that will be killed.
 				printing := newJob(printLines(40, "0.02", 5))
-				require.NoError(t, first.send(call("run_job", printing...)))
+				first.stream(t, printing)
 				got := first.readUntil(t, "line 3\n")
 				first.close()
 				ended := newJob("echo ended; exit 2")
@@ -323,7 +331,7 @@ func TestServerScript(t *testing.T) {
 				require.NoError(t, err)
 				sleeper := newJob("echo sleeping; exec sleep 30")
 				other := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-				require.NoError(t, other.send(call("run_job", sleeper...)))
+				other.stream(t, sleeper)
 				line, err := other.stdout.ReadString('\n')
 				require.NoError(t, err)
 				require.Equal(t, "sleeping\n", line)
@@ -355,7 +363,7 @@ func TestServerScript(t *testing.T) {
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				// Let go of while its output streams.
 				printing := newJob(printLines(40, "0.05", 4))
-				require.NoError(t, l.send(call("run_job", printing...)))
+				l.stream(t, printing)
 				got := l.readUntil(t, "line 3\n")
 				require.NoError(t, l.write("d\n"))
 				status, err := l.readUntilMarker(got)
@@ -408,7 +416,7 @@ func TestServerScript(t *testing.T) {
 				cache := t.TempDir()
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				sleeper := newJob("echo sleeping; exec sleep 30")
-				require.NoError(t, l.send(call("run_job", sleeper...)))
+				l.stream(t, sleeper)
 				l.readUntil(t, "sleeping\n")
 				require.NoError(t, l.write("d\n"))
 				status, err := l.readUntilMarker(io.Discard)
@@ -464,7 +472,7 @@ func TestServerScript(t *testing.T) {
 			t.Run("a server hung up while streaming leaves no tail behind", func(t *testing.T) {
 				l := startLocal(t, sh, true)
 				job := newJob("echo started; sleep 0.5; echo done")
-				require.NoError(t, l.send(call("run_job", job...)))
+				l.stream(t, job)
 				buf := make([]byte, len("started\n"))
 				_, err := io.ReadFull(l.stdout, buf) // the stream is running
 				require.NoError(t, err)
