@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -13,22 +14,33 @@ import (
 	"github.com/pi-remote/pi-remote/ops"
 )
 
-// Open implements ops.ReadOperations with server.sh's open_file: one
-// request checks the file and streams it from a single open, so a file
-// replaced meanwhile is never mixed with its new version and pseudo files
-// that read in short chunks come whole. The stream is flow-controlled by
-// the SSH channel: only what the caller reads (plus spoolSize and the
-// channel's window) crosses the network, and Close stops the read on the
-// host.
+// Open implements ops.ReadOperations with server.sh's read_head for a
+// regular file up to readHeadSize bytes, open_file for anything else.
+// read_head is a short request that may go behind others on a busy
+// server: the files tools read and edit are most often that small, and
+// come whole in one round trip. open_file checks the file and streams it
+// from a single open, so a file replaced meanwhile is never mixed with its
+// new version and pseudo files that read in short chunks come whole. The
+// stream is flow-controlled by the SSH channel: only what the caller reads
+// (plus spoolSize and the channel's window) crosses the network, and Close
+// stops the read on the host.
 //
-// When the connection drops, the read waits for the host (as commands do,
+// When the connection drops, a stream waits for the host (as commands do,
 // up to HostOptions.ReattachTimeout) and goes on from the byte it had
 // reached, in a new open of the file: a file rewritten in place during
 // the outage may then be read partly old, partly new (an edit's guarded
 // write notices that).
 func (h *Host) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	head, whole, err := h.readHead(ctx, name)
+	if err == nil && whole {
+		return &reader{h: h, ctx: ctx, name: name, head: head}, nil
+	}
+	// A longer file is read from a single open, from its start.
+	if err != nil && !errors.Is(err, errStreamOnly) {
+		return nil, err
+	}
 	var s *stream
-	err := h.again(ctx, func() (err error) {
+	err = h.again(ctx, func() (err error) {
 		s, err = h.openAt(ctx, name, 0)
 		return err
 	})
@@ -36,6 +48,44 @@ func (h *Host) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	return &reader{h: h, ctx: ctx, name: name, s: s}, nil
+}
+
+// readHeadSize is how much of a file Open asks for with read_head.
+const readHeadSize = 256 << 10
+
+// errStreamOnly: read_head did not read the file (not a regular file, or
+// the host's head failed); open_file will, or says why not.
+var errStreamOnly = errors.New("read with open_file")
+
+// readHead reads the first readHeadSize bytes of name with read_head;
+// whole says that is all of it.
+func (h *Host) readHead(ctx context.Context, name string) (head []byte, whole bool, err error) {
+	var buf bytes.Buffer
+	err = h.again(ctx, func() error {
+		buf.Reset()
+		c, err := h.ready(ctx)
+		if err != nil {
+			return err
+		}
+		s, err := c.server(ctx, false)
+		if err != nil {
+			return err
+		}
+		final, err := c.serve(ctx, s, query, &buf, call("read_head", name, strconv.Itoa(readHeadSize)))
+		if err != nil {
+			return err
+		}
+		status, payload, _ := bytes.Cut(buf.Bytes(), []byte("\n"))
+		if final != "0" || strings.HasPrefix(string(status), "E ENOTREG ") {
+			return errStreamOnly
+		}
+		if _, _, err := checkStatus("open", name, string(status), nil); err != nil {
+			return err
+		}
+		head = payload
+		return nil
+	})
+	return head, err == nil && len(head) < readHeadSize, err
 }
 
 // stream is one open_file request.
@@ -97,14 +147,24 @@ type reader struct {
 	h    *Host
 	ctx  context.Context
 	name string
-	s    *stream
-	read int64 // bytes returned so far
+	head []byte  // a whole file read by read_head, what Read has not returned yet
+	s    *stream // open_file (nil: read_head read it all)
+	read int64   // bytes returned so far
 }
 
 func (r *reader) Read(p []byte) (int, error) {
 	for {
 		if err := r.ctx.Err(); err != nil {
 			return 0, err
+		}
+		if len(r.head) > 0 {
+			n := copy(p, r.head)
+			r.head = r.head[n:]
+			r.read += int64(n)
+			return n, nil
+		}
+		if r.s == nil {
+			return 0, io.EOF
 		}
 		n, err := r.s.br.Read(p)
 		r.read += int64(n)
@@ -145,9 +205,12 @@ func (r *reader) resume() bool {
 	return true
 }
 
-// Close stops the stream.
+// Close stops the stream, if any.
 func (r *reader) Close() error {
-	r.s.close()
+	r.head = nil
+	if r.s != nil {
+		r.s.close()
+	}
 	return nil
 }
 
