@@ -213,6 +213,9 @@ func runBatchBenchmark(b *testing.B) {
 		cfg := viaProxy(b, srv, p)
 		flags := []string{"--host", srv.User + "@" + p.Addr, "--identity", srv.ClientKey, "--known-hosts", cfg.KnownHostsFiles[0], "--ssh-config", "none", "--cwd", dir}
 		for _, kind := range batchKinds {
+			if only := os.Getenv("PI_REMOTE_BENCH_BATCH_ONLY"); only != "" && !strings.Contains(kind.name, only) {
+				continue
+			}
 			for _, path := range paths {
 				batchFixtures(b, dir, uid, gid)
 				var res batchResult
