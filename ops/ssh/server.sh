@@ -645,7 +645,15 @@ job_result() {
 		read -r _so_saved <"$1.saved"
 		_so_saved=" $_so_saved"
 	elif [ -n "$2" ]; then
-		save_output "$1.out" "$2" "$3" "$4"
+		# An output no longer than either limit, in bytes, has no more
+		# lines than that either (a line takes a byte at least): no wc
+		# for it when the relay knew its size.
+		_jr_size=
+		[ ! -e "$1.size" ] || read -r _jr_size <"$1.size"
+		case $_jr_size in '' | *[!0-9]*) _jr_size=$(($3 + 1)) ;; esac
+		if [ "$_jr_size" -gt "$3" ] || [ "$_jr_size" -gt "$4" ]; then
+			save_output "$1.out" "$2" "$3" "$4"
+		fi
 		if [ -n "$_so_saved" ]; then
 			echo "$_so_saved" >"$1.saved"
 			# The output is sent again from there, if need be.
@@ -1002,13 +1010,16 @@ start_job() {
 # copies, a block per read; its count bounds the bytes, and its report
 # (POSIX: "FULL+PARTIAL records in") tells the end of the output, read
 # fewer times than counted, from a stop at the count. A dd that does not
-# report leaves the rest to cat, without a cap.
+# report leaves the rest to cat, without a cap. Where dd also reports the
+# bytes it copied (GNU: "N bytes ... copied"), the size of the whole
+# output goes to JOB.size as the relay ends: job_result then needs no wc.
 relay() {
 	if [ -z "$3" ]; then
 		exec cat "$2" >>"$1.out"
 	fi
 	exec 4<"$2" >>"$1.out"
 	_rl_left=$(($3 + 1))
+	_rl_size=0
 	while [ "$_rl_left" -gt 0 ]; do
 		_rl_count=$(((_rl_left + 65535) / 65536))
 		# (Its pid for the grace timer, which must stop it at once.)
@@ -1017,17 +1028,29 @@ relay() {
 		wait "$!"
 		# (GNU dd may warn about partial reads first.)
 		_rl_reads=
+		_rl_bytes=
 		while IFS= read -r _rl_line; do
 			case $_rl_line in
 			[0-9]*+[0-9]*' records in')
 				_rl_line=${_rl_line%% *}
 				_rl_reads=$((${_rl_line%+*} + ${_rl_line#*+}))
-				break
+				;;
+			[0-9]*' byte'*)
+				_rl_bytes=${_rl_line%% *}
+				case $_rl_bytes in *[!0-9]*) _rl_bytes= ;; esac
 				;;
 			esac
 		done <"$1.relay"
 		[ -n "$_rl_reads" ] || exec cat <&4
-		[ "$_rl_reads" -ge "$_rl_count" ] || return 0
+		if [ -n "$_rl_bytes" ] && [ -n "$_rl_size" ]; then
+			_rl_size=$((_rl_size + _rl_bytes))
+		else
+			_rl_size=
+		fi
+		if [ "$_rl_reads" -lt "$_rl_count" ]; then
+			[ -z "$_rl_size" ] || echo "$_rl_size" >"$1.size"
+			return 0
+		fi
 		_rl_left=$(($3 + 1 - $(wc -c <"$1.out")))
 	done
 }
