@@ -18,6 +18,13 @@ mkdir -p docs
 # default every one.
 only=("$@")
 
+# The time this machine takes to start a process (sh forking and
+# executing true), in ms: a command on an SSH host costs about ten of them
+# on the host's side, so figures made on different machines compare
+# through it.
+spawn=$(sh -c 'start=$(date +%s%N); i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i + 1)); done; echo "$start $(date +%s%N)"' |
+	awk '{ printf "%.1f", ($2 - $1) / 300 / 1e6 }')
+
 # report DOC VAR BENCHMARK TITLE DESCRIPTION runs one benchmark of
 # integration/, which writes its tables to the file named by $VAR, and
 # writes DOC: a title, how and where it was made, the description, the
@@ -33,7 +40,7 @@ report() {
 	{
 		echo "# $title"
 		echo
-		echo "Made by \`bash scripts/bench.sh\` on $(date -u +%Y-%m-%d) — $(nproc) cores, $(uname -sr), $(/usr/sbin/sshd -V 2>&1 | head -1)."
+		echo "Made by \`bash scripts/bench.sh\` on $(date -u +%Y-%m-%d) — $(nproc) cores, $(uname -sr), $(/usr/sbin/sshd -V 2>&1 | head -1); starting a process took $spawn ms."
 		echo "$description"
 		echo
 		cat "$tmp"
