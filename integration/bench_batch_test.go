@@ -148,23 +148,6 @@ func throughRPC(b *testing.B, c *rpcClient) batchRunner {
 	}
 }
 
-// sessions counts the sessions sshd has started so far (its log).
-func sessions(srv *sshd.Server) int {
-	return strings.Count(srv.Log(), "Starting session:")
-}
-
-// settle waits until srv has started no session for a second: a
-// connection's warm-up runs in the background.
-func settle(srv *sshd.Server) {
-	last, since := sessions(srv), time.Now()
-	for time.Since(since) < time.Second {
-		time.Sleep(50 * time.Millisecond)
-		if n := sessions(srv); n != last {
-			last, since = n, time.Now()
-		}
-	}
-}
-
 // batchResult is one kind of batch on one path at one RTT.
 type batchResult struct {
 	cold, warm         float64 // ms; warm is the median of three rounds

@@ -116,26 +116,6 @@ func runManyHostsBenchmark(b *testing.B) {
 // fleet is the sshd instances of BenchmarkManyHosts.
 type fleet []*sshd.Server
 
-// sessions counts the sessions every server has started so far.
-func (f fleet) sessions() int {
-	n := 0
-	for _, s := range f {
-		n += sessions(s)
-	}
-	return n
-}
-
-// settle waits until no server has started a session for a second.
-func (f fleet) settle() {
-	last, since := f.sessions(), time.Now()
-	for time.Since(since) < time.Second {
-		time.Sleep(100 * time.Millisecond)
-		if n := f.sessions(); n != last {
-			last, since = n, time.Now()
-		}
-	}
-}
-
 // serve measures one rpc process serving the first n hosts of user.
 func (f fleet) serve(b *testing.B, sshConfig, user string, n int) hostsResult {
 	flags := []string{"--ssh-config", sshConfig, "--cwd", "/tmp"}
@@ -143,8 +123,8 @@ func (f fleet) serve(b *testing.B, sshConfig, user string, n int) hostsResult {
 		flags = append(flags, "--host", fmt.Sprintf("h%d=%s%d", i, user, i))
 	}
 	var r hostsResult
-	f.settle()
-	before := f.sessions()
+	settle(f...)
+	before := sessions(f...)
 	cpu0 := machineCPU(b)
 	start := time.Now()
 	c := startRPC(b, flags...)
@@ -153,12 +133,12 @@ func (f fleet) serve(b *testing.B, sshConfig, user string, n int) hostsResult {
 	c.responseWithin("ready", 5*time.Minute)
 	r.start = ms(time.Since(start))
 	r.startCPU = (machineCPU(b) - cpu0).Seconds()
-	f.settle()
-	r.startSess = f.sessions() - before
+	settle(f...)
+	r.startSess = sessions(f...) - before
 	r.rssIdle = rss(b, c.cmd.Process.Pid)
 
 	var warm []float64
-	before = f.sessions()
+	before = sessions(f...)
 	machine0, proc0, forks0 := machineCPU(b), processCPU(b, c.cmd.Process.Pid), forks(b)
 	for round := range 3 {
 		var lines strings.Builder
@@ -180,7 +160,7 @@ func (f fleet) serve(b *testing.B, sshConfig, user string, n int) hostsResult {
 		}
 		warm = append(warm, ms(time.Since(t)))
 	}
-	r.warmSess = (f.sessions() - before) / 3
+	r.warmSess = (sessions(f...) - before) / 3
 	r.cpuCall = ms(machineCPU(b)-machine0) / float64(3*n)
 	r.rpcCPUCall = ms(processCPU(b, c.cmd.Process.Pid)-proc0) / float64(3*n)
 	r.forksCall = float64(forks(b)-forks0) / float64(3*n)

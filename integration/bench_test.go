@@ -62,7 +62,7 @@ func runToolBenchmark(b *testing.B) {
 	// machine with (read 4 KiB measured 5-8 ms, against 1.7 in the rpc
 	// benchmark's settled runs).
 	te.ok("bash", map[string]any{"command": "true"})
-	fleet{srv}.settle()
+	settle(srv)
 
 	cases := []benchCase{
 		{name: "read 4 KiB", tool: "read", args: func(int) map[string]any { return map[string]any{"path": "file4k.txt"} },
@@ -147,7 +147,7 @@ func runToolBenchmark(b *testing.B) {
 	b.Cleanup(func() { slow.Close() })
 	ste := newToolEnv(b, slow, "bench-slow", dir)
 	ste.ok("bash", map[string]any{"command": "true"}) // connect, probe
-	fleet{srv}.settle()
+	settle(srv)
 	fmt.Fprintf(&report, "\n## Round trips per tool call at 20 ms RTT\n\n"+
 		"Round trips = (p50 at 20 ms − p50 on loopback) / 20 ms: the latency the network adds, in RTTs, without the host's own work.\n\n"+
 		"| call | p50 ms at 20 ms RTT | p50 ms on loopback | round trips |\n|---|---|---|---|\n")
@@ -173,6 +173,28 @@ func runToolBenchmark(b *testing.B) {
 	}
 	if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// sessions counts the sessions the sshd instances have started so far
+// (their logs).
+func sessions(srvs ...*sshd.Server) int {
+	n := 0
+	for _, s := range srvs {
+		n += strings.Count(s.Log(), "Starting session:")
+	}
+	return n
+}
+
+// settle waits until none of srvs has started a session for a second: a
+// connection's warm-up runs in the background.
+func settle(srvs ...*sshd.Server) {
+	last, since := sessions(srvs...), time.Now()
+	for time.Since(since) < time.Second {
+		time.Sleep(50 * time.Millisecond)
+		if n := sessions(srvs...); n != last {
+			last, since = n, time.Now()
+		}
 	}
 }
 
