@@ -1141,6 +1141,22 @@ save_output() {
 	fi
 }
 
+# readable PATH: true for a file this user may read that is not a
+# directory; otherwise false, having printed "E CODE message" (what
+# read_head and open_file answer then).
+readable() {
+	if [ -d "$1" ]; then
+		echo 'E EISDIR is a directory'
+	elif [ ! -e "$1" ]; then
+		report_missing "$1"
+	elif [ ! -r "$1" ]; then
+		echo 'E EACCES permission denied'
+	else
+		return 0
+	fi
+	return 1
+}
+
 # read_head PATH BYTES: "OK" and the first BYTES bytes of PATH (all of it
 # when it is shorter), or "E CODE message"; then the status 0, or "E CODE
 # message" when reading failed part way (or head lacks -c). Not a job: it
@@ -1149,12 +1165,8 @@ save_output() {
 # not a regular file (a FIFO, a device: reads that may not end) is "E
 # ENOTREG".
 read_head() {
-	if [ -d "$1" ]; then
-		echo 'E EISDIR is a directory'
-	elif [ ! -e "$1" ]; then
-		report_missing "$1"
-	elif [ ! -r "$1" ]; then
-		echo 'E EACCES permission denied'
+	if ! readable "$1"; then
+		:
 	elif [ ! -f "$1" ]; then
 		echo 'E ENOTREG not a regular file'
 	else
@@ -1168,17 +1180,11 @@ read_head() {
 }
 
 # open_file PATH [OFFSET]: "OK" and the bytes of PATH (from byte OFFSET on)
-# as they are read (a job, so
-# the client may stop it), or "E CODE message". The final status is 0, or
-# "E CODE message" when reading failed part way.
+# as they are read (a job, so the client may stop it), or "E CODE
+# message". The final status is 0, or "E CODE message" when reading failed
+# part way.
 open_file() {
-	if [ -d "$1" ]; then
-		echo 'E EISDIR is a directory'
-	elif [ ! -e "$1" ]; then
-		report_missing "$1"
-	elif [ ! -r "$1" ]; then
-		echo 'E EACCES permission denied'
-	else
+	if readable "$1"; then
 		echo OK
 		if [ "${2:-0}" -gt 0 ]; then
 			# The rest of a read whose connection was lost.
