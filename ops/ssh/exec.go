@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pi-remote/pi-remote/internal/shellquote"
@@ -217,25 +216,21 @@ func (h *Host) runJob(ctx context.Context, out io.Writer, ttl time.Duration, may
 	defer stop()
 	// Output comes whole at the end, unless the command runs longer than
 	// streamDelay: then it comes as it is written.
-	commandsRunning.Add(1)
-	defer commandsRunning.Add(-1)
-	defer askStream(s)()
+	h.running.Add(1)
+	defer h.running.Add(-1)
+	defer h.askStream(s)()
 	return c.serve(ctx, s, job, out, r)
 }
 
-// commandsRunning counts the run_job requests in flight from this
-// process, on every host (see streamDelay).
-var commandsRunning atomic.Int64
-
 // askStream asks s for the stream of the command it serves ("s") once the
-// command has run for streamDelay of the most commands in flight seen
-// meanwhile (looked at when streamAfter has passed, and again when that
-// wait ends); the function returned stops it.
-func askStream(s *server) (stop func()) {
+// command has run for streamDelay of the most commands in flight on the
+// host seen meanwhile (looked at when streamAfter has passed, and again
+// when that wait ends); the function returned stops it.
+func (h *Host) askStream(s *server) (stop func()) {
 	start := time.Now()
 	var mu sync.Mutex
 	stopped := false
-	peak := commandsRunning.Load()
+	peak := h.running.Load()
 	var t *time.Timer
 	check := func() {
 		mu.Lock()
@@ -243,7 +238,7 @@ func askStream(s *server) (stop func()) {
 			mu.Unlock()
 			return
 		}
-		peak = max(peak, commandsRunning.Load())
+		peak = max(peak, h.running.Load())
 		if wait := streamDelay(peak) - time.Since(start); wait > 0 {
 			t.Reset(wait)
 			mu.Unlock()
@@ -274,12 +269,11 @@ const streamAfter = 100 * time.Millisecond
 const maxStreamDelay = time.Second
 
 // streamDelay is how long a command waits before its output is streamed
-// when up to running commands were in flight from this process meanwhile.
-// A batch of short commands keeps a host busy for a while: at streamAfter
-// each, the slower half of the batch would pay for streams that end at
-// once, and grow slower still (on a 2-core host that forks slowly, 16 echo
-// commands took 1.5 s that way, 0.8 s without). A batch over many hosts
-// keeps this process busy the same way. With others running, a command
+// when up to running commands were in flight on its host meanwhile. A batch of
+// short commands keeps the host busy for a while: at streamAfter each, the
+// slower half of the batch would pay for streams that end at once, and
+// grow slower still (on a 2-core host that forks slowly, 16 echo commands
+// took 1.5 s that way, 0.8 s without). With others running, a command
 // waits streamAfter more for each, up to maxStreamDelay: a person
 // watching a batch of long commands sees their output from then on.
 func streamDelay(running int64) time.Duration {

@@ -103,6 +103,7 @@ type Host struct {
 	attaching   *batchState
 
 	sessions atomic.Int64 // session channels asked for, on every connection
+	running  atomic.Int64 // run_job requests in flight (streamDelay)
 
 	// collected are the jobs whose results Exec has: their ".collected"
 	// marks on the host go with the next command, or at Close.
