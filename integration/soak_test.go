@@ -36,16 +36,29 @@ func TestChaosSoak(t *testing.T) {
 	chaos := rand.New(rand.NewPCG(seed, 2))
 	token := fmt.Sprintf("soak%d", seed%1000000007)
 
-	var resets atomic.Int64
+	var resets, calls atomic.Int64
 	stop := make(chan struct{})
 	chaosDone := make(chan struct{})
 	go func() {
 		defer close(chaosDone)
 		for {
+			// A link that drops again before any call got through is no
+			// link: on a loaded machine a reconnect (handshake, login, the
+			// first server) can outlast the gaps. Each fault waits for a
+			// call to end after the one before, then for its random moment,
+			// mostly in the middle of the next call.
+			since := calls.Load()
 			select {
 			case <-stop:
 				return
 			case <-time.After(time.Duration(300+chaos.IntN(1700)) * time.Millisecond):
+			}
+			for calls.Load() == since {
+				select {
+				case <-stop:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
 			}
 			refuse := chaos.IntN(3) == 0
 			p.Refuse(refuse)
@@ -62,6 +75,9 @@ func TestChaosSoak(t *testing.T) {
 	want := map[string]string{}
 	counter := map[string]int{}
 	for i := range 300 {
+		if i > 0 {
+			calls.Add(1)
+		}
 		f := fmt.Sprintf("f%d.txt", rng.IntN(nfiles))
 		kind := rng.IntN(3)
 		if _, ok := want[f]; !ok {
