@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,28 @@ func psMatching(t *testing.T, s string) []string {
 		if strings.Contains(line, s) {
 			found = append(found, strings.TrimSpace(line))
 		}
+	}
+	return found
+}
+
+// psWithEnv lists the host's processes with the environment entry kv:
+// everything a session of a test's sshd started, through any number of
+// forks, carries the SetEnv values it was given (the host is this machine).
+func psWithEnv(t *testing.T, kv string) []string {
+	t.Helper()
+	procs, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var found []string
+	for _, p := range procs {
+		if p.Name()[0] < '0' || p.Name()[0] > '9' {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), kv) {
+			continue // gone meanwhile, or not ours
+		}
+		args, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		found = append(found, p.Name()+" "+strings.ReplaceAll(string(args), "\x00", " "))
 	}
 	return found
 }
