@@ -237,7 +237,7 @@ unstarted() {
 	read -r _us_pid <"$1.server" 2>/dev/null || return 1
 	! kill -s 0 "$_us_pid" 2>/dev/null || return 1
 	set -C
-	{ : >"$1.started"; } 2>/dev/null
+	{ command : >"$1.started"; } 2>/dev/null
 	_us_mine=$?
 	set +C
 	[ "$_us_mine" = 0 ] || return 1
@@ -465,7 +465,7 @@ run_job() {
 		esac
 		# noclobber: of two starts of one job, one creates it.
 		set -C
-		{ : >"$_rj_job.out"; } 2>/dev/null
+		{ command : >"$_rj_job.out"; } 2>/dev/null
 		_rj_made=$?
 		set +C
 		if [ "$_rj_made" != 0 ] || ! [ -p "$_rj_fifo" ] || ! { echo "$8" >"$_rj_job.lease"; } 2>/dev/null; then
@@ -943,7 +943,7 @@ start_job() {
 		# (An attacher that found this job's server dead may have given
 		# up on the job first: see unstarted.)
 		set -C
-		{ : >"$1.started"; } 2>/dev/null || exit 0
+		{ command : >"$1.started"; } 2>/dev/null || exit 0
 		set +C
 		trap '' HUP PIPE
 		relay "$1" "$4" "$5" &
