@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -109,6 +110,100 @@ func TestManyCommandsFewSessions(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf("%d\n", i), outs[i].String())
 	}
 }
+
+// A batch larger than the pool runs at once on the servers already open:
+// 24 commands against a warm connection of 8 sessions, 20 ms of added
+// round-trip time. Those that find no server of their own join one
+// request (run_jobs) instead of waiting for a server or opening a session.
+// Every output and exit code is the command's own, in full (one 300 KB);
+// a command that runs for seconds streams its output while it runs (let go
+// of by the batch's request, followed by the attach request); a command
+// cancelled mid-batch is killed on the host; no session is opened.
+func TestBatchLargerThanThePool(t *testing.T) {
+	t.Parallel()
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	cfg := viaProxy(t, srv, p)
+	h := rssh.New(cfg, rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "true"}))
+	opened := settledSessions(t, h)
+	p.SetRTT(20 * time.Millisecond)
+	marker := fmt.Sprintf("30.%d", time.Now().UnixNano()%1000000007)
+	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+
+	const n = 24
+	big := strings.Repeat("0123456789abcdef", 300000/16)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	outs := make([]lockedBuffer, n)
+	var firstLine, longEnd [2]time.Time
+	for i := range n {
+		script := fmt.Sprintf("echo call %d; exit %d", i, i%3)
+		switch i {
+		case 5:
+			script = "printf '%s' " + big
+		case 9, 17:
+			// Its first line comes seconds before its end.
+			script = "echo first; sleep 4; echo second"
+		case 13:
+			script = "echo cancelled; exec sleep " + marker
+		}
+		wg.Go(func() {
+			ctx := t.Context()
+			if i == 13 {
+				c, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+				defer cancel()
+				ctx = c
+			}
+			var w io.Writer = &outs[i]
+			if i == 9 || i == 17 {
+				k := (i - 9) / 8
+				w = writerFunc(func(b []byte) (int, error) {
+					if firstLine[k].IsZero() {
+						firstLine[k] = time.Now()
+					}
+					return outs[i].Write(b)
+				})
+				defer func() { longEnd[k] = time.Now() }()
+			}
+			errs[i] = h.Exec(ctx, ops.Command{Script: script, Output: w})
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		switch i {
+		case 5:
+			require.NoError(t, errs[i])
+			assert.Equal(t, big, outs[i].String(), "every byte once")
+		case 9, 17:
+			require.NoError(t, errs[i])
+			assert.Equal(t, "first\nsecond\n", outs[i].String())
+		case 13:
+			assert.ErrorIs(t, errs[i], context.DeadlineExceeded)
+		default:
+			assert.Equal(t, fmt.Sprintf("call %d\n", i), outs[i].String(), "call %d", i)
+			var exit *ops.ExitError
+			if i%3 == 0 {
+				assert.NoError(t, errs[i], "call %d", i)
+			} else if assert.ErrorAs(t, errs[i], &exit, "call %d", i) {
+				assert.Equal(t, i%3, exit.Code, "call %d", i)
+			}
+		}
+	}
+	for k := range 2 {
+		assert.Less(t, firstLine[k], longEnd[k].Add(-2*time.Second), "the long command's first line came while it ran")
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, sleepers(t, marker), "the cancelled command is killed on the host")
+	}, 10*time.Second, 50*time.Millisecond)
+	assert.Equal(t, opened, h.SessionsOpened(), "no session opened")
+}
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // Long commands do not hold up short calls: four commands that print for
 // 20 s against a host allowing three sessions, or one (more commands than

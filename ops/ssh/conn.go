@@ -40,6 +40,7 @@ type conn struct {
 	busy      []*server     // requests in flight (server.inFlight)
 	freed     chan struct{} // closed and replaced when a slot or server frees
 	lettingGo int           // servers asked to let go of their command
+	group     *group        // the batch request commands join, if one runs (group.go)
 
 	// SFTP is opened on first need, and only while at least two servers
 	// fit beside it; once the server refuses a channel it is closed (as

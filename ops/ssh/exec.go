@@ -35,40 +35,31 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	if out == nil {
 		out = io.Discard
 	}
-	var save, overBytes, overLines string
+	js := jobStart{id: randomHex(8), script: script, dir: cmd.Dir, ttl: strconv.Itoa(int(h.leaseTTL().Seconds())), limit: h.outputLimit()}
 	if so := cmd.SaveOutput; so != nil {
 		so.Saved = false
-		save, overBytes, overLines = so.Path, strconv.FormatInt(so.OverBytes, 10), strconv.FormatInt(so.OverLines, 10)
-	}
-	ttl := h.leaseTTL()
-	limit := ""
-	switch {
-	case h.opts.OutputCap == 0:
-		limit = strconv.FormatInt(DefaultOutputCap, 10)
-	case h.opts.OutputCap > 0:
-		limit = strconv.FormatInt(h.opts.OutputCap, 10)
+		js.save, js.overBytes, js.overLines = so.Path, strconv.FormatInt(so.OverBytes, 10), strconv.FormatInt(so.OverLines, 10)
 	}
 	label := cmd.Label
 	if label == "" {
 		label = cmd.Script
 	}
-	label = jobLabel(label)
-	// The job's name is ours: a start sent again after a lost connection
-	// attaches to the job instead of running it twice.
-	id := randomHex(8)
+	js.label = jobLabel(label)
+	// The job's name is ours (js.id): a start sent again after a lost
+	// connection attaches to the job instead of running it twice.
+	id := js.id
 	sent := &countingWriter{w: out}
 	// A command that runs long may be let go of by its server, for other
-	// requests, and followed with the others on one server (attach.go):
-	// the attach request's line carries SAVE, which may not hold a newline;
-	// and following it needs the wait for the host.
-	mayLetGo := !strings.Contains(save, "\n") && h.opts.ReattachTimeout >= 0
+	// requests, and followed with the others on one server (attach.go);
+	// one that finds no server of its own may join a batch's (group.go).
+	// The lines of both requests carry SAVE, which may not hold a newline;
+	// and following a command needs the wait for the host.
+	mayLetGo := !strings.Contains(js.save, "\n") && h.opts.ReattachTimeout >= 0
 	var status string
 	for restarts := 0; ; {
 		var err error
-		forget := h.toForget()
-		status, err = h.runJob(ctx, sent, ttl, mayLetGo, call("run_job", id, strconv.FormatInt(sent.n, 10), script, cmd.Dir, save, overBytes, overLines, strconv.Itoa(int(ttl.Seconds())), limit, label, strings.Join(forget, " ")))
+		status, err = h.runJob(ctx, sent, js, mayLetGo)
 		if err == nil {
-			h.forgotten(forget)
 			// A start whose server died before the job began (a start
 			// sent again found it so): the host dropped it, start it anew.
 			if status == "!NOJOB" && sent.n == 0 && restarts < 3 {
@@ -100,7 +91,7 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 		// with no output yet, is one whose start was lost with the
 		// connection: it is started again (the same id: one of two starts
 		// runs).
-		status, err = h.reattachJob(ctx, id, sent, [3]string{save, overBytes, overLines})
+		status, err = h.reattachJob(ctx, id, sent, [3]string{js.save, js.overBytes, js.overLines})
 		if err != nil {
 			return err
 		}
@@ -121,15 +112,15 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	if msg, ok := strings.CutPrefix(status, "!EIO "); ok {
 		return fmt.Errorf("command server: %s", msg)
 	}
-	js, err := parseJobStatus(status)
+	ended, err := parseJobStatus(status)
 	if err != nil {
 		return err
 	}
 	h.gotResult(id)
 	if cmd.SaveOutput != nil {
-		cmd.SaveOutput.Saved = js.saved
+		cmd.SaveOutput.Saved = ended.saved
 	}
-	return js.err(h.opts.OutputCap)
+	return ended.err(h.opts.OutputCap)
 }
 
 // jobStatus is the status attach_job sends for an ended job.
@@ -196,37 +187,61 @@ func jobLabel(s string) string {
 	return strings.ReplaceAll(s, "\t", " ")
 }
 
-// runJob sends one run_job request (a start, or an attach) on a server of
-// the current connection, renewing the job's lease meanwhile. With
-// mayLetGo the server may answer "!DETACHED" when another request needs it
-// (conn.letGoLocked).
-func (h *Host) runJob(ctx context.Context, out io.Writer, ttl time.Duration, mayLetGo bool, r request) (string, error) {
+// jobStart is what starts a job on the host: the words of run_job and
+// add_job (server.sh).
+type jobStart struct {
+	id, script, dir            string
+	save, overBytes, overLines string // SAVE, SAVE_BYTES, SAVE_LINES
+	ttl, limit, label          string
+}
+
+// runJob starts the job, or attaches to it when it runs already, and
+// follows it to its end, renewing its lease meanwhile: a run_job request on
+// a server of the current connection, or, for a command of a batch that
+// finds no server of its own, one of a run_jobs request (group.go). With
+// mayLetGo the server may answer "!DETACHED" when another request needs
+// it (conn.letGoLocked).
+func (h *Host) runJob(ctx context.Context, out *countingWriter, js jobStart, mayLetGo bool) (string, error) {
 	c, err := h.ready(ctx)
 	if err != nil {
 		return "", err
 	}
-	s, err := c.server(ctx, true)
+	// Counted from before it has a server: a call that takes the last
+	// idle one sees the others coming (jobServer).
+	h.running.Add(1)
+	defer h.running.Add(-1)
+	var gc *groupCall
+	if mayLetGo {
+		gc = newGroupCall(js.id, out)
+	}
+	s, g, err := c.jobServer(ctx, gc)
 	if err != nil {
 		return "", err
+	}
+	if g != nil {
+		return g.run(ctx, gc, js)
 	}
 	if mayLetGo {
 		c.mayLetGo(s)
 	}
-	stop := renewLease(s, ttl)
+	stop := renewLease(s, h.leaseTTL())
 	defer stop()
 	// Output comes whole at the end, unless the command runs longer than
-	// streamDelay: then it comes as it is written.
-	h.running.Add(1)
-	defer h.running.Add(-1)
-	defer h.askStream(s)()
-	return c.serve(ctx, s, job, out, r)
+	// its stream delay: then it comes as it is written.
+	defer h.askStream(s, "s\n")()
+	forget := h.toForget()
+	status, err := c.serve(ctx, s, job, out, call("run_job", js.id, strconv.FormatInt(out.n, 10), js.script, js.dir, js.save, js.overBytes, js.overLines, js.ttl, js.limit, js.label, strings.Join(forget, " ")))
+	if err == nil {
+		h.forgotten(forget)
+	}
+	return status, err
 }
 
-// askStream asks s for the stream of the command it serves ("s") once the
-// command has run for streamDelay of the most commands in flight on the
-// host seen meanwhile (looked at when streamAfter has passed, and again
-// when that wait ends); the function returned stops it.
-func (h *Host) askStream(s *server) (stop func()) {
+// askStream sends s line (for the stream of the command it serves: "s")
+// once the command has run for streamDelay of the most commands in flight
+// on the host seen meanwhile (looked at when streamAfter has passed, and
+// again when that wait ends); the function returned stops it.
+func (h *Host) askStream(s *server, line string) (stop func()) {
 	start := time.Now()
 	var mu sync.Mutex
 	stopped := false
@@ -246,7 +261,7 @@ func (h *Host) askStream(s *server) (stop func()) {
 		}
 		stopped = true
 		mu.Unlock()
-		s.write("s\n")
+		s.write(line)
 	}
 	mu.Lock()
 	t = time.AfterFunc(streamAfter, check)
@@ -292,6 +307,18 @@ const DefaultLeaseTTL = 30 * time.Minute
 // DefaultReattachTimeout is how long a command waits for its host to come
 // back after the connection dropped.
 const DefaultReattachTimeout = 3 * time.Minute
+
+// outputLimit is run_job's CAP: HostOptions.OutputCap in bytes, or empty
+// for none.
+func (h *Host) outputLimit() string {
+	switch {
+	case h.opts.OutputCap == 0:
+		return strconv.FormatInt(DefaultOutputCap, 10)
+	case h.opts.OutputCap > 0:
+		return strconv.FormatInt(h.opts.OutputCap, 10)
+	}
+	return ""
+}
 
 func (h *Host) leaseTTL() time.Duration {
 	if h.opts.LeaseTTL <= 0 {

@@ -24,9 +24,17 @@ const maxPipeline = 4
 // that reads the request stream while it runs (streams: a command, a
 // read) needs a server of its own: a request sent behind it would be read
 // as a line for it.
-func (c *conn) acquire(ctx context.Context, wantServer, streams bool) (*server, error) {
+//
+// A command that may join a batch's request (gc) joins the one that opens
+// while it waits: errJoined.
+func (c *conn) acquire(ctx context.Context, wantServer, streams bool, gc *groupCall) (*server, error) {
 	for {
 		c.mu.Lock()
+		if gc != nil && c.group != nil {
+			c.group.joinLocked(gc)
+			c.mu.Unlock()
+			return nil, errJoined
+		}
 		if wantServer && len(c.idle) > 0 {
 			s := c.idle[len(c.idle)-1]
 			c.idle = c.idle[:len(c.idle)-1]
@@ -263,9 +271,15 @@ func isOpenRefused(err error) bool {
 // or busy with short requests that this one may follow (see acquire).
 // End the request with release.
 func (c *conn) server(ctx context.Context, streams bool) (*server, error) {
+	return c.serverFor(ctx, streams, nil)
+}
+
+// serverFor is server for a command that may join a batch's request (gc):
+// errJoined when it did (see acquire).
+func (c *conn) serverFor(ctx context.Context, streams bool, gc *groupCall) (*server, error) {
 	early := 0
 	for {
-		s, err := c.acquire(ctx, true, streams)
+		s, err := c.acquire(ctx, true, streams, gc)
 		if err != nil || s != nil {
 			return s, err
 		}
@@ -437,7 +451,7 @@ func (c *conn) closeSFTPLocked() {
 // openSFTP starts the subsystem in a slot of its own. A host without it,
 // or one that refuses the channel, turns SFTP off for the connection.
 func (c *conn) openSFTP(ctx context.Context) error {
-	if _, err := c.acquire(ctx, false, false); err != nil {
+	if _, err := c.acquire(ctx, false, false, nil); err != nil {
 		return err
 	}
 	c.host.sessions.Add(1)

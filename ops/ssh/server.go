@@ -31,7 +31,8 @@ import (
 // its words (shellquote.QuoteLine). The answer is the function's output on
 // stdout, then the marker, a status and a newline. While a job runs (a user
 // command, a streamed read) the line "k" kills it on the host; "d" lets go
-// of a command, which runs on and is followed elsewhere (attach.go). A server
+// of a command, which runs on and is followed elsewhere (attach.go); a
+// batch's request takes more commands as it runs (group.go). A server
 // runs one request at a time, in the order they came; short ones may be
 // sent before the answers to earlier ones (post). The connection keeps a
 // pool of servers.

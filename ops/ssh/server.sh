@@ -17,7 +17,8 @@
 # <marker><status> and a newline. The marker cannot occur in output (it is
 # random), so everything before it belongs to the request.
 #
-# attach_jobs serves several jobs in one answer, in frames (see there).
+# attach_jobs serves several jobs in one answer, in frames (see there);
+# run_jobs starts the jobs of a batch and answers for them the same way.
 #
 # Commands (run_job) and reads (open_file) run in the background while a
 # watcher reads the request stream: the line "k" kills them; "r" renews a
@@ -64,6 +65,8 @@ serve() {
 	fi
 	sweep_jobs </dev/null >/dev/null 2>&1 &
 	_rj_stream=
+	# run_jobs' FIFO, once made (held open on fd 6).
+	events=
 	# The numbers of the FIFOs made ahead for jobs (see run_job) and not
 	# used yet.
 	fifos=
@@ -833,6 +836,156 @@ attach_watcher() {
 	kill -s TERM $$
 }
 
+# run_jobs TTL CAP FORGET runs the jobs of a batch that found no server of
+# their own: the client sends each one, while the answer runs, as the
+# request line "<marker>add_job ID SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES
+# LABEL" (SAVE without a newline), and the answer gives each one's whole
+# output and status in attach_jobs' frames once it has ended: "D ID N" and
+# N bytes, then "X ID STATUS" (as attach_job's, or "!ENOENT", "!ENOTDIR",
+# "!EACCES" or "!EIO ..." for one that could not start, "!ATTACH" for one
+# started before, which the client attaches to). Meanwhile "k ID" kills job
+# ID; "r" renews every lease (to TTL seconds); "d ID" lets go of job ID,
+# "X ID !DETACHED" while it runs (its client follows it with attach_jobs,
+# streaming); "e" ends the answer with the status "OK" (the client has
+# every result it waits for). FORGET and CAP as run_job's. At the end of
+# the request stream the jobs go on and this server ends.
+#
+# Each job's waiter says when it has ended, on a FIFO the answer reads
+# (events): no polling, and no process of the server's per job.
+run_jobs() {
+	# shellcheck disable=SC2086 # job IDs
+	[ -z "$3" ] || remove_files_bg -- $3
+	seq=$((seq + 1))
+	_rs_dir=$private/group.$seq
+	_rs_ttl=$1
+	_rs_cap=$2
+	if [ -z "$events" ]; then
+		if ! mkfifo "$private/events" 2>/dev/null; then
+			finish "!EIO cannot create $private/events"
+			return
+		fi
+		exec 6<>"$private/events"
+		events=$private/events
+	fi
+	if ! mkdir "$_rs_dir"; then
+		finish "!EIO cannot create $_rs_dir"
+		return
+	fi
+	group_watcher &
+	_rs_watcher=$!
+	# (A job's "x" may come from an earlier answer of this server: one
+	# whose job it let go of. There is no state file for it here.)
+	while IFS= read -r _rs_event <&6; do
+		case $_rs_event in
+		e) break ;;
+		q) exit 129 ;;
+		"f "*) echo "X ${_rs_event#f }" ;;
+		"x "* | "d "*)
+			_rs_id=${_rs_event#? }
+			_rs_state=$_rs_dir/$_rs_id
+			[ -f "$_rs_state" ] || continue
+			_rs_job=$jobs/$_rs_id
+			if [ ! -s "$_rs_job.status" ]; then
+				echo "X $_rs_id !DETACHED"
+				rm -f "$_rs_state"
+				watch_lease_once "$_rs_job" "$_rs_ttl"
+				continue
+			fi
+			{ read -r _rs_save && read -r _rs_bytes && read -r _rs_lines; } <"$_rs_state"
+			_rs_size=
+			[ ! -e "$_rs_job.size" ] || read -r _rs_size <"$_rs_job.size"
+			case $_rs_size in '' | *[!0-9]*) _rs_size=$(($(wc -c <"$_rs_job.out"))) ;; esac
+			if [ "$_rs_size" -gt 0 ]; then
+				echo "D $_rs_id $_rs_size"
+				cat -- "$_rs_job.out"
+			fi
+			job_result "$_rs_job" "$_rs_save" "$_rs_bytes" "$_rs_lines"
+			echo "X $_rs_id $_jr_status"
+			rm -f "$_rs_state"
+			;;
+		esac
+	done
+	wait "$_rs_watcher"
+	# The ends of jobs let go of that came meanwhile are read now, up to
+	# a mark of this request's own: none is left to fill the FIFO.
+	echo z >&6
+	while IFS= read -r _rs_event <&6 && [ "$_rs_event" != z ]; do :; done
+	# (Jobs whose clients gave up waiting for the kill run on, watched.)
+	for _rs_state in "$_rs_dir"/*; do
+		[ ! -f "$_rs_state" ] || watch_lease_once "$jobs/${_rs_state##*/}" "$_rs_ttl"
+	done
+	rm -rf "$_rs_dir"
+	finish OK
+}
+
+# group_watcher reads the request stream while run_jobs runs: it starts
+# the jobs added (add_job) and passes what the answer must hear on to it
+# through the events FIFO (fd 6), in order.
+group_watcher() {
+	while IFS= read -r _gw_line <&3; do
+		case $_gw_line in
+		"$marker"'add_job '*) eval "${_gw_line#"$marker"}" ;;
+		r)
+			for _gw_state in "$_rs_dir"/*; do
+				[ ! -f "$_gw_state" ] || echo "$_rs_ttl" >"$jobs/${_gw_state##*/}.lease"
+			done
+			;;
+		"k "*)
+			_gw_id=${_gw_line#k }
+			case $_gw_id in '' | *[!0-9a-f]*) continue ;; esac
+			[ -e "$jobs/$_gw_id.out" ] && [ ! -s "$jobs/$_gw_id.status" ] && read_pid "$jobs/$_gw_id.pid" && kill_job "$_rp_pid"
+			;;
+		"d "*) echo "$_gw_line" >&6 ;;
+		e)
+			echo e >&6
+			return
+			;;
+		esac
+	done
+	# The client is gone: the jobs go on, their leases watched.
+	for _gw_state in "$_rs_dir"/*; do
+		[ ! -f "$_gw_state" ] || watch_lease_once "$jobs/${_gw_state##*/}" "$_rs_ttl"
+	done
+	echo q >&6
+}
+
+# add_job ID SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES LABEL starts job ID of
+# run_jobs, as run_job would (in its watcher): its end comes as the event
+# "x ID"; a job that cannot start comes as "f ID STATUS".
+add_job() {
+	case $1 in '' | *[!0-9a-f]*) return ;; esac
+	_gj_job=$jobs/$1
+	if [ -n "$3" ]; then
+		if [ ! -d "$3" ]; then
+			if [ -e "$3" ]; then echo "f $1 !ENOTDIR" >&6; else echo "f $1 !ENOENT" >&6; fi
+			return
+		fi
+		if [ ! -x "$3" ]; then
+			echo "f $1 !EACCES" >&6
+			return
+		fi
+	fi
+	# noclobber: of two starts of one job, one creates it.
+	set -C
+	{ command : >"$_gj_job.out"; } 2>/dev/null
+	_gj_made=$?
+	set +C
+	if [ "$_gj_made" != 0 ]; then
+		echo "f $1 !ATTACH" >&6
+		return
+	fi
+	# The job's FIFO is one of its files: it goes with them.
+	if ! mkfifo "$_gj_job.fifo" 2>/dev/null || ! { echo "$_rs_ttl" >"$_gj_job.lease"; } 2>/dev/null; then
+		rm -f "$_gj_job".*
+		echo "f $1 !EIO cannot create a job in $jobs" >&6
+		return
+	fi
+	echo "$$" >"$_gj_job.server"
+	printf '%s\n' "$7" >"$_gj_job.label"
+	printf '%s\n' "$4" "$5" "$6" >"$_rs_dir/$1"
+	start_job "$_gj_job" "$2" "$3" "$_gj_job.fifo" "$_rs_cap" "$events"
+}
+
 # forget_jobs ID... removes the files of ended jobs whose client has
 # their results: no start of theirs will come again.
 forget_jobs() {
@@ -935,9 +1088,10 @@ cancel_job() {
 	echo OK
 }
 
-# start_job JOB SCRIPT DIR FIFO CAP starts the waiter of a new job (see
-# run_job) and sets _rj_waiter. The status is one short write of a whole
-# line: readers wait for the file to be non-empty.
+# start_job JOB SCRIPT DIR FIFO CAP [EVENTS] starts the waiter of a new job
+# (see run_job) and sets _rj_waiter. The status is one short write of a
+# whole line: readers wait for the file to be non-empty. With EVENTS (the
+# FIFO of run_jobs) the waiter then writes "x ID" there.
 start_job() {
 	(
 		# (An attacher that found this job's server dead may have given
@@ -994,12 +1148,15 @@ start_job() {
 			_sj_reason=capped
 		fi
 		echo "$_sj_status${_sj_reason:+ $_sj_reason}" >"$1.status"
+		# Opened read-write, the FIFO never blocks: its server may be gone
+		# (and then so is the FIFO, or nobody reads what is written).
+		[ -z "$6" ] || echo "x ${1##*/}" 1<>"$6"
 		# The FIFO goes with the server's next files, unless that server
 		# let go of the job (see leave_fifo).
 		[ ! -e "$4.left" ] || rm -f "$4" "$4.left"
 		# Killed for want of a client: none will collect it.
 		if [ "$_sj_reason" = lease ]; then rm -f "$1".*; fi
-	) </dev/null >/dev/null 2>&1 3<&- &
+	) </dev/null >/dev/null 2>&1 3<&- 6<&- &
 	_rj_waiter=$!
 	echo "$_rj_waiter" >"$1.waiter"
 }
@@ -1068,7 +1225,7 @@ watch_lease_once() {
 		trap '' HUP PIPE
 		read_pid "$1.pid" || exit 0
 		watch_lease "$1" "$_rp_pid" "$2"
-	) </dev/null >/dev/null 2>&1 3<&- 5>&- &
+	) </dev/null >/dev/null 2>&1 3<&- 5>&- 6<&- &
 }
 
 # job_running JOB: the job has no status yet and has not been forgotten

@@ -441,6 +441,119 @@ func TestServerScript(t *testing.T) {
 				assert.Equal(t, "OK", status)
 				assert.Equal(t, "137", ends[sleeper[0]])
 			})
+			t.Run("a batch's jobs run in one request, each answered as it ends", func(t *testing.T) {
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				// A job of an earlier request, whose result the client has.
+				earlier := newJob("echo earlier")
+				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", earlier...))
+				big := strings.Repeat("0123456789abcdef", 20000) // 320 KB: more than a pipe holds
+				add := func(id, script, dir, save string) {
+					t.Helper()
+					require.NoError(t, l.send(call("add_job", id, script, dir, save, "100", "1000", "batch job")))
+				}
+				fast, failing, large, slow, nodir, sleeper, saved := randomHex(8), randomHex(8), randomHex(8), randomHex(8), randomHex(8), randomHex(8), randomHex(8)
+				savePath := filepath.Join(t.TempDir(), "saved-output")
+				marker := fmt.Sprintf("30.%d", time.Now().UnixNano()%1000000007)
+				t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+				require.NoError(t, l.send(call("run_jobs", "60", "", earlier[0])))
+				add(slow, "sleep 0.4; echo slow", "", "")
+				add(fast, "echo fast", "", "")
+				add(failing, "printf 'no newline'; exit 3", "", "")
+				add(large, "printf '%s' "+big, "", "")
+				add(nodir, "echo never", filepath.Join(cache, "no", "such"), "")
+				add(sleeper, "exec sleep "+marker, "", "")
+				add(saved, "i=0; while [ $i -lt 200 ]; do echo line $i; i=$((i+1)); done", "", savePath)
+
+				outs := map[string]*bytes.Buffer{}
+				var order []string
+				ends := map[string]string{}
+				status, err := readAttach(l.server, bufferPer(outs), func(id, status string) {
+					ends[id] = status
+					order = append(order, id)
+					if len(ends) == 6 {
+						// The sleeper is the one left: let go of it.
+						l.write("d " + sleeper + "\n")
+					}
+					if len(ends) == 7 {
+						l.write("e\n")
+					}
+				})
+				require.NoError(t, err)
+				assert.Equal(t, "OK", status)
+				assert.Equal(t, "fast\n", outs[fast].String())
+				assert.Equal(t, "0", ends[fast])
+				assert.Equal(t, "no newline", outs[failing].String())
+				assert.Equal(t, "3", ends[failing])
+				assert.Equal(t, big, outs[large].String(), "every byte once")
+				assert.Equal(t, "0", ends[large])
+				assert.Equal(t, "slow\n", outs[slow].String())
+				assert.Equal(t, "!ENOENT", ends[nodir])
+				assert.Nil(t, outs[nodir])
+				assert.Equal(t, "!DETACHED", ends[sleeper])
+				assert.Equal(t, "0 saved", ends[saved], "200 lines are more than 100 bytes")
+				assert.FileExists(t, savePath)
+				assert.Equal(t, sleeper, order[6], "the sleeper after the six that end")
+				assert.Less(t, slices.Index(order, fast), slices.Index(order, slow), "each as it ends, not in the order sent")
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					matches, _ := filepath.Glob(filepath.Join(jobs, earlier[0]+".*"))
+					assert.Empty(c, matches, "the forgotten job's files")
+				}, 5*time.Second, 20*time.Millisecond)
+
+				// The server serves on; the job let go of runs on, and is
+				// followed (and killed) by an attach request.
+				status, out := l.run(t, "echo next")
+				assert.Equal(t, "0", status)
+				assert.Equal(t, "next\n", out)
+				assert.NotEmpty(t, sleeping(t, marker), "let go of, it runs on")
+				require.NoError(t, l.send(call("attach_jobs", "60", sleeper, "0", "", "", "")))
+				require.NoError(t, l.write("k "+sleeper+"\n"))
+				ends = map[string]string{}
+				status, err = readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
+				require.NoError(t, err)
+				assert.Equal(t, "OK", status)
+				assert.Equal(t, "137", ends[sleeper])
+
+				// A start sent again finds its job (the client attaches);
+				// "k ID" kills a job of the batch.
+				require.NoError(t, l.send(call("run_jobs", "60", "", "")))
+				add(fast, "echo again", "", "")
+				killed := randomHex(8)
+				add(killed, "exec sleep "+marker, "", "")
+				require.NoError(t, l.write("k "+killed+"\n"))
+				ends = map[string]string{}
+				status, err = readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) {
+					ends[id] = status
+					if len(ends) == 2 {
+						l.write("e\n")
+					}
+				})
+				require.NoError(t, err)
+				assert.Equal(t, "OK", status)
+				assert.Equal(t, "!ATTACH", ends[fast])
+				assert.Equal(t, "137", ends[killed])
+				assert.Empty(t, sleeping(t, marker))
+			})
+			t.Run("a batch's jobs go on when the client goes", func(t *testing.T) {
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				id := randomHex(8)
+				require.NoError(t, l.send(call("run_jobs", "60", "", "")))
+				require.NoError(t, l.send(call("add_job", id, "sleep 0.5; echo done", "", "", "", "", "batch job")))
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					assert.FileExists(c, filepath.Join(jobs, id+".pid"))
+				}, 5*time.Second, 10*time.Millisecond)
+				l.close()
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					status, _ := os.ReadFile(filepath.Join(jobs, id+".status"))
+					assert.Equal(c, "0\n", string(status))
+				}, 10*time.Second, 20*time.Millisecond)
+				out, err := os.ReadFile(filepath.Join(jobs, id+".out"))
+				require.NoError(t, err)
+				assert.Equal(t, "done\n", string(out))
+			})
 			t.Run("a job whose server died before it began is started again", func(t *testing.T) {
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
