@@ -873,8 +873,10 @@ run_jobs() {
 	fi
 	group_watcher &
 	_rs_watcher=$!
+	# The jobs answered for (their state files stay: no rm for each).
 	# (A job's "x" may come from an earlier answer of this server: one
 	# whose job it let go of. There is no state file for it here.)
+	_rs_done=' '
 	while IFS= read -r _rs_event <&6; do
 		case $_rs_event in
 		e) break ;;
@@ -884,10 +886,11 @@ run_jobs() {
 			_rs_id=${_rs_event#? }
 			_rs_state=$_rs_dir/$_rs_id
 			[ -f "$_rs_state" ] || continue
+			case $_rs_done in *" $_rs_id "*) continue ;; esac
+			_rs_done="$_rs_done$_rs_id "
 			_rs_job=$jobs/$_rs_id
 			if [ ! -s "$_rs_job.status" ]; then
 				echo "X $_rs_id !DETACHED"
-				rm -f "$_rs_state"
 				watch_lease_once "$_rs_job" "$_rs_ttl"
 				continue
 			fi
@@ -901,7 +904,6 @@ run_jobs() {
 			fi
 			job_result "$_rs_job" "$_rs_save" "$_rs_bytes" "$_rs_lines"
 			echo "X $_rs_id $_jr_status"
-			rm -f "$_rs_state"
 			;;
 		esac
 	done
@@ -912,6 +914,7 @@ run_jobs() {
 	while IFS= read -r _rs_event <&6 && [ "$_rs_event" != z ]; do :; done
 	# (Jobs whose clients gave up waiting for the kill run on, watched.)
 	for _rs_state in "$_rs_dir"/*; do
+		case $_rs_done in *" ${_rs_state##*/} "*) continue ;; esac
 		[ ! -f "$_rs_state" ] || watch_lease_once "$jobs/${_rs_state##*/}" "$_rs_ttl"
 	done
 	rm -rf "$_rs_dir"
@@ -926,8 +929,10 @@ group_watcher() {
 		case $_gw_line in
 		"$marker"'add_job '*) eval "${_gw_line#"$marker"}" ;;
 		r)
+			# (Those answered for too: they are few, and a lease of an
+			# ended job is not looked at.)
 			for _gw_state in "$_rs_dir"/*; do
-				[ ! -f "$_gw_state" ] || echo "$_rs_ttl" >"$jobs/${_gw_state##*/}.lease"
+				[ ! -e "$jobs/${_gw_state##*/}.lease" ] || echo "$_rs_ttl" >"$jobs/${_gw_state##*/}.lease"
 			done
 			;;
 		"k "*)
