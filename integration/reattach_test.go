@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,6 +82,46 @@ func TestCommandSurvivesDroppedConnection(t *testing.T) {
 			assert.GreaterOrEqual(t, p.Accepted(), int64(2), "it reconnected")
 		})
 	}
+}
+
+// A batch survives a dropped connection mid-way: 24 commands at once on a
+// warm connection (more than its servers: most share the batch's
+// request), each sleeping a moment and printing its number and a line
+// after, lose the link while they run; the host refuses connections for a
+// second. Every call returns its own output exactly once and its exit
+// code: jobs that had started are attached to, any whose start was lost
+// with the link is started again (once).
+func TestBatchSurvivesDroppedConnection(t *testing.T) {
+	t.Parallel()
+	p, h := reattachingHost(t)
+	require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "true"}))
+	settledSessions(t, h)
+	const n = 24
+	outs := make([]lockedBuffer, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			script := fmt.Sprintf("echo start %d; sleep 1.5; echo end %d; exit %d", i, i, i%4)
+			errs[i] = h.Exec(t.Context(), ops.Command{Script: script, Output: &outs[i]})
+		})
+	}
+	time.Sleep(700 * time.Millisecond)
+	p.Refuse(true)
+	p.Reset()
+	time.Sleep(time.Second)
+	p.Refuse(false)
+	wg.Wait()
+	for i := range n {
+		assert.Equal(t, fmt.Sprintf("start %d\nend %d\n", i, i), outs[i].String(), "call %d: its output, once", i)
+		var ee *ops.ExitError
+		if i%4 == 0 {
+			assert.NoError(t, errs[i], "call %d", i)
+		} else if assert.ErrorAs(t, errs[i], &ee, "call %d", i) {
+			assert.Equal(t, i%4, ee.Code, "call %d", i)
+		}
+	}
+	assert.GreaterOrEqual(t, p.Accepted(), int64(2), "it reconnected")
 }
 
 // All the calls of a connection re-attach with one request: four commands
