@@ -806,11 +806,7 @@ attach_watcher() {
 				[ ! -f "$_aw_state" ] || echo "$2" >"$jobs/${_aw_state##*/}.lease"
 			done
 			;;
-		"k "*)
-			_aw_id=${_aw_line#k }
-			case $_aw_id in '' | *[!0-9a-f]*) continue ;; esac
-			[ -s "$jobs/$_aw_id.status" ] || ! read_pid "$jobs/$_aw_id.pid" || kill_job "$_rp_pid"
-			;;
+		"k "*) kill_running "${_aw_line#k }" ;;
 		d) : >"$1.stop" ;;
 		"a "*)
 			# a ID OFFSET SAVE_BYTES SAVE_LINES SAVE: one more job (SAVE,
@@ -935,11 +931,7 @@ group_watcher() {
 				[ ! -e "$jobs/${_gw_state##*/}.lease" ] || echo "$_rs_ttl" >"$jobs/${_gw_state##*/}.lease"
 			done
 			;;
-		"k "*)
-			_gw_id=${_gw_line#k }
-			case $_gw_id in '' | *[!0-9a-f]*) continue ;; esac
-			[ -e "$jobs/$_gw_id.out" ] && [ ! -s "$jobs/$_gw_id.status" ] && read_pid "$jobs/$_gw_id.pid" && kill_job "$_rp_pid"
-			;;
+		"k "*) kill_running "${_gw_line#k }" ;;
 		"d "*) echo "$_gw_line" >&6 ;;
 		e)
 			echo e >&6
@@ -989,6 +981,13 @@ add_job() {
 	printf '%s\n' "$7" >"$_gj_job.label"
 	printf '%s\n' "$4" "$5" "$6" >"$_rs_dir/$1"
 	start_job "$_gj_job" "$2" "$3" "$_gj_job.fifo" "$_rs_cap" "$events"
+}
+
+# kill_running ID kills job ID (the line "k ID" of attach_jobs and
+# run_jobs) if there is such a job and it has not ended.
+kill_running() {
+	case $1 in '' | *[!0-9a-f]*) return ;; esac
+	[ -e "$jobs/$1.out" ] && [ ! -s "$jobs/$1.status" ] && read_pid "$jobs/$1.pid" && kill_job "$_rp_pid"
 }
 
 # forget_jobs ID... removes the files of ended jobs whose client has
