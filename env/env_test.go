@@ -281,6 +281,28 @@ func TestQueueReleaseBeforeKey(t *testing.T) {
 	assert.Equal(t, 0, e.queue.pending())
 }
 
+// A Do whose context ends about when the host says which file the path
+// names either runs or gives up, and does not touch what the answer sets
+// meanwhile (run with -race: CI caught Do reading it as the answer came).
+func TestQueueDoGivesUpAsTheKeyComes(t *testing.T) {
+	slow := &slowResolver{FS: local.New(), delay: func(string) time.Duration { return 20 * time.Millisecond }}
+	e := New(slow, Options{Cwd: t.TempDir(), Home: "/"})
+	gaveUp := 0
+	for i := range 50 {
+		r := must(e.Reserve(t.Context(), fmt.Sprintf("f%d", i)))
+		ctx, cancel := context.WithTimeout(t.Context(), time.Duration(16+i%8)*time.Millisecond)
+		err := r.Do(ctx, func(string) error { return nil })
+		cancel()
+		if err != nil {
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			gaveUp++
+		}
+		r.Key() // the answer came meanwhile
+	}
+	assert.Positive(t, gaveUp, "some gave up waiting for the host")
+	assert.Equal(t, 0, e.queue.pending())
+}
+
 func TestCapabilitiesProbe(t *testing.T) {
 	e := New(local.New(), Options{Cwd: "/", Home: "/"})
 	c, err := e.Capabilities(t.Context())

@@ -136,7 +136,10 @@ func (r *Reservation) Key() canonpath.Key {
 // running fn.
 func (r *Reservation) Do(ctx context.Context, fn func(canonical string) error) error {
 	err := r.do(ctx, fn)
-	if !r.remembered || !errors.Is(err, ops.ErrMoved) {
+	// (ErrMoved comes from fn, which ran once the reservation had entered
+	// its queue: only then is r.remembered settled. A Do that gave up
+	// waiting before must not read it.)
+	if !errors.Is(err, ops.ErrMoved) || !r.remembered {
 		return err
 	}
 	r.q.mu.Lock()
