@@ -69,26 +69,36 @@ func (c *conn) jobServer(ctx context.Context, gc *groupCall) (*server, *group, e
 	if err != nil || gc == nil {
 		return s, nil, err
 	}
+	// A server started for this call, or freed by another.
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if g := c.group; g != nil {
-		// One opened as this call got its server.
 		g.joinLocked(gc)
-		c.mu.Unlock()
-		c.release(s)
+		c.releaseLocked(s)
 		return nil, g, nil
 	}
-	if len(c.idle) > 0 || c.host.running.Load() < 2 {
-		c.mu.Unlock()
-		return s, nil, nil
+	if c.groupWantedLocked() {
+		return nil, c.openGroupLocked(s, gc), nil
 	}
+	return s, nil, nil
+}
+
+// groupWantedLocked says whether a command that has just taken a server
+// should open a group on it: no other server is idle, and other commands
+// are in flight or on their way.
+func (c *conn) groupWantedLocked() bool {
+	return len(c.idle) == 0 && c.host.running.Load() >= 2
+}
+
+// openGroupLocked makes s, just taken by gc's call, the server of a new
+// group that gc joins; calls waiting for a server join it too.
+func (c *conn) openGroupLocked(s *server, gc *groupCall) *group {
 	g := &group{c: c, s: s, ready: make(chan struct{}), open: map[string]*groupCall{}}
 	g.joinLocked(gc)
 	c.group = g
-	// Calls waiting for a server join it.
 	c.notifyLocked()
-	c.mu.Unlock()
 	go g.serve()
-	return nil, g, nil
+	return g
 }
 
 // joinLocked adds gc to g (with c.mu held).

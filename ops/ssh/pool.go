@@ -25,8 +25,9 @@ const maxPipeline = 4
 // read) needs a server of its own: a request sent behind it would be read
 // as a line for it.
 //
-// A command that may join a batch's request (gc) joins the one that opens
-// while it waits: errJoined.
+// A command that may join a batch's request (gc) joins the one running,
+// or that opens while it waits, or opens one on the last idle server
+// (jobServer): errJoined.
 func (c *conn) acquire(ctx context.Context, wantServer, streams bool, gc *groupCall) (*server, error) {
 	for {
 		c.mu.Lock()
@@ -47,6 +48,13 @@ func (c *conn) acquire(ctx context.Context, wantServer, streams bool, gc *groupC
 				continue
 			}
 			c.busyLocked(s, streams)
+			if gc != nil && c.groupWantedLocked() {
+				// Opened here, under the lock that took the server: a
+				// call that comes next finds it, not a free slot.
+				c.openGroupLocked(s, gc)
+				c.mu.Unlock()
+				return nil, errJoined
+			}
 			c.mu.Unlock()
 			return s, nil
 		}
@@ -202,6 +210,11 @@ func (c *conn) pipelinableLocked() *server {
 func (c *conn) release(s *server) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.releaseLocked(s)
+}
+
+// releaseLocked is release with c.mu held.
+func (c *conn) releaseLocked(s *server) {
 	defer c.notifyLocked()
 	if s == nil {
 		c.used--
