@@ -96,7 +96,10 @@ func testEnvironmentsHaveSeparateQueues(t *testing.T, h Harness) {
 		})
 	}()
 	<-held
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	// The first queue is held until the test lets go of it: a write that
+	// waited for it would never end. (A new connection on a loaded CI
+	// machine took more than the 5 s this allowed before.)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	otherDefs := tools.Definitions(other, tools.Options{})
 	msg := loop.ExecuteTool(ctx, loop.Config{Tools: tools.WrapAll(otherDefs)}, &loop.ToolCall{ID: "1", Name: "write", Arguments: []byte(`{"path":"same.txt","content":"b\n"}`)}, nil)
