@@ -58,9 +58,12 @@ func (gc *groupCall) settle(res attachResult) {
 }
 
 // jobServer returns a server for a command of its own, or the group it
-// joined (gc nil: never one). A call joins the group running on the
-// connection, if any; the call that takes the last idle server while other
-// commands are in flight (or on their way: Host.running) opens one.
+// joined (gc nil: never one). A call takes an idle server if there is one,
+// and joins the group running on the connection otherwise; the call that
+// takes the last idle server while other commands are in flight (or on
+// their way: Host.running) opens one. (A group only takes the calls that
+// find every server busy: one shell starts its jobs and sends their
+// results, one after another.)
 func (c *conn) jobServer(ctx context.Context, gc *groupCall) (*server, *group, error) {
 	s, err := c.serverFor(ctx, true, gc)
 	if errors.Is(err, errJoined) {
@@ -69,14 +72,10 @@ func (c *conn) jobServer(ctx context.Context, gc *groupCall) (*server, *group, e
 	if err != nil || gc == nil {
 		return s, nil, err
 	}
-	// A server started for this call, or freed by another.
+	// A server started for this call (it is the call's), or freed by
+	// another (see acquire).
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if g := c.group; g != nil {
-		g.joinLocked(gc)
-		c.releaseLocked(s)
-		return nil, g, nil
-	}
 	if c.groupWantedLocked() {
 		return nil, c.openGroupLocked(s, gc), nil
 	}
@@ -84,10 +83,10 @@ func (c *conn) jobServer(ctx context.Context, gc *groupCall) (*server, *group, e
 }
 
 // groupWantedLocked says whether a command that has just taken a server
-// should open a group on it: no other server is idle, and other commands
-// are in flight or on their way.
+// should open a group on it: none is open, no other server is idle, and
+// other commands are in flight or on their way.
 func (c *conn) groupWantedLocked() bool {
-	return len(c.idle) == 0 && c.host.running.Load() >= 2
+	return c.group == nil && len(c.idle) == 0 && c.host.running.Load() >= 2
 }
 
 // openGroupLocked makes s, just taken by gc's call, the server of a new

@@ -25,13 +25,14 @@ const maxPipeline = 4
 // read) needs a server of its own: a request sent behind it would be read
 // as a line for it.
 //
-// A command that may join a batch's request (gc) joins the one running,
-// or that opens while it waits, or opens one on the last idle server
+// A command that may join a batch's request (gc) takes an idle server if
+// there is one; otherwise it joins the request running, or the one that
+// opens while it waits; and it opens one on the last idle server
 // (jobServer): errJoined.
 func (c *conn) acquire(ctx context.Context, wantServer, streams bool, gc *groupCall) (*server, error) {
 	for {
 		c.mu.Lock()
-		if gc != nil && c.group != nil {
+		if gc != nil && c.group != nil && len(c.idle) == 0 {
 			c.group.joinLocked(gc)
 			c.mu.Unlock()
 			return nil, errJoined
@@ -210,11 +211,6 @@ func (c *conn) pipelinableLocked() *server {
 func (c *conn) release(s *server) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.releaseLocked(s)
-}
-
-// releaseLocked is release with c.mu held.
-func (c *conn) releaseLocked(s *server) {
 	defer c.notifyLocked()
 	if s == nil {
 		c.used--
