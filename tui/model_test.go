@@ -99,9 +99,11 @@ func (h *harness) run(cmd tea.Cmd) (quit bool) {
 	case msg := <-done:
 		return h.handle(msg)
 	case <-time.After(50 * time.Millisecond):
-		// A run (or a timer, which is dropped).
+		// A run, a completion slow to come (a loaded machine), or a
+		// timer, which is dropped.
 		go func() {
-			if msg, ok := (<-done).(doneMsg); ok {
+			switch msg := (<-done).(type) {
+			case doneMsg, compMsg:
 				h.msgs <- msg
 			}
 		}()
@@ -135,6 +137,20 @@ func (h *harness) settle() {
 		case <-time.After(5 * time.Second):
 			h.t.Fatal("the run did not end")
 		}
+	}
+}
+
+// completions waits for the completions asked for in the background, when
+// they have not come yet.
+func (h *harness) completions() {
+	if len(h.m.comps) > 0 {
+		return
+	}
+	select {
+	case msg := <-h.msgs:
+		h.handle(msg)
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("no completions came")
 	}
 }
 
@@ -326,6 +342,7 @@ func TestCompletion(t *testing.T) {
 	h.m.editor.Reset()
 	h.typeText("look at @")
 	h.do(tea.KeyPressMsg{Code: 'm', Text: "m"})
+	h.completions()
 	assert.Equal(t, []string{"m"}, asked)
 	assert.Equal(t, []string{"@main.go", "@makefile", "@cmd/"}, h.m.comps)
 	h.do(tea.KeyPressMsg{Code: tea.KeyTab})
