@@ -105,7 +105,7 @@ serve() {
 	# could not read fd 0; and nothing the server starts should.
 	exec 3<&0 </dev/null
 	pgid=$$
-	kill -s 0 -- "-$$" 2>/dev/null || pgid=0
+	signal_group 0 "$$" || pgid=0
 	printf '%sREADY %s %s\n' "$marker" "$pgid" "$setsid_cmd"
 	# From here on the shell's complaints are noise: dash, for one, reports
 	# every helper it kills ("Killed").
@@ -310,9 +310,9 @@ watch_for_cancel() {
 # then in that group, which the second group kill reaches.
 kill_job() {
 	if [ -n "$setsid_cmd" ]; then
-		kill -s KILL -- "-$1" 2>/dev/null
+		signal_group KILL "$1"
 		kill_tree "$1"
-		kill -s KILL -- "-$1" 2>/dev/null
+		signal_group KILL "$1"
 	else
 		kill_tree "$1"
 	fi
@@ -1120,21 +1120,33 @@ start_job() {
 			# shellcheck disable=SC2016 # expanded by the inner sh
 			exec $setsid_cmd sh -c '. "$0"' "$1.script"
 		) >"$4" 2>&1 &
-		echo "$!" >"$1.pid"
-		wait "$!"
+		_sj_command=$!
+		echo "$_sj_command" >"$1.pid"
+		wait "$_sj_command"
 		_sj_status=$?
 		# The relay ends with the output, a moment after the command,
 		# unless children the command left behind hold the FIFO open:
 		# only then is the grace timer wanted (two processes). That
 		# moment is waited for (jobs reaps the children that ended, or
 		# kill -0 would find the relay a zombie) a few dozen times.
+		# Where the command has a session of its own, its process group
+		# tells more: once nobody is left in it, none of the command's
+		# processes writes (but one that took a session of its own), and
+		# the relay only has what the FIFO holds to copy, however long a
+		# busy host makes that take: a timer at GRACE would cut it short
+		# (losing output, and forking ps for kill_tree). Then the timer
+		# waits for a process that left the group only, and longer.
+		_sj_grace=$grace
+		if [ -n "$setsid_cmd" ] && ! signal_group 0 "$_sj_command"; then
+			_sj_grace=5
+		fi
 		_sj_spin=0
 		while jobs >/dev/null 2>&1 && kill -s 0 "$_sj_relay" 2>/dev/null && [ "$_sj_spin" -lt 40 ]; do
 			_sj_spin=$((_sj_spin + 1))
 		done
 		if kill -s 0 "$_sj_relay" 2>/dev/null; then
 			(
-				sleep "$grace" 2>/dev/null || sleep 1
+				sleep "$_sj_grace" 2>/dev/null || sleep 1
 				# Output stops now (stopped relay, killed dd); kill_tree
 				# then finds a dd forked a moment before.
 				kill -s STOP "$_sj_relay" 2>/dev/null
@@ -1163,6 +1175,13 @@ start_job() {
 	) </dev/null >/dev/null 2>&1 3<&- 6<&- &
 	_rj_waiter=$!
 	echo "$_rj_waiter" >"$1.waiter"
+}
+
+# signal_group SIGNAL PGID sends SIGNAL to the process group PGID; fails
+# when the group is gone ("0": whether a process of it is alive). dash's
+# kill takes a negative pid after "--" only, BusyBox's refuses "--".
+signal_group() {
+	kill -s "$1" -- "-$2" 2>/dev/null || kill -s "$1" "-$2" 2>/dev/null
 }
 
 # relay JOB FIFO CAP appends what the job writes into FIFO to JOB.out, as

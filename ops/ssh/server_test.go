@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -183,6 +184,31 @@ func TestServerScript(t *testing.T) {
 				status, out = l.run(t, `sleep 1; echo B-done`)
 				assert.Equal(t, "0", status)
 				assert.Equal(t, "B-done\n", out, "nothing of the first command's child")
+			})
+			t.Run("a relay slower than the grace loses no output", func(t *testing.T) {
+				// As on a busy host, the relay copies the output long after
+				// the command has exited: the command stops the relay's dd
+				// for a second (a process of another session lets it go
+				// on), fills the FIFO and exits. Nothing of its group is
+				// left to write: the grace must not cut the relay short.
+				cache := t.TempDir()
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				job := newJob("")
+				job[8] = "1000000" // a cap: the relay copies with dd, whose pid it writes
+				pid := filepath.Join(cache, "pi-remote", "jobs", job[0]+".relay.pid")
+				away := filepath.Join(l.tmp, "away")
+				job[2] = fmt.Sprintf(`while [ ! -s %[1]s ]; do sleep 0.01; done
+read -r dd <%[1]s
+kill -s STOP "$dd"
+setsid sh -c ': >"$1"; sleep 1; kill -s CONT "$2"' sh %[2]s "$dd" </dev/null >/dev/null 2>&1 &
+while [ ! -e %[2]s ]; do sleep 0.01; done
+i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quote(pid), shellquote.Quote(away))
+				var out bytes.Buffer
+				start := time.Now()
+				status := l.do(t, &out, "run_job", job...)
+				assert.Equal(t, "0", status)
+				assert.Equal(t, numberedLines(2000), out.String())
+				assert.Greater(t, time.Since(start), time.Second, "the relay was held up")
 			})
 			t.Run("a job outlives its server and is attached to from an offset", func(t *testing.T) {
 				cache := t.TempDir()
