@@ -38,10 +38,10 @@ func (h *Host) Jobs(ctx context.Context) ([]Job, error) {
 	started := map[string]int64{}
 	for _, l := range lines[1:] {
 		if rest, ok := strings.CutPrefix(l, "T "); ok {
-			// "T SECONDS PATH": when a job started (its label's time).
+			// "T SECONDS PATH": when a job started (its JOB.server file's time).
 			secs, p, _ := strings.Cut(rest, " ")
 			if t, err := strconv.ParseInt(secs, 10, 64); err == nil {
-				started[strings.TrimSuffix(path.Base(p), ".label")] = t
+				started[strings.TrimSuffix(path.Base(p), ".server")] = t
 			}
 			continue
 		}

@@ -38,6 +38,13 @@
 nl='
 '
 
+# The files a job may have in the jobs directory, JOB.<suffix>, in the
+# order they are removed: its output first (the job is gone for
+# attach_job), then its lease (no longer running for job_running).
+# (waiter, label, started and relay.pid: jobs of earlier versions of
+# this script.)
+job_files='out lease status pid waiter server label lease.watched lease.check size killed saved script fifo fifo.left started relay.pid'
+
 # serve MARKER GRACE SETSID SUFFIX: the server's main loop. GRACE is how
 # long (seconds) a command's background children may go on writing output
 # after the command exits; SETSID (yes/no) says whether commands get their
@@ -206,7 +213,10 @@ wait_job() {
 				break
 			fi
 			# (Empty for a moment while the job starts.)
-			[ -n "$_wj_waiter" ] || read -r _wj_waiter <"$_wj_job.waiter" 2>/dev/null
+			if [ -z "$_wj_waiter" ]; then
+				job_waiter "$_wj_job"
+				_wj_waiter=$_jw_waiter
+			fi
 			if [ -n "$_wj_waiter" ] && ! kill -s 0 "$_wj_waiter" 2>/dev/null && [ ! -s "$_wj_job.status" ]; then
 				_wj_result=1
 				break
@@ -231,16 +241,23 @@ wait_job() {
 	return "$_wj_result"
 }
 
+# job_waiter JOB sets _jw_waiter to the pid of the job's waiter, the third
+# line of JOB.server (empty while the job starts).
+job_waiter() {
+	_jw_waiter=
+	{ read -r _jw_line && read -r _jw_line && read -r _jw_waiter; } <"$1.server" 2>/dev/null
+}
+
 # unstarted JOB: true, with the job's files gone, for a job whose server
 # died after creating it and before its waiter began (its pid, in
 # JOB.server, answers no more): the client starts it again. Of this and
-# the waiter, whoever creates JOB.started first decides; the waiter runs
-# the command only if it does.
+# the waiter, whoever creates JOB.pid first decides; the waiter runs the
+# command only if it does.
 unstarted() {
 	read -r _us_pid <"$1.server" 2>/dev/null || return 1
 	! kill -s 0 "$_us_pid" 2>/dev/null || return 1
 	set -C
-	{ command : >"$1.started"; } 2>/dev/null
+	{ command : >"$1.pid"; } 2>/dev/null
 	_us_mine=$?
 	set +C
 	[ "$_us_mine" = 0 ] || return 1
@@ -374,14 +391,13 @@ sweep_jobs() {
 		[ -n "$(find "$jobs.sweeping" -prune -mmin +10 2>/dev/null)" ] || return 0
 	fi
 	: >"$jobs.swept"
-	for _sj_job in "$jobs"/*.waiter; do
-		_sj_job=${_sj_job%.waiter}
+	for _sj_job in "$jobs"/*.server; do
+		_sj_job=${_sj_job%.server}
 		[ ! -s "$_sj_job.status" ] || continue
-		# A job being started has an empty waiter file for a moment.
-		_sj_waiter=
-		read -r _sj_waiter <"$_sj_job.waiter"
-		case $_sj_waiter in '' | *[!0-9]*) continue ;; esac
-		kill -s 0 "$_sj_waiter" && continue
+		# A job being started has no waiter for a moment.
+		job_waiter "$_sj_job"
+		case $_jw_waiter in '' | *[!0-9]*) continue ;; esac
+		kill -s 0 "$_jw_waiter" && continue
 		# (Looked at again: the waiter writes the status, then ends.)
 		[ -s "$_sj_job.status" ] || rm -f "$_sj_job".*
 	done
@@ -415,8 +431,9 @@ sweep_jobs() {
 # client has: their files go (forget_jobs).
 #
 # A job belongs to no SSH channel. Its files, JOB.* in the jobs directory
-# (the user's alone), are its output (JOB.out), its pid, its waiter's pid,
-# a lease file, its label and, once it has ended, its status. The waiter, a subshell that ignores HUP and PIPE
+# (the user's alone), are its output (JOB.out), its pid, a lease file,
+# JOB.server (lines: the pid of the server that started it, its label,
+# the pid of its waiter) and, once it has ended, its status. The waiter, a subshell that ignores HUP and PIPE
 # and talks to nothing but files, starts the command with sh -c in DIR
 # (the home directory when empty), stdin /dev/null, in its own session when
 # the host has setsid, with stdout and stderr into a FIFO; a relay drains
@@ -478,8 +495,7 @@ run_job() {
 		fi
 		# Who is starting it: if this server dies before the job's waiter
 		# begins, an attacher sees it (unstarted).
-		echo "$$" >"$_rj_job.server"
-		printf '%s\n' "${10}" >"$_rj_job.label"
+		printf '%s\n' "$$" "${10}" >"$_rj_job.server"
 		start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9"
 		_rj_used=$_rj_fifo
 		_rj_used_job=$_rj_job
@@ -733,8 +749,8 @@ attach_jobs() {
 				rm -f "$_aj_state"
 				continue
 			else
-				_aj_waiter=
-				read -r _aj_waiter <"$_aj_job.waiter"
+				job_waiter "$_aj_job"
+				_aj_waiter=$_jw_waiter
 				if [ -n "$_aj_waiter" ] && ! kill -s 0 "$_aj_waiter" 2>/dev/null && [ ! -s "$_aj_job.status" ]; then
 					echo "X $_aj_id !EIO the job ended without a status (its waiter was killed)"
 					rm -f "$_aj_state"
@@ -977,8 +993,7 @@ add_job() {
 		echo "f $1 !EIO cannot create a job in $jobs" >&6
 		return
 	fi
-	echo "$$" >"$_gj_job.server"
-	printf '%s\n' "$7" >"$_gj_job.label"
+	printf '%s\n' "$$" "$7" >"$_gj_job.server"
 	printf '%s\n' "$4" "$5" "$6" >"$_rs_dir/$1"
 	start_job "$_gj_job" "$2" "$3" "$_gj_job.fifo" "$_rs_cap" "$events"
 }
@@ -1011,8 +1026,11 @@ remove_files() {
 		if [ -n "$_rmf_ids" ]; then
 			case $_rmf_arg in
 			*[!0-9a-f]* | '') ;;
-			# (Its output first: the job is gone for attach_job at once.)
-			*) set -- "$@" "$jobs/$_rmf_arg.out" "$jobs/$_rmf_arg".* ;;
+			# Named, not globbed: a glob reads the whole directory, which
+			# holds the files of every job in flight (on a host serving
+			# many, a read per job forgotten adds up). Its output first:
+			# the job is gone for attach_job at once.
+			*) for _rmf_suffix in $job_files; do set -- "$@" "$jobs/$_rmf_arg.$_rmf_suffix"; done ;;
 			esac
 		elif [ "$_rmf_arg" = -- ]; then
 			_rmf_ids=yes
@@ -1039,7 +1057,7 @@ forget() {
 # per job not forgotten yet: ID, status (as attach_job's, "running", or
 # "lost" for a waiter gone without one) and label, separated by tabs; then
 # "T SECONDS PATH" lines, when stat -c works, for when each job started
-# (its label file's time).
+# (the time of its JOB.server, written as its waiter started).
 list_jobs() {
 	echo OK
 	date +%s
@@ -1049,14 +1067,15 @@ list_jobs() {
 		_lj_status=
 		_lj_label=
 		read -r _lj_status <"$_lj_job.status"
-		IFS= read -r _lj_label <"$_lj_job.label"
+		{ read -r _lj_line && IFS= read -r _lj_label; } <"$_lj_job.server"
 		if [ -z "$_lj_status" ]; then
 			_lj_status=running
-			read -r _lj_waiter <"$_lj_job.waiter" && ! kill -s 0 "$_lj_waiter" && [ ! -s "$_lj_job.status" ] && _lj_status=lost
+			job_waiter "$_lj_job"
+			[ -n "$_jw_waiter" ] && ! kill -s 0 "$_jw_waiter" && [ ! -s "$_lj_job.status" ] && _lj_status=lost
 		fi
 		printf '%s\t%s\t%s\n' "${_lj_job##*/}" "$_lj_status" "$_lj_label"
 	done
-	stat -c 'T %Y %n' -- "$jobs"/*.label
+	stat -c 'T %Y %n' -- "$jobs"/*.server
 }
 
 # stop_job ID kills job ID when it runs (its status then says "killed"),
@@ -1098,13 +1117,15 @@ cancel_job() {
 # FIFO of run_jobs) the waiter then writes "x ID" there.
 start_job() {
 	(
-		# (An attacher that found this job's server dead may have given
-		# up on the job first: see unstarted.)
+		# The job's pid file, made here (empty until the command runs),
+		# is the waiter's claim: an attacher that found this job's server
+		# dead may have given up on the job first (see unstarted). A
+		# redirection of exec that fails ends this subshell.
 		set -C
-		{ command : >"$1.started"; } 2>/dev/null || exit 0
+		{ exec 7>"$1.pid"; } 2>/dev/null || exit 0
 		set +C
 		trap '' HUP PIPE
-		relay "$1" "$4" "$5" &
+		relay "$1" "$4" "$5" 7>&- &
 		_sj_relay=$!
 		(
 			# The command gets the signal dispositions of any other
@@ -1119,9 +1140,10 @@ start_job() {
 			printf '%s\n' "$2" >"$1.script" || exit 126
 			# shellcheck disable=SC2016 # expanded by the inner sh
 			exec $setsid_cmd sh -c '. "$0"' "$1.script"
-		) >"$4" 2>&1 &
+		) >"$4" 2>&1 7>&- &
 		_sj_command=$!
-		echo "$_sj_command" >"$1.pid"
+		echo "$_sj_command" >&7
+		exec 7>&-
 		wait "$_sj_command"
 		_sj_status=$?
 		# The relay ends with the output, a moment after the command,
@@ -1147,10 +1169,7 @@ start_job() {
 		if kill -s 0 "$_sj_relay" 2>/dev/null; then
 			(
 				sleep "$_sj_grace" 2>/dev/null || sleep 1
-				# Output stops now (stopped relay, killed dd); kill_tree
-				# then finds a dd forked a moment before.
-				kill -s STOP "$_sj_relay" 2>/dev/null
-				read -r _sj_dd <"$1.relay.pid" 2>/dev/null && kill -s KILL "$_sj_dd" 2>/dev/null
+				# Output stops now: kill_tree stops the relay, then its dd.
 				kill_tree "$_sj_relay"
 			) &
 			_sj_timer=$!
@@ -1174,7 +1193,7 @@ start_job() {
 		if [ "$_sj_reason" = lease ]; then rm -f "$1".*; fi
 	) </dev/null >/dev/null 2>&1 3<&- 6<&- &
 	_rj_waiter=$!
-	echo "$_rj_waiter" >"$1.waiter"
+	echo "$_rj_waiter" >>"$1.server"
 }
 
 # signal_group SIGNAL PGID sends SIGNAL to the process group PGID; fails
@@ -1193,6 +1212,8 @@ signal_group() {
 # report leaves the rest to cat, without a cap. Where dd also reports the
 # bytes it copied (GNU: "N bytes ... copied"), the size of the whole
 # output goes to JOB.size as the relay ends: job_result then needs no wc.
+# dd reports into that file meanwhile (a file fewer to create per job:
+# what it holds is a number once the relay has ended, and only then).
 relay() {
 	if [ -z "$3" ]; then
 		exec cat "$2" >>"$1.out"
@@ -1202,10 +1223,7 @@ relay() {
 	_rl_size=0
 	while [ "$_rl_left" -gt 0 ]; do
 		_rl_count=$(((_rl_left + 65535) / 65536))
-		# (Its pid for the grace timer, which must stop it at once.)
-		dd bs=65536 count="$_rl_count" <&4 2>"$1.relay" &
-		echo "$!" >"$1.relay.pid"
-		wait "$!"
+		dd bs=65536 count="$_rl_count" <&4 2>"$1.size"
 		# (GNU dd may warn about partial reads first.)
 		_rl_reads=
 		_rl_bytes=
@@ -1220,7 +1238,7 @@ relay() {
 				case $_rl_bytes in *[!0-9]*) _rl_bytes= ;; esac
 				;;
 			esac
-		done <"$1.relay"
+		done <"$1.size"
 		[ -n "$_rl_reads" ] || exec cat <&4
 		if [ -n "$_rl_bytes" ] && [ -n "$_rl_size" ]; then
 			_rl_size=$((_rl_size + _rl_bytes))
@@ -1246,8 +1264,7 @@ watch_lease_once() {
 		command : >"$1.lease.watched" || exit 0
 		set +C
 		trap '' HUP PIPE
-		read_pid "$1.pid" || exit 0
-		watch_lease "$1" "$_rp_pid" "$2"
+		watch_lease "$1" "$2"
 	) </dev/null >/dev/null 2>&1 3<&- 5>&- 6<&- &
 }
 
@@ -1257,12 +1274,14 @@ job_running() {
 	[ ! -s "$1.status" ] && [ -e "$1.lease" ]
 }
 
-# watch_lease JOB PID TTL kills the job PID once its lease file has not
-# been touched for TTL seconds (looked at every TTL/3, at least every
-# second), and ends with the job (or once it has been forgotten), leaving
-# none of its own files. It naps a second at a time.
+# watch_lease JOB TTL kills the job once its lease file has not been
+# touched for TTL seconds (looked at every TTL/3, at least every second),
+# and ends with the job (or once it has been forgotten), leaving none of
+# its own files. It naps a second at a time. The job's pid is read when it
+# is wanted: a job that ends (and is forgotten) while this starts has none
+# to wait for.
 watch_lease() {
-	_wl_period=$(($3 / 3))
+	_wl_period=$(($2 / 3))
 	[ "$_wl_period" -ge 1 ] || _wl_period=1
 	_wl_silent=0
 	while :; do
@@ -1280,10 +1299,10 @@ watch_lease() {
 			continue
 		fi
 		_wl_silent=$((_wl_silent + _wl_period))
-		if [ "$_wl_silent" -ge "$3" ] && job_running "$1"; then
+		if [ "$_wl_silent" -ge "$2" ] && job_running "$1" && read_pid "$1.pid"; then
 			# (The waiter removes the job's files.)
 			echo lease >"$1.killed"
-			kill_job "$2"
+			kill_job "$_rp_pid"
 			return
 		fi
 	done

@@ -194,15 +194,21 @@ func TestServerScript(t *testing.T) {
 				cache := t.TempDir()
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				job := newJob("")
-				job[8] = "1000000" // a cap: the relay copies with dd, whose pid it writes
-				pid := filepath.Join(cache, "pi-remote", "jobs", job[0]+".relay.pid")
+				job[8] = "1000000" // a cap: the relay copies with dd
+				output := filepath.Join(cache, "pi-remote", "jobs", job[0]+".out")
 				away := filepath.Join(l.tmp, "away")
-				job[2] = fmt.Sprintf(`while [ ! -s %[1]s ]; do sleep 0.01; done
-read -r dd <%[1]s
+				// The relay's dd is the process named dd writing to the
+				// job's output.
+				job[2] = fmt.Sprintf(`dd=
+while [ -z "$dd" ]; do
+	for p in /proc/[0-9]*; do
+		[ "$p/fd/1" -ef %[1]s ] && read -r name <"$p/comm" && [ "$name" = dd ] && dd=${p#/proc/}
+	done
+done
 kill -s STOP "$dd"
 setsid sh -c ': >"$1"; sleep 1; kill -s CONT "$2"' sh %[2]s "$dd" </dev/null >/dev/null 2>&1 &
 while [ ! -e %[2]s ]; do sleep 0.01; done
-i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quote(pid), shellquote.Quote(away))
+i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quote(output), shellquote.Quote(away))
 				var out bytes.Buffer
 				start := time.Now()
 				status := l.do(t, &out, "run_job", job...)
