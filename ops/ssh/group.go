@@ -172,6 +172,7 @@ func (g *group) leave(gc *groupCall) {
 		g.ended = true
 		if g.c.group == g {
 			g.c.group = nil
+			g.c.ending = g
 		}
 	}
 	g.c.mu.Unlock()
@@ -198,6 +199,13 @@ func (g *group) end(err error) {
 	g.open = map[string]*groupCall{}
 	g.c.mu.Unlock()
 	g.c.release(g.s)
+	// (After the server is back: a call waiting for it finds it.)
+	g.c.mu.Lock()
+	if g.c.ending == g {
+		g.c.ending = nil
+		g.c.notifyLocked()
+	}
+	g.c.mu.Unlock()
 	if err == nil {
 		err = fmt.Errorf("command server: the batch's request ended before the command's")
 	}

@@ -29,6 +29,9 @@ const maxPipeline = 4
 // there is one; otherwise it joins the request running, or the one that
 // opens while it waits; and it opens one on the last idle server
 // (jobServer): errJoined.
+//
+// While a batch's request ends (its "e" sent), a request that finds no
+// idle server waits for that one rather than opening a session.
 func (c *conn) acquire(ctx context.Context, wantServer, streams bool, gc *groupCall) (*server, error) {
 	for {
 		c.mu.Lock()
@@ -58,6 +61,25 @@ func (c *conn) acquire(ctx context.Context, wantServer, streams bool, gc *groupC
 			}
 			c.mu.Unlock()
 			return s, nil
+		}
+		if wantServer && c.ending != nil && len(c.idle) == 0 && c.limit == c.max {
+			// A batch's request is ending: its server is back within a
+			// round trip, where a new session would cost one and the
+			// user's login shell. (Not while the pool recovers from a
+			// refusal: then a new session is what brings it back.)
+			if !streams {
+				if s := c.pipelinableLocked(); s != nil {
+					c.busyLocked(s, streams)
+					c.mu.Unlock()
+					return s, nil
+				}
+			}
+			freed := c.freed
+			c.mu.Unlock()
+			if err := c.awaitFreed(ctx, freed, 0); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if c.used >= c.limit && c.limit < c.max && time.Since(c.loweredAt) >= c.host.sessionRetry() {
 			// The refusal that lowered the limit may have been passing:
