@@ -97,7 +97,10 @@ func testBash(t *testing.T, h Harness) {
 				updates = append(updates, text(&loop.ToolResultMessage{Content: u.PartialResult.Content}))
 			}
 		}
-		m := loop.ExecuteTool(t.Context(), loop.Config{Tools: tools.WrapAll(f.defs)}, &loop.ToolCall{ID: "1", Name: "bash", Arguments: []byte(`{"command":"echo one; sleep 0.4; echo two; sleep 0.4; echo three"}`)}, emit)
+		// (Output streams once the command has run for its stream delay,
+		// up to a second when many commands are in flight: the first
+		// line is alone for longer than that.)
+		m := loop.ExecuteTool(t.Context(), loop.Config{Tools: tools.WrapAll(f.defs)}, &loop.ToolCall{ID: "1", Name: "bash", Arguments: []byte(`{"command":"echo one; sleep 1.6; echo two; sleep 0.4; echo three"}`)}, emit)
 		require.False(t, m.IsError)
 		require.NotEmpty(t, updates)
 		assert.Equal(t, "one\n", updates[0], "each update carries the current tail")
