@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/invopop/jsonschema"
 	validator "github.com/santhosh-tekuri/jsonschema/v6"
@@ -16,9 +17,22 @@ import (
 	"golang.org/x/text/message"
 )
 
-// schemaFor reflects the JSON Schema of a tool's input struct. It runs once
-// per tool definition.
+// schemaFor reflects the JSON Schema of a tool's input struct, once per
+// type: a process serving many hosts defines the tools once for each.
 func schemaFor[In any]() json.RawMessage {
+	t := reflect.TypeFor[In]()
+	if s, ok := schemas.Load(t); ok {
+		return s.(json.RawMessage)
+	}
+	s, _ := schemas.LoadOrStore(t, reflectSchema[In]())
+	return s.(json.RawMessage)
+}
+
+// schemas holds schemaFor's results by type; validators, newArgValidator's
+// by schema. (Both are read only once made.)
+var schemas, validators sync.Map
+
+func reflectSchema[In any]() json.RawMessage {
 	r := jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
 	s := r.Reflect(new(In))
 	s.Version = ""
@@ -37,7 +51,16 @@ type argValidator struct {
 	compiled *validator.Schema
 }
 
+// newArgValidator compiles schema, once per schema.
 func newArgValidator(schema json.RawMessage) *argValidator {
+	if v, ok := validators.Load(string(schema)); ok {
+		return v.(*argValidator)
+	}
+	v, _ := validators.LoadOrStore(string(schema), compileArgValidator(schema))
+	return v.(*argValidator)
+}
+
+func compileArgValidator(schema json.RawMessage) *argValidator {
 	doc, err := validator.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		panic(fmt.Sprintf("tools: parse schema: %v", err))

@@ -131,6 +131,21 @@ Host chained
 	assert.Contains(t, c.IdentityFiles, filepath.Join(homeDir(), ".ssh", "id_ed25519"))
 }
 
+// The file is parsed once for every host resolved against it, and again
+// once it changes.
+func TestResolveSeesAChangedConfig(t *testing.T) {
+	p := writeConfig(t, "Host box\n  HostName 127.0.0.2\n")
+	for range 2 {
+		c, err := Resolve("box", Options{SSHConfigFile: p})
+		require.NoError(t, err)
+		assert.Equal(t, "127.0.0.2", c.HostName)
+	}
+	require.NoError(t, os.WriteFile(p, []byte("Host box\n  HostName 127.0.0.33\n"), 0o600))
+	c, err := Resolve("box", Options{SSHConfigFile: p})
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.33", c.HostName)
+}
+
 func TestResolveConfigErrors(t *testing.T) {
 	_, err := Resolve("x", Options{SSHConfigFile: filepath.Join(t.TempDir(), "missing")})
 	assert.ErrorContains(t, err, "ssh config")
