@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	sshconfig "github.com/kevinburke/ssh_config"
@@ -136,7 +135,7 @@ func loadSSHConfig(name string) (lookup, error) {
 		return nil, fmt.Errorf("ssh config: %w", err)
 	}
 	defer f.Close()
-	c, err := decodeSSHConfig(f)
+	c, err := sshConfigs.get([]string{name}, func() (*sshconfig.Config, error) { return sshconfig.Decode(f) })
 	if err == nil {
 		return func(host string) (settings, error) { return parsed{c, host}, nil }, nil
 	}
@@ -147,46 +146,9 @@ func loadSSHConfig(name string) (lookup, error) {
 	return func(host string) (settings, error) { return sshG(ssh, name, host) }, nil
 }
 
-// decodeSSHConfig parses an ssh_config file, once while it stays the
-// same (its size and modification time): one process resolves every
-// --host against the same file, and parsing a file that names 200 hosts
-// once per host took most of the 200-host start's CPU time. (A change to
-// a file it includes is seen with the next change to the file itself.)
-func decodeSSHConfig(f *os.File) (*sshconfig.Config, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	key := parsedFile{f.Name(), fi.Size(), fi.ModTime()}
-	parsedFiles.Lock()
-	defer parsedFiles.Unlock()
-	if p, ok := parsedFiles.m[key.name]; ok && p.size == key.size && p.mod.Equal(key.mod) {
-		return p.c, p.err
-	}
-	c, err := sshconfig.Decode(f)
-	if parsedFiles.m == nil {
-		parsedFiles.m = map[string]parsedConfig{}
-	}
-	parsedFiles.m[key.name] = parsedConfig{key, c, err}
-	return c, err
-}
-
-type parsedFile struct {
-	name string
-	size int64
-	mod  time.Time
-}
-
-type parsedConfig struct {
-	parsedFile
-	c   *sshconfig.Config
-	err error
-}
-
-var parsedFiles struct {
-	sync.Mutex
-	m map[string]parsedConfig
-}
+// sshConfigs are the ssh_config files parsed (parsedFiles). (A change to a
+// file one includes is seen with the next change to the file itself.)
+var sshConfigs parsedFiles[*sshconfig.Config]
 
 // parsed is a host's view of a file read by kevinburke/ssh_config.
 type parsed struct {

@@ -1,6 +1,7 @@
 package ssh
 
 import (
+	"crypto/ed25519"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	gossh "golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 func writeConfig(t *testing.T, content string) string {
@@ -186,4 +189,33 @@ Host jumper
 	require.Len(t, c.Jump, 1)
 	assert.Equal(t, "192.0.2.8", c.Jump[0].HostName)
 	assert.Equal(t, "matched", c.Jump[0].User)
+}
+
+// known_hosts is parsed once for every host dialled against it, and again
+// once a key is added to it.
+func TestKnownHostsParsedAgainWhenChanged(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "known_hosts")
+	line := func(addr string) string {
+		_, priv, err := ed25519.GenerateKey(nil)
+		require.NoError(t, err)
+		signer, err := gossh.NewSignerFromKey(priv)
+		require.NoError(t, err)
+		return knownhosts.Line([]string{addr}, signer.PublicKey()) + "\n"
+	}
+	require.NoError(t, os.WriteFile(file, []byte(line("127.0.0.2:2222")), 0o600))
+	cfg := &Config{KnownHostsFiles: []string{file}}
+	for range 2 {
+		h, err := loadHostKeys(cfg)
+		require.NoError(t, err)
+		assert.Equal(t, []string{gossh.KeyAlgoED25519}, h.algorithms("127.0.0.2:2222"))
+		assert.Empty(t, h.algorithms("127.0.0.3:2222"))
+	}
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(line("127.0.0.3:2222"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	h, err := loadHostKeys(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, []string{gossh.KeyAlgoED25519}, h.algorithms("127.0.0.3:2222"), "the added key is known")
 }

@@ -45,6 +45,10 @@ type hostKeys struct {
 	status    string // what happened at the last check, for `check`
 }
 
+// knownHostsFiles are the known_hosts files parsed (parsedFiles); one a
+// host key was added to is parsed again.
+var knownHostsFiles parsedFiles[*knownhosts.HostKeyDB]
+
 func loadHostKeys(c *Config) (*hostKeys, error) {
 	h := &hostKeys{acceptNew: c.AcceptNewHostKey, files: c.KnownHostsFiles}
 	var existing []string
@@ -54,7 +58,7 @@ func loadHostKeys(c *Config) (*hostKeys, error) {
 		}
 	}
 	if len(existing) > 0 {
-		db, err := knownhosts.NewDB(existing...)
+		db, err := knownHostsFiles.get(existing, func() (*knownhosts.HostKeyDB, error) { return knownhosts.NewDB(existing...) })
 		if err != nil {
 			return nil, fmt.Errorf("known_hosts: %w", err)
 		}
