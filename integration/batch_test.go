@@ -252,6 +252,33 @@ func TestCommandAfterABatchEndsOpensNoSession(t *testing.T) {
 	assert.Equal(t, opened, h.SessionsOpened(), "no session opened")
 }
 
+// Calls that come while the connection's warm-up still starts its servers
+// wait for those rather than open sessions of their own: against a user
+// whose ~/.bashrc sleeps 1 s (each server takes that long to start), a
+// command holds the one server ready at connect, and three more calls
+// arrive while the three others start. (Before, each of them opened a
+// session, and paid the second of login shell on top.)
+func TestCallsDuringWarmUpOpenNoSession(t *testing.T) {
+	t.Parallel()
+	home := ensureUser(t, "pi-slowwarm", "/bin/bash")
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".bashrc"), []byte("sleep 1\n"), 0o644))
+	srv := sshd.Start(t, sshd.Options{User: "pi-slowwarm"})
+	h := host(t, srv, rssh.HostOptions{WarmServers: 4})
+	var wg sync.WaitGroup
+	wg.Go(func() { assert.NoError(t, h.Exec(t.Context(), ops.Command{Script: "sleep 2"})) })
+	time.Sleep(300 * time.Millisecond) // connected, its server taken; the others starting
+	for i := range 3 {
+		wg.Go(func() {
+			var out strings.Builder
+			assert.NoError(t, h.Exec(t.Context(), ops.Command{Script: fmt.Sprintf("echo %d", i), Output: &out}))
+			assert.Equal(t, fmt.Sprintf("%d\n", i), out.String())
+		})
+		time.Sleep(50 * time.Millisecond)
+	}
+	wg.Wait()
+	assert.Equal(t, int64(4), settledSessions(t, h), "the warm-up's four, no more")
+}
+
 // writerFunc is an io.Writer made of a function.
 type writerFunc func([]byte) (int, error)
 

@@ -204,6 +204,7 @@ type batchState struct {
 	s       *server              // once it has one
 	started bool                 // the request went: joining calls are sent as "a" lines
 	ended   bool                 // the answer ended: no more calls join
+	ending  bool                 // every call has its verdict: counted in c.ending until the server is back
 	open    map[string]*reattach // calls without a verdict yet
 	stops   []func() bool        // their context.AfterFuncs
 }
@@ -225,6 +226,12 @@ func (b *batchState) join(calls []*reattach) bool {
 		b.open[r.id] = r
 		b.stops = append(b.stops, context.AfterFunc(r.ctx, func() { b.kill(r) }))
 		if b.started {
+			if b.ending {
+				// The answer goes on (unless it ends as this arrives:
+				// then the call attaches again).
+				b.ending = false
+				b.c.markEnding(false)
+			}
 			// "a ID OFFSET SAVE_BYTES SAVE_LINES SAVE"; a write that fails
 			// breaks the server, which the reader sees.
 			b.s.write(fmt.Sprintf("a %s %d %s %s %s\n", r.id, r.sent.n, r.save[1], r.save[2], r.save[0]))
@@ -234,7 +241,9 @@ func (b *batchState) join(calls []*reattach) bool {
 }
 
 // serve takes a server, which may wait for one to free (every channel
-// busy with other commands: see conn.letGoLocked), sends the request with
+// busy with other commands: see conn.letGoLocked; or a batch's request
+// running, whose server is back once each of its calls is done or let go
+// of: see need.follows), sends the request with
 // the calls joined so far, and reads its answer.
 func (b *batchState) serve() {
 	defer func() {
@@ -242,7 +251,7 @@ func (b *batchState) serve() {
 			stop()
 		}
 	}()
-	s, err := b.c.server(b.wait, true)
+	s, err := b.c.serverFor(b.wait, need{streams: true, follows: true})
 	b.cancelWait()
 	if err != nil {
 		b.end(nil, b.c.lost(err))
@@ -281,6 +290,21 @@ func (b *batchState) take(id string) *reattach {
 	defer b.mu.Unlock()
 	r := b.open[id]
 	delete(b.open, id)
+	return r
+}
+
+// takeLast is take for a call's verdict: once every call has one, the
+// host ends the answer at once (server.sh), and the server is counted as
+// coming back (conn.markEnding) from before the last call returns.
+func (b *batchState) takeLast(id string) *reattach {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.open[id]
+	delete(b.open, id)
+	if r != nil && len(b.open) == 0 && !b.ending {
+		b.ending = true
+		b.c.markEnding(true)
+	}
 	return r
 }
 
@@ -342,9 +366,15 @@ func (b *batchState) end(s *server, err error) {
 	b.ended = true
 	open := b.open
 	b.open = nil
+	ending := b.ending
+	b.ending = false
 	b.mu.Unlock()
 	if s != nil {
 		b.c.release(s)
+	}
+	if ending {
+		// (After the server is back: a request waiting for it finds it.)
+		b.c.markEnding(false)
 	}
 	if err == nil {
 		err = errNotJoined
@@ -368,7 +398,7 @@ func (b *batchState) read() {
 			return io.Discard
 		},
 		func(id, status string) {
-			if r := b.take(id); r != nil {
+			if r := b.takeLast(id); r != nil {
 				r.settle(attachResult{status: status})
 			}
 		})

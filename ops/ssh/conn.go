@@ -41,7 +41,8 @@ type conn struct {
 	freed     chan struct{} // closed and replaced when a slot or server frees
 	lettingGo int           // servers asked to let go of their command
 	group     *group        // the batch request commands join, if one runs (group.go)
-	ending    *group        // a batch request past its "e", its server not yet back
+	ending    int           // requests whose answer ends: their servers are back within a round trip (markEnding)
+	starting  int           // servers warm-up is starting for the pool (grow)
 
 	// SFTP is opened on first need, and only while at least two servers
 	// fit beside it; once the server refuses a channel it is closed (as

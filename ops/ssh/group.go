@@ -32,8 +32,9 @@ type group struct {
 	err   error         // why it did not, set before ready closes
 
 	// Guarded by c.mu.
-	open  map[string]*groupCall // calls without a verdict yet
-	ended bool                  // "e" sent, or the answer over: no more calls join
+	open   map[string]*groupCall // calls without a verdict yet
+	ended  bool                  // "e" sent, or the answer over: no more calls join
+	ending bool                  // counted in c.ending, from "e" until the server is back
 }
 
 // groupCall is one Exec call in a group.
@@ -65,7 +66,7 @@ func (gc *groupCall) settle(res attachResult) {
 // find every server busy: one shell starts its jobs and sends their
 // results, one after another.)
 func (c *conn) jobServer(ctx context.Context, gc *groupCall) (*server, *group, error) {
-	s, err := c.serverFor(ctx, true, gc)
+	s, err := c.serverFor(ctx, need{streams: true, gc: gc})
 	if errors.Is(err, errJoined) {
 		return nil, gc.g, nil
 	}
@@ -172,8 +173,9 @@ func (g *group) leave(gc *groupCall) {
 		g.ended = true
 		if g.c.group == g {
 			g.c.group = nil
-			g.c.ending = g
 		}
+		g.ending = true
+		g.c.ending++
 	}
 	g.c.mu.Unlock()
 	if !last {
@@ -201,8 +203,9 @@ func (g *group) end(err error) {
 	g.c.release(g.s)
 	// (After the server is back: a call waiting for it finds it.)
 	g.c.mu.Lock()
-	if g.c.ending == g {
-		g.c.ending = nil
+	if g.ending {
+		g.ending = false
+		g.c.ending--
 		g.c.notifyLocked()
 	}
 	g.c.mu.Unlock()

@@ -16,23 +16,50 @@ import (
 // maxPipeline bounds the requests in flight on one server.
 const maxPipeline = 4
 
+// need says what a request wants of the pool.
+type need struct {
+	// streams: the request reads the request stream while it runs (a
+	// command, a read), so it needs a server of its own: a request sent
+	// behind it would be read as a line for it.
+	streams bool
+	// gc: a command that may join a batch's request.
+	gc *groupCall
+	// follows: the attach request, following commands let go of. Their
+	// output waits in the host's job files, so it waits for a batch's
+	// server (back within about a stream delay: every call of a batch is
+	// either done or let go of by then) rather than open a session, up to
+	// followWait.
+	follows bool
+}
+
+// followWait bounds how long the attach request waits for a batch's
+// server before it may open a session: batches that follow one another
+// could otherwise keep it waiting.
+const followWait = 5 * time.Second
+
 // acquire takes a channel slot, waiting while all are in use. With
 // wantServer it returns a server instead when one can take the request: an
 // idle one, or, with every slot in use and for a short file function, a
 // server busy with short file functions only (the request is pipelined
-// behind them: the server reads it once it has answered them). A request
-// that reads the request stream while it runs (streams: a command, a
-// read) needs a server of its own: a request sent behind it would be read
-// as a line for it.
+// behind them: the server reads it once it has answered them).
 //
-// A command that may join a batch's request (gc) takes an idle server if
+// A command that may join a batch's request (n.gc) takes an idle server if
 // there is one; otherwise it joins the request running, or the one that
 // opens while it waits; and it opens one on the last idle server
 // (jobServer): errJoined.
 //
-// While a batch's request ends (its "e" sent), a request that finds no
-// idle server waits for that one rather than opening a session.
-func (c *conn) acquire(ctx context.Context, wantServer, streams bool, gc *groupCall) (*server, error) {
+// A request that finds no idle server waits for one that comes back or
+// comes up soon rather than opening a session: while warm-up starts
+// servers for the pool (no later than one opened now would be), or a
+// request's answer ends (a batch's "e" sent, the attach request's last
+// call answered); the attach request (n.follows) waits for a batch's
+// server while the batch runs, too.
+func (c *conn) acquire(ctx context.Context, wantServer bool, n need) (*server, error) {
+	gc, streams := n.gc, n.streams
+	var followUntil time.Time
+	if n.follows {
+		followUntil = time.Now().Add(followWait)
+	}
 	for {
 		c.mu.Lock()
 		if gc != nil && c.group != nil && len(c.idle) == 0 {
@@ -62,11 +89,13 @@ func (c *conn) acquire(ctx context.Context, wantServer, streams bool, gc *groupC
 			c.mu.Unlock()
 			return s, nil
 		}
-		if wantServer && c.ending != nil && len(c.idle) == 0 && c.limit == c.max {
-			// A batch's request is ending: its server is back within a
-			// round trip, where a new session would cost one and the
-			// user's login shell. (Not while the pool recovers from a
-			// refusal: then a new session is what brings it back.)
+		following := n.follows && c.group != nil && time.Now().Before(followUntil)
+		if wantServer && (c.starting > 0 || c.ending > 0 || following) && len(c.idle) == 0 && c.limit == c.max {
+			// A server is up or back sooner than a new session would be
+			// (that costs a round trip and the user's login shell), or,
+			// following, within a stream delay. (Not while the pool
+			// recovers from a refusal: then a new session is what
+			// brings it back.)
 			if !streams {
 				if s := c.pipelinableLocked(); s != nil {
 					c.busyLocked(s, streams)
@@ -76,7 +105,11 @@ func (c *conn) acquire(ctx context.Context, wantServer, streams bool, gc *groupC
 			}
 			freed := c.freed
 			c.mu.Unlock()
-			if err := c.awaitFreed(ctx, freed, 0); err != nil {
+			var until time.Duration
+			if following {
+				until = max(time.Until(followUntil), time.Millisecond)
+			}
+			if err := c.awaitFreed(ctx, freed, until); err != nil {
 				return nil, err
 			}
 			continue
@@ -124,6 +157,20 @@ func (c *conn) acquire(ctx context.Context, wantServer, streams bool, gc *groupC
 			return nil, err
 		}
 	}
+}
+
+// markEnding counts a request whose answer is ending (on), until its
+// server is back in the pool or the answer goes on after all (off): a
+// request that finds no idle server meanwhile waits for it (acquire).
+func (c *conn) markEnding(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if on {
+		c.ending++
+		return
+	}
+	c.ending--
+	c.notifyLocked()
 }
 
 // awaitFreed waits until freed is closed or, when next is positive, for
@@ -302,15 +349,15 @@ func isOpenRefused(err error) bool {
 // or busy with short requests that this one may follow (see acquire).
 // End the request with release.
 func (c *conn) server(ctx context.Context, streams bool) (*server, error) {
-	return c.serverFor(ctx, streams, nil)
+	return c.serverFor(ctx, need{streams: streams})
 }
 
-// serverFor is server for a command that may join a batch's request (gc):
-// errJoined when it did (see acquire).
-func (c *conn) serverFor(ctx context.Context, streams bool, gc *groupCall) (*server, error) {
+// serverFor is server for a request that needs n: errJoined when a
+// command joined a batch's request (see acquire).
+func (c *conn) serverFor(ctx context.Context, n need) (*server, error) {
 	early := 0
 	for {
-		s, err := c.acquire(ctx, true, streams, gc)
+		s, err := c.acquire(ctx, true, n)
 		if err != nil || s != nil {
 			return s, err
 		}
@@ -319,7 +366,7 @@ func (c *conn) serverFor(ctx context.Context, streams bool, gc *groupCall) (*ser
 		switch {
 		case err == nil:
 			c.mu.Lock()
-			c.busyLocked(s, streams)
+			c.busyLocked(s, n.streams)
 			c.mu.Unlock()
 			return s, nil
 		case c.isDead():
@@ -382,26 +429,37 @@ func (c *conn) warm() {
 	if w := c.host.opts.WarmServers; w > 0 {
 		more = min(more, w-1)
 	}
+	// Their slots are taken before the connection is handed out: a call
+	// that finds no idle server waits for one of these rather than open
+	// a session of its own (acquire).
+	c.mu.Lock()
+	n := 0
+	for ; n < more && c.used < c.limit && !c.isDead(); n++ {
+		c.used++
+		c.starting++
+	}
+	c.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.host.cfg.ConnectTimeout)
 		defer cancel()
 		var wg sync.WaitGroup
-		for range more {
+		for range n {
 			wg.Go(func() { c.grow(ctx) })
 		}
 		wg.Wait()
 	}()
 }
 
-// grow starts one more server for the pool when a slot is free.
+// grow starts a server for the pool in a slot warm took for it.
 func (c *conn) grow(ctx context.Context) {
-	c.mu.Lock()
-	if c.used >= c.limit || c.isDead() {
+	defer func() {
+		// (After the server is in the pool: a request waiting for it
+		// finds it.)
+		c.mu.Lock()
+		c.starting--
+		c.notifyLocked()
 		c.mu.Unlock()
-		return
-	}
-	c.used++
-	c.mu.Unlock()
+	}()
 	c.host.sessions.Add(1)
 	s, err := startServer(ctx, c.d.client, !c.host.opts.NoSetsid)
 	if err != nil {
@@ -482,7 +540,7 @@ func (c *conn) closeSFTPLocked() {
 // openSFTP starts the subsystem in a slot of its own. A host without it,
 // or one that refuses the channel, turns SFTP off for the connection.
 func (c *conn) openSFTP(ctx context.Context) error {
-	if _, err := c.acquire(ctx, false, false, nil); err != nil {
+	if _, err := c.acquire(ctx, false, need{}); err != nil {
 		return err
 	}
 	c.host.sessions.Add(1)
