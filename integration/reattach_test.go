@@ -168,14 +168,21 @@ func TestAllCallsReattachInOneRequest(t *testing.T) {
 	p.Reset()
 	time.Sleep(2 * time.Second)
 	p.Refuse(false)
-	// (The request's directory is made a moment before its jobs' files.)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	// (The request's directory is made a moment before its jobs' files.
+	// The wait is as long as the connecting above may take: in a CI run
+	// where that took 19 s, with command servers taking over 2 s to
+	// start, 20 s were not enough for the reconnect.)
+	if !assert.EventuallyWithT(t, func(c *assert.CollectT) {
 		attaches, _ := filepath.Glob(filepath.Join(tmp, ".pi-remote.*", "attach.*"))
 		if assert.Len(c, attaches, 1, "one request") {
 			jobs, _ := os.ReadDir(attaches[0])
 			assert.Len(c, jobs, n+1, "for every job, while the printing ones run")
 		}
-	}, 20*time.Second, 20*time.Millisecond)
+	}, 45*time.Second, 20*time.Millisecond) {
+		// What the servers' directories hold, for the record.
+		out, _ := exec.Command("find", tmp, "-maxdepth", "2").CombinedOutput()
+		t.Fatalf("the servers' directories:\n%s", out)
+	}
 	require.NoError(t, os.WriteFile(gate, nil, 0o644))
 	for range n {
 		var ee *ops.ExitError
