@@ -44,6 +44,12 @@ nl='
 # (waiter, label, started and relay.pid: jobs of earlier versions of
 # this script.)
 job_files='out lease status pid waiter server label lease.watched lease.check size killed saved script fifo fifo.left started relay.pid'
+# The same as words for eval in remove_files: "$jobs/$_rmf_arg.SUFFIX" for
+# each (a job's 17 files join the list in one step, not one step each:
+# every step copies the whole list, and a request forgetting 16 jobs took
+# dash 22 ms that way).
+job_words=
+for _jw_suffix in $job_files; do job_words="$job_words \"\$jobs/\$_rmf_arg.$_jw_suffix\""; done
 
 # serve MARKER GRACE SETSID SUFFIX: the server's main loop. GRACE is how
 # long (seconds) a command's background children may go on writing output
@@ -1030,7 +1036,7 @@ remove_files() {
 			# holds the files of every job in flight (on a host serving
 			# many, a read per job forgotten adds up). Its output first:
 			# the job is gone for attach_job at once.
-			*) for _rmf_suffix in $job_files; do set -- "$@" "$jobs/$_rmf_arg.$_rmf_suffix"; done ;;
+			*) eval "set -- \"\$@\" $job_words" ;;
 			esac
 		elif [ "$_rmf_arg" = -- ]; then
 			_rmf_ids=yes

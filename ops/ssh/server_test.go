@@ -252,6 +252,35 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "0", status)
 				assert.Equal(t, "next\n", out)
 			})
+			t.Run("a request forgets many jobs at once, and only jobs", func(t *testing.T) {
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				var ids []string
+				for i := range 20 {
+					job := newJob(fmt.Sprintf("echo %d", i))
+					assert.Equal(t, "0", l.do(t, io.Discard, "run_job", job...))
+					ids = append(ids, job[0])
+				}
+				// A word that is not a job id names no file: "..", a
+				// path, a quote, an expansion.
+				keep := filepath.Join(jobs, "keep.out")
+				require.NoError(t, os.WriteFile(keep, nil, 0o600))
+				bad := []string{"..", "../keep", "keep", `x"y`, "$(touch " + filepath.Join(l.tmp, "ran") + ")"}
+				other := newJob("true")
+				other[10] = strings.Join(append(bad, ids...), " ")
+				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", other...))
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					for _, id := range ids {
+						matches, _ := filepath.Glob(filepath.Join(jobs, id+".*"))
+						assert.Empty(c, matches, id)
+					}
+				}, 5*time.Second, 20*time.Millisecond)
+				assert.FileExists(t, keep)
+				assert.NoFileExists(t, filepath.Join(l.tmp, "ran"))
+				matches, _ := filepath.Glob(filepath.Join(jobs, other[0]+".*"))
+				assert.NotEmpty(t, matches, "the job not forgotten stays")
+			})
 			t.Run("an ended job stays until its client says it has the result", func(t *testing.T) {
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
