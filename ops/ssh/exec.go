@@ -234,9 +234,7 @@ func (h *Host) runJob(ctx context.Context, out *countingWriter, js jobStart, may
 	defer h.askStream(s, "s\n")()
 	forget := h.toForget()
 	status, err := c.serve(ctx, s, job, out, call("run_job", js.id, strconv.FormatInt(out.n, 10), js.script, js.dir, js.save, js.overBytes, js.overLines, js.ttl, js.limit, js.label, strings.Join(forget, " ")))
-	if err == nil {
-		h.forgotten(forget)
-	}
+	h.forgetDone(forget, err == nil)
 	return status, err
 }
 

@@ -119,6 +119,8 @@ func (g *group) serve() {
 	forget := h.toForget()
 	prev, mine, err := g.s.post(call("run_jobs", strconv.Itoa(int(ttl.Seconds())), h.outputLimit(), strings.Join(forget, " ")))
 	defer close(mine)
+	sent := false
+	defer func() { h.forgetDone(forget, sent) }()
 	g.err = err
 	close(g.ready)
 	if err != nil {
@@ -157,7 +159,7 @@ func (g *group) serve() {
 		g.s.close()
 		g.end(fmt.Errorf("command server: %s", strings.TrimPrefix(status, "!EIO ")))
 	default:
-		h.forgotten(forget)
+		sent = true
 		g.end(nil)
 	}
 }

@@ -105,8 +105,8 @@ type Host struct {
 	sessions atomic.Int64 // session channels asked for, on every connection
 	running  atomic.Int64 // run_job requests in flight (streamDelay)
 
-	// collected are the jobs whose results Exec has: their ".collected"
-	// marks on the host go with the next command, or at Close.
+	// collected are the jobs whose results Exec has: their files on the
+	// host go with the next command, or at Close (toForget).
 	collectedMu sync.Mutex
 	collected   []string
 }
@@ -155,9 +155,8 @@ func (h *Host) Close() error {
 	h.mu.Unlock()
 	if ids := h.toForget(); len(ids) > 0 && c != nil && !c.isDead() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if _, _, err := c.call(ctx, change, "forget", "", "forget", ids...); err == nil {
-			h.forgotten(ids)
-		}
+		_, _, err := c.call(ctx, change, "forget", "", "forget", ids...)
+		h.forgetDone(ids, err == nil)
 		cancel()
 	}
 	h.mu.Lock()
@@ -170,18 +169,30 @@ func (h *Host) Close() error {
 	return nil
 }
 
-// toForget returns (some of) the jobs whose ".collected" marks can go.
+// toForget takes (some of) the jobs whose files can go, for one request
+// to remove on the host. Each goes with one request at a time: a batch's
+// requests leave at once, and would otherwise all carry the same list,
+// every one of their servers removing the same files. The request gives
+// them back with forgetDone.
 func (h *Host) toForget() []string {
 	h.collectedMu.Lock()
 	defer h.collectedMu.Unlock()
-	return slices.Clone(h.collected[:min(len(h.collected), 64)])
+	n := min(len(h.collected), 64)
+	ids := slices.Clone(h.collected[:n])
+	h.collected = slices.Delete(h.collected, 0, n)
+	return ids
 }
 
-// forgotten drops ids, sent to the host, from the jobs to forget.
-func (h *Host) forgotten(ids []string) {
+// forgetDone ends the request that carried ids (toForget): when it failed,
+// the host may not have had them, and they go with a later one (a second
+// removal of the same files is harmless).
+func (h *Host) forgetDone(ids []string, sent bool) {
+	if sent || len(ids) == 0 {
+		return
+	}
 	h.collectedMu.Lock()
 	defer h.collectedMu.Unlock()
-	h.collected = slices.DeleteFunc(h.collected, func(id string) bool { return slices.Contains(ids, id) })
+	h.collected = append(h.collected, ids...)
 }
 
 // gotResult records that the result of job id arrived.

@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -27,4 +28,33 @@ func TestLinkStateTransitions(t *testing.T) {
 	assert.Equal(t, []LinkState{LinkReconnecting}, heard, "another call still waits")
 	h.linkWait(-1, lost)
 	assert.Equal(t, []LinkState{LinkReconnecting, LinkGaveUp}, heard)
+}
+
+// The files of a collected job go with one request, not with every request
+// of a batch; those of a request that failed go with a later one.
+func TestForgetListsAreShared(t *testing.T) {
+	h := New(Config{}, HostOptions{})
+	for _, id := range []string{"a1", "b2", "c3"} {
+		h.gotResult(id)
+	}
+	first := h.toForget()
+	assert.Equal(t, []string{"a1", "b2", "c3"}, first)
+	assert.Empty(t, h.toForget(), "a request in flight carries them")
+	h.gotResult("d4")
+	second := h.toForget()
+	assert.Equal(t, []string{"d4"}, second)
+	h.forgetDone(first, false)
+	h.forgetDone(second, true)
+	assert.Equal(t, []string{"a1", "b2", "c3"}, h.toForget(), "the failed request's ids, again")
+	assert.Empty(t, h.toForget())
+}
+
+// A request takes at most 64 ids: a long list would make its line long.
+func TestForgetListIsBounded(t *testing.T) {
+	h := New(Config{}, HostOptions{})
+	for i := range 70 {
+		h.gotResult(fmt.Sprintf("%02x", i))
+	}
+	assert.Len(t, h.toForget(), 64)
+	assert.Len(t, h.toForget(), 6)
 }
