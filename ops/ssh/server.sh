@@ -869,7 +869,10 @@ attach_watcher() {
 # the request stream the jobs go on and this server ends.
 #
 # Each job's waiter says when it has ended, on a FIFO the answer reads
-# (events): no polling, and no process of the server's per job.
+# (events): no polling, and no process of the server's per job. The jobs'
+# FIFOs are made ahead, eight at a time (group_fifo), and go with the
+# answer's last rm once their jobs have ended; the FIFO of a job that runs
+# on is left to its waiter (see leave_fifo).
 run_jobs() {
 	# shellcheck disable=SC2086 # job IDs
 	[ -z "$3" ] || remove_files_bg -- $3
@@ -895,11 +898,14 @@ run_jobs() {
 	# (A job's "x" may come from an earlier answer of this server: one
 	# whose job it let go of. There is no state file for it here.)
 	_rs_done=' '
+	# The FIFOs to remove (numbers, see group_fifo).
+	_rs_fifos=
 	while IFS= read -r _rs_event <&6; do
 		case $_rs_event in
 		e) break ;;
 		q) exit 129 ;;
 		"f "*) echo "X ${_rs_event#f }" ;;
+		"u "*) _rs_fifos="$_rs_fifos ${_rs_event#u }" ;;
 		"x "* | "d "*)
 			_rs_id=${_rs_event#? }
 			_rs_state=$_rs_dir/$_rs_id
@@ -907,12 +913,15 @@ run_jobs() {
 			case $_rs_done in *" $_rs_id "*) continue ;; esac
 			_rs_done="$_rs_done$_rs_id "
 			_rs_job=$jobs/$_rs_id
+			_rs_fifo=
+			{ read -r _rs_save && read -r _rs_bytes && read -r _rs_lines && read -r _rs_fifo; } <"$_rs_state"
 			if [ ! -s "$_rs_job.status" ]; then
 				echo "X $_rs_id !DETACHED"
 				watch_lease_once "$_rs_job" "$_rs_ttl"
+				leave_group_fifo "$_rs_job" "$_rs_fifo"
 				continue
 			fi
-			{ read -r _rs_save && read -r _rs_bytes && read -r _rs_lines; } <"$_rs_state"
+			_rs_fifos="$_rs_fifos $_rs_fifo"
 			_rs_size=
 			[ ! -e "$_rs_job.size" ] || read -r _rs_size <"$_rs_job.size"
 			case $_rs_size in '' | *[!0-9]*) _rs_size=$(($(wc -c <"$_rs_job.out"))) ;; esac
@@ -933,16 +942,33 @@ run_jobs() {
 	# (Jobs whose clients gave up waiting for the kill run on, watched.)
 	for _rs_state in "$_rs_dir"/*; do
 		case $_rs_done in *" ${_rs_state##*/} "*) continue ;; esac
-		[ ! -f "$_rs_state" ] || watch_lease_once "$jobs/${_rs_state##*/}" "$_rs_ttl"
+		[ -f "$_rs_state" ] || continue
+		watch_lease_once "$jobs/${_rs_state##*/}" "$_rs_ttl"
+		_rs_fifo=
+		{ read -r _rs_fifo && read -r _rs_fifo && read -r _rs_fifo && read -r _rs_fifo; } <"$_rs_state"
+		leave_group_fifo "$jobs/${_rs_state##*/}" "$_rs_fifo"
 	done
-	rm -rf "$_rs_dir"
+	set --
+	for _rs_fifo in $_rs_fifos; do set -- "$@" "$jobs/.fifo-$$-g$seq-$_rs_fifo"; done
+	rm -rf "$_rs_dir" "$@"
 	finish OK
+}
+
+# leave_group_fifo JOB N leaves FIFO N of run_jobs (group_fifo), the
+# FIFO of JOB, which runs on, to the job's waiter (as leave_fifo), or adds
+# it to those the answer removes when the job has ended meanwhile.
+leave_group_fifo() {
+	[ -n "$2" ] || return 0
+	: >"$jobs/.fifo-$$-g$seq-$2.left"
+	[ -s "$1.status" ] && _rs_fifos="$_rs_fifos $2 $2.left"
 }
 
 # group_watcher reads the request stream while run_jobs runs: it starts
 # the jobs added (add_job) and passes what the answer must hear on to it
 # through the events FIFO (fd 6), in order.
 group_watcher() {
+	_gf_spare=
+	_gf_n=0
 	while IFS= read -r _gw_line <&3; do
 		case $_gw_line in
 		"$marker"'add_job '*) eval "${_gw_line#"$marker"}" ;;
@@ -956,6 +982,8 @@ group_watcher() {
 		"k "*) kill_running "${_gw_line#k }" ;;
 		"d "*) echo "$_gw_line" >&6 ;;
 		e)
+			# The FIFOs made ahead and not used go with the answer's rm.
+			[ -z "$_gf_spare" ] || echo "u $_gf_spare" >&6
 			echo e >&6
 			return
 			;;
@@ -993,15 +1021,37 @@ add_job() {
 		echo "f $1 !ATTACH" >&6
 		return
 	fi
-	# The job's FIFO is one of its files: it goes with them.
-	if ! mkfifo "$_gj_job.fifo" 2>/dev/null || ! { echo "$_rs_ttl" >"$_gj_job.lease"; } 2>/dev/null; then
+	if ! group_fifo || ! { echo "$_rs_ttl" >"$_gj_job.lease"; } 2>/dev/null; then
 		rm -f "$_gj_job".*
 		echo "f $1 !EIO cannot create a job in $jobs" >&6
 		return
 	fi
 	printf '%s\n' "$$" "$7" >"$_gj_job.server"
-	printf '%s\n' "$4" "$5" "$6" >"$_rs_dir/$1"
-	start_job "$_gj_job" "$2" "$3" "$_gj_job.fifo" "$_rs_cap" "$events"
+	printf '%s\n' "$4" "$5" "$6" "${_gf_spare%% *}" >"$_rs_dir/$1"
+	start_job "$_gj_job" "$2" "$3" "$jobs/.fifo-$$-g$seq-${_gf_spare%% *}" "$_rs_cap" "$events"
+	case $_gf_spare in
+	*' '*) _gf_spare=${_gf_spare#* } ;;
+	*) _gf_spare= ;;
+	esac
+}
+
+# group_fifo makes sure a FIFO made ahead for run_jobs' jobs is there: the
+# first number of _gf_spare, which names $jobs/.fifo-PID-gSEQ-N (in the
+# jobs directory, as run_job's: a job may open it after this server is
+# gone). They are made eight at a time: one mkfifo for eight jobs.
+group_fifo() {
+	[ -z "$_gf_spare" ] || return 0
+	set --
+	while [ "$#" -lt 8 ]; do
+		_gf_n=$((_gf_n + 1))
+		set -- "$@" "$jobs/.fifo-$$-g$seq-$_gf_n"
+		_gf_spare="$_gf_spare $_gf_n"
+	done
+	_gf_spare=${_gf_spare# }
+	mkfifo "$@" 2>/dev/null && return 0
+	_gf_spare=
+	rm -f "$@"
+	return 1
 }
 
 # kill_running ID kills job ID (the line "k ID" of attach_jobs and

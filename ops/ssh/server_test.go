@@ -562,6 +562,10 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					assert.Empty(c, matches, "the forgotten job's files")
 				}, 5*time.Second, 20*time.Millisecond)
 
+				// The jobs' FIFOs, made ahead, went with the answer, all but
+				// the one of the job let go of, which runs on.
+				assert.Len(t, batchFIFOs(t, jobs), 2, "the sleeper's FIFO and its mark")
+
 				// The server serves on; the job let go of runs on, and is
 				// followed (and killed) by an attach request.
 				status, out := l.run(t, "echo next")
@@ -595,6 +599,10 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "!ATTACH", ends[fast])
 				assert.Equal(t, "137", ends[killed])
 				assert.Empty(t, sleeping(t, marker))
+				// (The sleeper's waiter removed its FIFO as it ended.)
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					assert.Empty(c, batchFIFOs(t, jobs))
+				}, 5*time.Second, 20*time.Millisecond)
 			})
 			t.Run("a batch's jobs go on when the client goes", func(t *testing.T) {
 				cache := t.TempDir()
@@ -849,6 +857,14 @@ func TestPrintfFormatRoundTrip(t *testing.T) {
 		require.NoError(t, err, "%v", sh)
 		assert.Equal(t, content, string(out), "%v", sh)
 	}
+}
+
+// batchFIFOs lists the FIFOs run_jobs made in jobs (and their marks).
+func batchFIFOs(t *testing.T, jobs string) []string {
+	t.Helper()
+	matches, err := filepath.Glob(filepath.Join(jobs, ".fifo-*-g*"))
+	require.NoError(t, err)
+	return matches
 }
 
 // newJob is the arguments of run_job for a new job running script in the
