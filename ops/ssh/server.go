@@ -88,8 +88,12 @@ func compactScript(src string) string {
 // to programEnd and runs it.
 const bootstrap = `exec /bin/sh -c '` + bootstrapScript + `'`
 
-// bootstrapScript is what bootstrap runs with /bin/sh.
-const bootstrapScript = `n=$(printf "\nx"); n=${n%x}; p=; while IFS= read -r l; do [ "$l" = "` + programEnd + `" ] && break; p=$p$l$n; done; eval "$p"`
+// bootstrapScript is what bootstrap runs with /bin/sh. The lines join the
+// program 32 at a time: appending each line to the whole copies it every
+// time, and for the 1300 lines of the program that took dash 15 ms of CPU
+// at every server start (31 KB copied 1300 times, a byte at a time), more
+// than reading it.
+const bootstrapScript = `n=$(printf "\nx"); n=${n%x}; p=; c=; i=0; while IFS= read -r l; do [ "$l" = "` + programEnd + `" ] && break; c=$c$l$n; i=$((i+1)); [ $i -lt 32 ] || { p=$p$c; c=; i=0; }; done; eval "$p$c"`
 
 const programEnd = "#pi-remote-end"
 
