@@ -108,7 +108,11 @@ serve() {
 	fi
 	seq=0
 	fifo_n=0
-	uid_gid=$(id -u):$(id -g)
+	# One id for both numbers ("uid=N(name) gid=N(name) ...", POSIX).
+	uid_gid=$(id)
+	_s_gid=${uid_gid#* gid=}
+	uid_gid=${uid_gid#uid=}
+	uid_gid=${uid_gid%%[!0-9]*}:${_s_gid%%[!0-9]*}
 	sync_file=
 	if sync "$private" 2>"$private/err" && ! [ -s "$private/err" ]; then
 		sync_file=yes
