@@ -79,7 +79,7 @@ func each(f func(i int) batchCall) []batchCall {
 }
 
 // batchFixtures writes the files the batches start from, owned by uid.
-func batchFixtures(b *testing.B, dir string, uid, gid int) {
+func batchFixtures(b testing.TB, dir string, uid, gid int) {
 	var one strings.Builder
 	for i := range batchSize {
 		fmt.Fprintf(&one, "line %d v0\n", i)
@@ -105,7 +105,7 @@ type batchRunner func(calls []batchCall) time.Duration
 // inProcess runs batches through the loop's pipeline on h: every call
 // prepared in call order (loop.StartTool), then all executed at once, as
 // the agent loop and the rpc server do.
-func inProcess(b *testing.B, h *rssh.Host, dir string) batchRunner {
+func inProcess(b testing.TB, h *rssh.Host, dir string) batchRunner {
 	e := env.New(h, env.Options{Name: "bench", Cwd: dir})
 	cfg := loop.Config{Tools: tools.WrapAll(tools.Definitions(e, tools.Options{}))}
 	return func(calls []batchCall) time.Duration {

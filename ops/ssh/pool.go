@@ -121,6 +121,17 @@ func (c *conn) acquire(ctx context.Context, wantServer bool, n need) (*server, e
 			c.loweredAt = time.Now()
 		}
 		if c.used < c.limit {
+			if s := c.pipelinableLocked(); wantServer && !streams && s != nil {
+				// A request that may wait behind another takes a busy
+				// server rather than a new session, which costs a round
+				// trip and the user's login shell (0.5 s against a slow
+				// rc file, where the requests ahead take milliseconds).
+				// The pool is as large as the warm-up made it; the free
+				// slot is SFTP's.
+				c.busyLocked(s, streams)
+				c.mu.Unlock()
+				return s, nil
+			}
 			c.used++
 			c.mu.Unlock()
 			return nil, nil
