@@ -187,3 +187,24 @@ func TestMCPServesOnlyActiveTools(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing ran")
 }
+
+// failingWriter is a stdout whose reader has gone.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+// A server whose output fails ends with the connection's exit code and
+// its reason, never the usage text.
+func TestMCPFailingOutputIsNoUsageError(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	inR, inW := io.Pipe()
+	t.Cleanup(func() { inW.Close() })
+	var errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"--cwd", t.TempDir(), "mcp"}, inR, failingWriter{}, &errOut) }()
+	_, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":`+mcpInitialize+"}\n")
+	require.NoError(t, err)
+	assert.Equal(t, exitConnection, <-done)
+	assert.Contains(t, errOut.String(), "closed pipe")
+	assert.NotContains(t, errOut.String(), "usage")
+}
