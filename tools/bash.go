@@ -82,7 +82,9 @@ func runBash(ctx context.Context, e *env.ExecutionEnv, opts Options, in bashInpu
 	}
 	script := in.Command
 	if caps.Bash != "" {
-		script = "exec " + shellquote.Quote(caps.Bash) + " -c " + shellquote.Quote(in.Command)
+		// After "--", a command such as "-x" is the command, not an
+		// option of bash.
+		script = "exec " + shellquote.Quote(caps.Bash) + " -c -- " + shellquote.Quote(in.Command)
 	}
 	spill := path.Join(caps.TmpDir, "pi-remote-bash-"+randomHex(8)+".log")
 

@@ -133,14 +133,16 @@ func nameFilter(pattern string) string {
 
 // fdScript is the fd command for a search. fd's complaints (an unreadable
 // directory) come after its NUL-terminated paths, behind an empty record,
-// so they are never taken for paths.
+// so they are never taken for paths. The pattern is fd's positional
+// operand, after "--": fd's --glob is a switch, not an option taking the
+// pattern, so without "--" a pattern such as "--exec=rm" is an option.
 func fdScript(fd, pattern, dir string) string {
 	name := nameFilter(pattern)
 	if name == "" {
 		name = "*"
 	}
-	search := shellquote.Join(fd, "--type", "f", "--type", "l", "--hidden", "--exclude", ".git", "--exclude", "node_modules", "--color=never", "--show-errors", "--print0", "--glob", name)
-	return "cd " + shellquote.Quote(dir) + " && { errors=$(" + search + " 2>&1 >&3); } 3>&1; status=$?; printf '\\0%s' \"$errors\"; exit $status"
+	search := shellquote.Join(fd, "--type=f", "--type=l", "--hidden", "--exclude=.git", "--exclude=node_modules", "--color=never", "--show-errors", "--print0", "--glob", "--", name)
+	return "cd -- " + shellquote.Quote(dir) + " && { errors=$(" + search + " 2>&1 >&3); } 3>&1; status=$?; printf '\\0%s' \"$errors\"; exit $status"
 }
 
 // searchFiles lists the files and links below dir that pattern may match,

@@ -41,6 +41,10 @@ type GrepDetails struct {
 
 const defaultGrepLimit = 100
 
+// errNewlineInName is the POSIX grep search of a file whose name holds a
+// newline.
+var errNewlineInName = errors.New("file name holds a newline")
+
 // rgOnlySyntax finds Rust regex syntax that POSIX grep -E may not know.
 var rgOnlySyntax = regexp.MustCompile(`\\[dDwWsSbB]|\(\?`)
 
@@ -75,8 +79,12 @@ func searchTarget(ctx context.Context, e *env.ExecutionEnv, p string) (abs strin
 }
 
 // rgScript is the ripgrep command for a search of dir, or of file in it.
+// What the model gives is never a word of its own that rg could read as an
+// option: the glob and the pattern are glued to their option ("--glob=-x"),
+// and the file is "./"-prefixed after "--" (rg reads a bare "-" as standard
+// input even there).
 func rgScript(rg string, in grepInput, dir, file string) string {
-	w := []string{rg, "--line-number", "--with-filename", "--no-heading", "--color=never", "--null", "--hidden", "--sort", "path", "--glob", "!.git", "--glob", "!node_modules"}
+	w := []string{rg, "--line-number", "--with-filename", "--no-heading", "--color=never", "--null", "--hidden", "--sort=path", "--glob=!.git", "--glob=!node_modules"}
 	if in.IgnoreCase {
 		w = append(w, "--ignore-case")
 	}
@@ -84,16 +92,16 @@ func rgScript(rg string, in grepInput, dir, file string) string {
 		w = append(w, "--fixed-strings")
 	}
 	if in.Context > 0 {
-		w = append(w, "--context", fmt.Sprint(in.Context))
+		w = append(w, fmt.Sprintf("--context=%d", in.Context))
 	}
 	if in.Glob != "" {
-		w = append(w, "--glob", in.Glob)
+		w = append(w, "--glob="+in.Glob)
 	}
-	w = append(w, "--regexp", in.Pattern)
+	w = append(w, "--regexp="+in.Pattern)
 	if file != "" {
-		w = append(w, "--", file)
+		w = append(w, "--", "./"+file)
 	}
-	return "cd " + shellquote.Quote(dir) + " && " + shellquote.Join(w...)
+	return "cd -- " + shellquote.Quote(dir) + " && " + shellquote.Join(w...)
 }
 
 // grepScript is the POSIX grep command for files (each "./"-prefixed, so
@@ -108,6 +116,8 @@ func grepScript(in grepInput, dir string, files []string) string {
 	} else {
 		args = append(args, "-E")
 	}
+	// The pattern is -e's argument, which getopt takes whatever it looks
+	// like; the files are "./"-prefixed.
 	args = append(args, "-e", in.Pattern)
 	return hostScript(dir, "printf '%s\\0' "+shellquote.Join(files...)+" | search_text_files "+shellquote.Join(args...))
 }
@@ -258,6 +268,11 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 			return g, "rg", err
 		}
 		// Without rg: the tree as rg would walk it, then grep on its files.
+		// grep names the files that match one a line: a name holding a
+		// newline would come back as two names.
+		if strings.Contains(file, "\n") {
+			return g, "grep", errNewlineInName
+		}
 		files := []string{file}
 		if file == "" {
 			tree, err := describeTree(runCtx, e, dir)
@@ -289,6 +304,9 @@ func runGrep(ctx context.Context, e *env.ExecutionEnv, in grepInput) (loop.Resul
 	if errors.Is(execErr, ops.ErrNotDir) && ctx.Err() == nil {
 		// A file: search it from its directory.
 		g, engine, execErr = search(path.Dir(abs), path.Base(abs))
+	}
+	if errors.Is(execErr, errNewlineInName) {
+		return errorResult("This host has no ripgrep, and grep cannot search %s: its name holds a newline. Rename it, or read it.", in.Path)
 	}
 	var pe *fs.PathError
 	if errors.As(execErr, &pe) && ctx.Err() == nil {

@@ -74,16 +74,17 @@ describe_search_root() {
 # around each match, every line prefixed with its file name (/dev/null makes
 # even a single file get one). Binary files (with a NUL byte), which rg
 # skips, are left out: BusyBox grep cannot tell them, so the files that
-# match are checked first. Exit status is grep's, or xargs's 123 when some
-# grep found nothing.
+# match are checked first; grep -l names them one a line, so no name may
+# hold a newline. The names come after "--", never read as options. Exit
+# status is grep's, or xargs's 123 when some grep found nothing.
 search_text_files() {
 	context=$1
 	shift
-	xargs -0 grep -l "$@" /dev/null |
+	xargs -0 grep -l "$@" -- /dev/null |
 		while IFS= read -r file; do
 			has_nul "$file" || printf '%s\0' "$file"
 		done |
-		xargs -0 grep -n -C "$context" "$@" /dev/null
+		xargs -0 grep -n -C "$context" "$@" -- /dev/null
 }
 
 # has_nul FILE: whether FILE holds a NUL byte.

@@ -22,7 +22,7 @@ var searchSh string
 
 // hostScript is searchSh followed by a command run in dir.
 func hostScript(dir, command string) string {
-	return searchSh + "\ncd " + shellquote.Quote(dir) + " && " + command + "\n"
+	return searchSh + "\ncd -- " + shellquote.Quote(dir) + " && " + command + "\n"
 }
 
 // hostTree is a directory tree as describe_search_root reports it: what rg

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"sync/atomic"
 
@@ -52,7 +51,12 @@ func mcpRun(ctx context.Context, ios iostreams, g *globalOptions, toolList strin
 		return usageErrorf("--tools: %v", err)
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "pi-remote", Version: "dev"}, nil)
-	cfg := loop.Config{Tools: tools.WrapAll(defs), MaxArgumentBytes: maxArgsInput}
+	// Only the tools of --tools are served, and only they may run.
+	var names []string
+	for _, d := range active {
+		names = append(names, d.Name)
+	}
+	cfg := loop.Config{Tools: tools.WrapAll(defs), Active: names, MaxArgumentBytes: maxArgsInput}
 	var seq atomic.Int64
 	for _, d := range active {
 		var schema map[string]any
@@ -97,9 +101,14 @@ func mcpRun(ctx context.Context, ios iostreams, g *globalOptions, toolList strin
 				return res, nil
 			})
 	}
-	// Interrupts end the server through the transport closing; the root
-	// context's cancellation is not needed for that.
-	return server.Run(ctx, &mcp.IOTransport{Reader: readCloser{ios.in}, Writer: writeCloser{ios.out}})
+	// The server ends at the end of its input or at an interrupt. A
+	// failure of its streams is the client connection's, never a usage
+	// error.
+	err = server.Run(ctx, &mcpStdio{in: ios.in, out: ios.out, maxLine: mcp.DefaultMaxLineLength})
+	if err == nil || ctx.Err() != nil {
+		return nil
+	}
+	return &exitError{code: exitConnection, err: fmt.Errorf("mcp: the connection to the client failed: %w", err)}
 }
 
 func tailLines(s string, n int) string {
@@ -109,13 +118,3 @@ func tailLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-// readCloser and writeCloser give the command's streams the Close the MCP
-// transport wants; the process owns the real ones.
-type readCloser struct{ io.Reader }
-
-func (readCloser) Close() error { return nil }
-
-type writeCloser struct{ io.Writer }
-
-func (writeCloser) Close() error { return nil }

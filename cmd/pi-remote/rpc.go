@@ -335,7 +335,9 @@ func (s *rpcServer) tool(c rpcCommand) {
 	prev, mine := s.admitted, make(chan struct{})
 	s.admitted = mine
 	s.mu.Unlock()
-	cfg := loop.Config{Tools: s.setup.cfg.Tools, MaxArgumentBytes: maxArgsInput}
+	// Only the active tools (--tools, what get_state reports) run; the
+	// loop answers any other name with an error result naming them.
+	cfg := loop.Config{Tools: s.setup.cfg.Tools, Active: s.setup.cfg.Active, MaxArgumentBytes: maxArgsInput}
 	s.tools.Go(func() {
 		select {
 		case <-prev:

@@ -63,6 +63,7 @@ func Run(t *testing.T, h Harness) {
 		{"Find", testFind},
 		{"IgnoreFiles", testIgnoreFiles},
 		{"Ls", testLs},
+		{"OptionShapedArguments", testOptionShapedArguments},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, h) })
 	}
