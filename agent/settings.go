@@ -9,15 +9,19 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pi-remote/pi-remote/tools"
 )
 
 // Settings are the defaults a user or a project gives pi-remote, from
 // ~/.pi-remote/settings.json and, winning over it, .pi-remote/settings.json
-// in the directory pi-remote runs in. Flags override both. Every field is
-// optional.
+// in the directory pi-remote runs in (a project's file sets only what
+// projectKeys allows, unless the user trusts the project). Flags override
+// both. Every field is optional.
 type Settings struct {
 	// Model is the default --model (PROVIDER/ID), BaseURL --base-url.
 	Model   string `json:"model,omitempty"`
@@ -38,37 +42,248 @@ type Settings struct {
 	// Models add models to the built-in table or override its entries
 	// (keys provider/ID).
 	Models map[string]ModelInfo `json:"models,omitempty"`
+	// TrustedProjects are the directories (absolute, or ~/...) whose own
+	// .pi-remote/settings.json may set every key. Only the user's file
+	// says this.
+	TrustedProjects []string `json:"trustedProjects,omitempty"`
 }
 
-// SettingsFiles are the user's and the project's settings files, in the
-// order they apply (later wins).
-func SettingsFiles(home, projectDir string) []string {
-	return []string{
-		filepath.Join(home, ".pi-remote", "settings.json"),
-		filepath.Join(projectDir, ".pi-remote", "settings.json"),
+// LoadedSettings are the settings in force and what the project's file
+// asked for that was left out.
+type LoadedSettings struct {
+	Settings
+	// UserFile and ProjectFile are the files read ("" when there is none;
+	// the project's is none when it is the user's own, as in the home
+	// directory).
+	UserFile, ProjectFile string
+	// ProjectDir is the real path (symbolic links resolved) of the
+	// directory the project's file belongs to.
+	ProjectDir string
+	// Trusted says whether the user trusts ProjectDir.
+	Trusted bool
+	// Ignored are the keys of the project's file that were not applied,
+	// in projectKeys order.
+	Ignored []IgnoredKey
+}
+
+// IgnoredKey is a key of a project's settings that was not applied.
+type IgnoredKey struct {
+	Key string
+	Why string // what the key could do, in words for the user
+	// UserOnly says that trusting the project would not apply it either:
+	// only the user's own file may set the key.
+	UserOnly bool
+}
+
+// LoadSettings reads the user's settings (home/.pi-remote/settings.json)
+// and the project's (projectDir/.pi-remote/settings.json) and merges them,
+// the project's over the user's field by field (maps key by key). Unless
+// the user trusts projectDir — trustProject (the --trust-project flag), or
+// its real path in the user's TrustedProjects — the project's file sets
+// only the keys projectKeys allows an untrusted project; the rest are
+// listed in Ignored. A file that is not valid is an error naming the file
+// and the line; a missing file is none.
+func LoadSettings(home, projectDir string, trustProject bool) (LoadedSettings, error) {
+	l := LoadedSettings{UserFile: SettingsFile(home)}
+	user, found, err := readSettingsFile(l.UserFile)
+	if err != nil {
+		return LoadedSettings{}, err
 	}
-}
-
-// LoadSettings reads the files that exist among paths and merges them,
-// later over earlier field by field (maps key by key). A file that is not
-// valid is an error naming the file and the line; a missing file is none.
-func LoadSettings(paths ...string) (Settings, error) {
-	var merged Settings
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if errors.Is(err, fs.ErrNotExist) {
+	if !found {
+		l.UserFile = ""
+	}
+	l.Settings = user
+	l.ProjectDir = realPath(projectDir)
+	projectFile := SettingsFile(projectDir)
+	if sameFile(projectFile, SettingsFile(home)) {
+		return l, nil // the user's own file, run in the home directory
+	}
+	project, found, err := readSettingsFile(projectFile)
+	if err != nil || !found {
+		return l, err
+	}
+	l.ProjectFile = projectFile
+	l.Trusted = trustProject || user.trusts(home, l.ProjectDir)
+	for _, k := range projectKeys() {
+		if !k.set(project) || (l.Trusted && !k.UserOnly) || (!l.Trusted && k.Untrusted != nil && k.Untrusted(user, project)) {
 			continue
 		}
-		if err != nil {
-			return Settings{}, err
-		}
-		s, err := parseSettings(data)
-		if err != nil {
-			return Settings{}, fmt.Errorf("%s:%v", p, err)
-		}
-		merged = merged.over(s)
+		k.clear(&project)
+		l.Ignored = append(l.Ignored, IgnoredKey{Key: k.Key, Why: k.Why, UserOnly: k.UserOnly})
 	}
-	return merged, nil
+	l.Settings = user.over(project)
+	return l, nil
+}
+
+// projectKey is what a project's settings file may do with one key.
+type projectKey struct {
+	Key string // as it is spelled in the file
+	// Untrusted says whether a project the user has not trusted may set
+	// the key to what project sets it to, over the user's settings. Nil:
+	// it may not.
+	Untrusted func(user, project Settings) bool
+	// UserOnly keys are never taken from a project, trusted or not.
+	UserOnly bool
+	// Why says what the key could do that needs the user's trust.
+	Why string
+
+	set   func(Settings) bool // whether the file sets the key
+	clear func(*Settings)     // unsets the key
+}
+
+// projectKeys say, for every settings key, whether a repository's own
+// .pi-remote/settings.json may set it without the user's trust. A project
+// may choose how the agent works within what the user has set up; it may
+// not choose where credentials go, which machines pi-remote logs in to,
+// what runs, or widen what the user allowed. (A key added to Settings
+// gets its line here; a test holds every key to that.)
+func projectKeys() []projectKey {
+	always := func(user, project Settings) bool { return true }
+	return []projectKey{
+		{
+			Key: "model",
+			// A scripted model replays tool calls from a file: commands the
+			// repository wrote would run with no model choosing them. Other
+			// providers get the user's own key at the provider's own
+			// address (baseUrl is the user's to say).
+			Untrusted: func(_, p Settings) bool { return !strings.HasPrefix(p.Model, "scripted/") },
+			Why:       "a scripted/FILE model replays tool calls from a file, so the project would choose the commands that run",
+			set:       func(s Settings) bool { return s.Model != "" },
+			clear:     func(s *Settings) { s.Model = "" },
+		},
+		{
+			Key: "baseUrl",
+			Why: "it says where model requests go, and they carry your API key",
+			set: func(s Settings) bool { return s.BaseURL != "" }, clear: func(s *Settings) { s.BaseURL = "" },
+		},
+		{
+			Key: "thinking", Untrusted: always,
+			set: func(s Settings) bool { return s.Thinking != "" }, clear: func(s *Settings) { s.Thinking = "" },
+		},
+		{
+			Key: "tools",
+			// Narrowing the tool set is a project's to ask; widening what
+			// the user (or the default) allows is not.
+			Untrusted: func(u, p Settings) bool {
+				allowed := u.Tools
+				if allowed == nil {
+					allowed = defaultTools()
+				}
+				for _, t := range p.Tools {
+					if !slices.Contains(allowed, t) {
+						return false
+					}
+				}
+				return true
+			},
+			Why: "it turns on tools that your settings (or the defaults) leave off",
+			set: func(s Settings) bool { return s.Tools != nil }, clear: func(s *Settings) { s.Tools = nil },
+		},
+		{
+			Key: "hosts",
+			Why: "it says which machine a host name reaches, and pi-remote logs in there with your SSH keys",
+			set: func(s Settings) bool { return s.Hosts != nil }, clear: func(s *Settings) { s.Hosts = nil },
+		},
+		{
+			Key: "host",
+			Why: "it chooses the machines pi-remote logs in to with your SSH keys and runs commands on",
+			set: func(s Settings) bool { return s.Host != nil }, clear: func(s *Settings) { s.Host = nil },
+		},
+		{
+			Key: "compaction", Untrusted: always,
+			set: func(s Settings) bool { return s.Compaction != nil }, clear: func(s *Settings) { s.Compaction = nil },
+		},
+		{
+			Key: "reattachTimeout", Untrusted: always,
+			set: func(s Settings) bool { return s.ReattachTimeout != "" }, clear: func(s *Settings) { s.ReattachTimeout = "" },
+		},
+		{
+			Key: "models",
+			// Describing a model nobody else describes (a local one) is
+			// harmless; changing the window or price of one the user or
+			// the built-in table describes would misreport cost and
+			// context.
+			Untrusted: func(u, p Settings) bool {
+				known := u.ModelTable()
+				for name := range p.Models {
+					if known.Lookup(name).Known {
+						return false
+					}
+				}
+				return true
+			},
+			Why: "it changes the context window or price of a model your settings or the built-in table describe",
+			set: func(s Settings) bool { return s.Models != nil }, clear: func(s *Settings) { s.Models = nil },
+		},
+		{
+			Key: "trustedProjects", UserOnly: true,
+			Why: "only your own settings can trust a project",
+			set: func(s Settings) bool { return s.TrustedProjects != nil }, clear: func(s *Settings) { s.TrustedProjects = nil },
+		},
+	}
+}
+
+// defaultTools are the tools active when nothing says which: the
+// tools package's DefaultActive.
+func defaultTools() []string { return slices.Clone(tools.DefaultActive) }
+
+// trusts says whether s (the user's settings) trusts the project in dir
+// (a real path).
+func (s Settings) trusts(home, dir string) bool {
+	for _, t := range s.TrustedProjects {
+		if rest, ok := strings.CutPrefix(t, "~/"); ok {
+			t = filepath.Join(home, rest)
+		}
+		if realPath(t) == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// realPath is p with symbolic links resolved, or p cleaned when it cannot
+// be resolved (it does not exist).
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		p = a
+	}
+	return filepath.Clean(p)
+}
+
+// SettingsFile is the settings file of dir: a home directory (the user's
+// settings) or a project's.
+func SettingsFile(dir string) string {
+	return filepath.Join(dir, ".pi-remote", "settings.json")
+}
+
+// sameFile says whether a and b both exist and are one file.
+func sameFile(a, b string) bool {
+	ai, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	bi, err := os.Stat(b)
+	return err == nil && os.SameFile(ai, bi)
+}
+
+// readSettingsFile reads one settings file; found is false when it does
+// not exist.
+func readSettingsFile(p string) (s Settings, found bool, err error) {
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Settings{}, false, nil
+	}
+	if err != nil {
+		return Settings{}, false, err
+	}
+	s, err = parseSettings(data)
+	if err != nil {
+		return Settings{}, false, fmt.Errorf("%s:%v", p, err)
+	}
+	return s, true, nil
 }
 
 // lineError is an error at a line of a settings file.
@@ -144,6 +359,11 @@ func (s Settings) validate() (string, error) {
 	}
 	if c := s.Compaction; c != nil && (c.ReserveTokens < 0 || c.KeepRecentTokens < 0) {
 		return "compaction", errors.New("compaction: token counts must not be negative")
+	}
+	for _, t := range s.TrustedProjects {
+		if !filepath.IsAbs(t) && !strings.HasPrefix(t, "~/") {
+			return "trustedProjects", fmt.Errorf("trustedProjects: %q: want an absolute path (or ~/...)", t)
+		}
 	}
 	for name, m := range s.Models {
 		if !strings.Contains(name, "/") {

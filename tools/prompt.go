@@ -3,28 +3,35 @@ package tools
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/ops"
 )
 
 // DefaultIntro opens the system prompt unless the user gives their own.
 const DefaultIntro = "You are an expert coding assistant. You help with software tasks by reading files, running commands, editing code and writing new files with the tools below."
 
-// contextFileNames are the project instruction files, in order of
-// preference within one directory.
+// contextFileNames are the context files, in order of preference within
+// one directory.
 var contextFileNames = []string{"AGENTS.md", "CLAUDE.md"}
 
 // maxContextFile bounds what one context file adds to the prompt.
 const maxContextFile = 64 << 10
 
-// ContextFile is a project instruction file found on the host.
+// ContextFile is a context file (AGENTS.md, CLAUDE.md) found on the host.
 type ContextFile struct {
 	Path    string
 	Content string
+	// Skipped, when set, says why the file was left out of the prompt:
+	// another user of the host could have written it. Content is empty
+	// then.
+	Skipped string
 }
 
 // HostInfo describes the environment the tools act on.
@@ -39,47 +46,67 @@ type HostInfo struct {
 	Unreachable string
 }
 
-// Describe asks the host who and where it is and reads the project context
-// files from its working directory upwards (one command, one round trip).
-// In each directory AGENTS.md is preferred to CLAUDE.md; files come root
-// first, so the nearest one has the last word.
+// contextSh is the host side of Describe.
+//
+//go:embed context.sh
+var contextSh string
+
+// Describe asks the host who and where it is and reads the context files
+// from its working directory upwards (one command, one round trip). In
+// each directory AGENTS.md is preferred to CLAUDE.md; files come root
+// first, so the nearest one has the last word. A file is read only when
+// the host's user or root owns it and its directory and no other user may
+// write either (a sticky directory protects its files): otherwise it is
+// listed with the reason it was skipped.
 func Describe(ctx context.Context, e *env.ExecutionEnv) (HostInfo, []ContextFile, error) {
 	cwd, err := e.Cwd(ctx)
 	if err != nil {
 		return HostInfo{}, nil, err
 	}
-	script := `printf '%s\0%s\0%s\0' "$(id -un 2>/dev/null)" "$(hostname 2>/dev/null || uname -n)" "$(uname -sm 2>/dev/null)"
-d=$PWD
-while :; do
-	for f in ` + strings.Join(contextFileNames, " ") + `; do
-		if [ -f "$d/$f" ] && [ -r "$d/$f" ]; then
-			printf '%s\0' "${d%/}/$f"
-			dd if="$d/$f" bs=` + fmt.Sprint(maxContextFile) + ` count=1 2>/dev/null | tr -d '\000'
-			printf '\0'
-			break
-		fi
-	done
-	[ "$d" = / ] && break
-	d=$(dirname "$d")
-done`
+	script := contextSh + "\ndescribe_host " + shellquote.Join(append([]string{fmt.Sprint(maxContextFile)}, contextFileNames...)...) + "\n"
 	var out bytes.Buffer
-	if err := e.Exec(ctx, ops.Command{Script: script, Dir: cwd, Output: &out}); err != nil {
+	if err := e.Exec(ctx, ops.Command{Script: script, Dir: cwd, Output: &out, Label: "describe the host"}); err != nil {
 		return HostInfo{}, nil, err
 	}
-	fields := strings.Split(out.String(), "\x00")
-	info := HostInfo{Name: e.Name(), Cwd: cwd}
+	info, files := parseDescription(out.String())
+	info.Name, info.Cwd = e.Name(), cwd
+	return info, files, nil
+}
+
+// parseDescription reads the records of describe_host (context.sh).
+func parseDescription(out string) (HostInfo, []ContextFile) {
+	fields := strings.Split(out, "\x00")
+	var info HostInfo
 	if len(fields) >= 3 {
 		info.User, info.Host, info.OS = fields[0], fields[1], fields[2]
 	}
 	var files []ContextFile
 	for i := 3; i+1 < len(fields); i += 2 {
-		files = append(files, ContextFile{Path: fields[i], Content: fields[i+1]})
+		if path, ok := strings.CutPrefix(fields[i], "F"); ok {
+			files = append(files, ContextFile{Path: path, Content: fields[i+1]})
+		} else if path, ok := strings.CutPrefix(fields[i], "S"); ok {
+			files = append(files, ContextFile{Path: path, Skipped: skipReason(fields[i+1])})
+		}
 	}
 	// Found nearest first; the prompt lists them root first.
-	for i, j := 0, len(files)-1; i < j; i, j = i+1, j-1 {
-		files[i], files[j] = files[j], files[i]
+	slices.Reverse(files)
+	return info, files
+}
+
+// skipReason says in words why describe_host left a file out.
+func skipReason(r string) string {
+	code, uid, _ := strings.Cut(r, " ")
+	switch code {
+	case "owner":
+		return fmt.Sprintf("it is owned by uid %s, neither you nor root", uid)
+	case "writable":
+		return "other users may write to it"
+	case "dir-owner":
+		return fmt.Sprintf("its directory is owned by uid %s, who could replace it", uid)
+	case "dir-writable":
+		return "other users may write to its directory, which is not sticky, so they could replace it"
 	}
-	return info, files, nil
+	return "its owner could not be checked"
 }
 
 // PromptParts are the pieces of a run's system prompt.
@@ -121,9 +148,23 @@ func BuildSystemPrompt(p PromptParts) string {
 		fmt.Fprintf(&b, "- Every tool takes a \"host\" argument naming one of these hosts; without it the tool acts on %q. The same path on two hosts is two different files.\n", p.Hosts[0].Name)
 	}
 	fmt.Fprintf(&b, "- Current date: %s\n", p.Date.Format("2006-01-02"))
-	if len(p.ContextFiles) > 0 {
-		b.WriteString("\nProject context (instructions from the repository; follow them):\n")
-		for _, f := range p.ContextFiles {
+	var files []ContextFile
+	for _, f := range p.ContextFiles {
+		if f.Skipped == "" {
+			files = append(files, f)
+		}
+	}
+	if len(files) > 0 {
+		// They come from the default host's working directory upwards.
+		host, who := "", "the host's user"
+		if len(p.Hosts) > 0 {
+			host = fmt.Sprintf(" on host %q", p.Hosts[0].Name)
+			if p.Hosts[0].User != "" {
+				who = p.Hosts[0].User
+			}
+		}
+		fmt.Fprintf(&b, "\nContext files%s: the AGENTS.md or CLAUDE.md of the working directory and of each directory above it, outermost first; each is owned by %s or root, in a directory no other user may change. Follow them where they apply:\n", host, who)
+		for _, f := range files {
 			fmt.Fprintf(&b, "\n## %s\n\n%s\n", f.Path, strings.TrimRight(f.Content, "\n"))
 		}
 	}

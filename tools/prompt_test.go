@@ -80,3 +80,23 @@ func TestSystemPromptSaysWhichHostIsUnreachable(t *testing.T) {
 	assert.Contains(t, p, `- Host "dev": a@dev1; working directory /src.`)
 	assert.Contains(t, p, `- Host "db": b@db1:22; unreachable when this session started (connection refused). Its calls fail until it answers; each call tries again.`)
 }
+
+// A context file Describe left out never reaches the prompt, and the
+// heading says what the files are: found from the working directory
+// upwards, the user's or root's — not "the repository's".
+func TestSystemPromptLeavesOutSkippedContextFiles(t *testing.T) {
+	p := tools.BuildSystemPrompt(tools.PromptParts{
+		Hosts: []tools.HostInfo{{Name: "dev", User: "alice", Host: "dev1", Cwd: "/srv/app"}},
+		ContextFiles: []tools.ContextFile{
+			{Path: "/srv/AGENTS.md", Skipped: "it is owned by uid 65534, neither you nor root"},
+			{Path: "/srv/app/AGENTS.md", Content: "Run make test.\n"},
+		},
+		Date: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC),
+	})
+	assert.NotContains(t, p, "/srv/AGENTS.md")
+	assert.NotContains(t, p, "repository")
+	assert.Contains(t, p, "\nContext files on host \"dev\": the AGENTS.md or CLAUDE.md of the working directory and of each directory above it, outermost first; each is owned by alice or root, in a directory no other user may change. Follow them where they apply:\n\n## /srv/app/AGENTS.md\n\nRun make test.\n")
+
+	none := tools.BuildSystemPrompt(tools.PromptParts{ContextFiles: []tools.ContextFile{{Path: "/srv/AGENTS.md", Skipped: "other users may write to it"}}})
+	assert.NotContains(t, none, "Context files", "no heading over nothing")
+}

@@ -46,7 +46,10 @@ type globalOptions struct {
 	cwd      string
 	host     hostFlags
 	settings settings
-	warn     io.Writer // stderr: notices that do not stop a command
+	// trustProject trusts the project's settings file for this run
+	// (--trust-project).
+	trustProject bool
+	warn         io.Writer // stderr: notices that do not stop a command
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -93,7 +96,7 @@ lose each other.`,
 			if !usesSettings(cmd) {
 				return nil
 			}
-			s, err := loadSettings()
+			s, err := loadSettings(g.trustProject, g.warn)
 			if err != nil {
 				return usageErrorf("settings: %v", err)
 			}
@@ -102,6 +105,7 @@ lose each other.`,
 		},
 	}
 	cmd.PersistentFlags().StringVar(&g.cwd, "cwd", "", "working directory on the host (default: the current directory locally, the home directory on a remote host)")
+	cmd.PersistentFlags().BoolVar(&g.trustProject, "trust-project", false, "trust the current directory's .pi-remote/settings.json for this run: it may then set every key, baseUrl and hosts too (to trust it for good, add the directory to trustedProjects in ~/.pi-remote/settings.json)")
 	g.host.register(cmd.PersistentFlags())
 	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io), newCheckCmd(io, g), newRunCmd(io, g), newRPCCmd(io, g), newMCPCmd(io, g), newJobsCmd(io, g), newSessionsCmd(io, g), newExportCmd(io), newVersionCmd(io))
 	return cmd

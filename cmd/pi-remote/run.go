@@ -374,6 +374,7 @@ func newAgentSetup(ctx context.Context, g *globalOptions, o *runOptions, require
 		s.hosts = append(s.hosts, info)
 		if i == 0 {
 			files = f
+			tellSkipped(g.warn, t.name, f)
 		}
 	}
 	s.files, s.now = files, time.Now()
@@ -387,6 +388,16 @@ func newAgentSetup(ctx context.Context, g *globalOptions, o *runOptions, require
 		return fail(usageErrorf("%v", err))
 	}
 	return s, nil
+}
+
+// tellSkipped says which context files of host were left out of the
+// system prompt, and why.
+func tellSkipped(w io.Writer, host string, files []tools.ContextFile) {
+	for _, f := range files {
+		if f.Skipped != "" {
+			fmt.Fprintf(w, "pi-remote: not using %s on host %q as instructions: %s\n", f.Path, host, f.Skipped)
+		}
+	}
 }
 
 // runAgent is run's conversation: the agent session and how its runs are

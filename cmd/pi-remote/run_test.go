@@ -145,3 +145,23 @@ func TestSeveralHostsOnTheCommandLine(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "used twice")
 }
+
+// A context file another user could have written is named on stderr with
+// the reason it was left out of the system prompt; the user's own is not.
+func TestRunSaysWhichContextFilesItLeftOut(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	cwd := filepath.Join(base, "repo")
+	require.NoError(t, os.MkdirAll(cwd, 0o755))
+	for name, mode := range map[string]os.FileMode{"AGENTS.md": 0o666, "repo/AGENTS.md": 0o644} {
+		p := filepath.Join(base, name)
+		require.NoError(t, os.WriteFile(p, []byte("rules\n"), mode))
+		require.NoError(t, os.Chmod(p, mode))
+	}
+	script := writeScript(t, `{"turns":[{"text":"ok"}]}`)
+	code, _, stderr := runCLI(t, "", "run", "--cwd", cwd, "--model", "scripted/"+script, "go")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "pi-remote: not using "+filepath.Join(base, "AGENTS.md")+` on host "local" as instructions: other users may write to it`+"\n")
+	assert.NotContains(t, stderr, filepath.Join(cwd, "AGENTS.md"))
+}
