@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/internal/termtext"
+	"github.com/pi-remote/pi-remote/internal/termtext/termtexttest"
 )
 
 type shownCase struct {
@@ -79,26 +80,12 @@ func cases() []shownCase {
 	return cs
 }
 
-// hostile reports a byte or character in s a terminal may obey.
-func hostile(s string) string {
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			return fmt.Sprintf("invalid UTF-8 at %d", i)
-		case r < 0x20 && r != '\n' && r != '\t', r == 0x7f, r >= 0x80 && r <= 0x9f,
-			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-			return fmt.Sprintf("%U at %d", r, i)
-		}
-	}
-	return ""
-}
-
 func TestString(t *testing.T) {
 	for _, tc := range cases() {
 		t.Run(tc.name, func(t *testing.T) {
 			got := termtext.String(tc.in)
 			assert.Equal(t, tc.want, got)
-			assert.Empty(t, hostile(got), "%q", got)
+			assert.Empty(t, termtexttest.Controls(got), "%q", got)
 			assert.Equal(t, got, termtext.String(got), "cleaning twice changes nothing")
 		})
 	}
@@ -115,7 +102,7 @@ type checkedWriter struct {
 func (w *checkedWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	assert.True(w.t, utf8.Valid(p), "write %d is valid UTF-8 by itself: %q", w.writes, p)
-	assert.Empty(w.t, hostile(string(p)), "write %d: %q", w.writes, p)
+	assert.Empty(w.t, termtexttest.Controls(string(p)), "write %d: %q", w.writes, p)
 	w.writes++
 	return w.b.Write(p)
 }
@@ -195,9 +182,9 @@ func TestJSON(t *testing.T) {
 	value := map[string]any{"text": in.String(), "list": []string{"\u009b", "\x7f", "\u202e"}}
 	b, err := json.Marshal(value)
 	require.NoError(t, err)
-	require.NotEmpty(t, hostile(string(b)), "encoding/json leaves some")
+	require.NotEmpty(t, termtexttest.Controls(string(b)), "encoding/json leaves some")
 	got := termtext.JSON(b)
-	assert.Empty(t, hostile(string(got)), "%s", got)
+	assert.Empty(t, termtexttest.Controls(string(got)), "%s", got)
 	assert.Contains(t, string(got), `\u009b`)
 	var back, want map[string]any
 	require.NoError(t, json.Unmarshal(got, &back))
