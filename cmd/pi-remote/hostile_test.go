@@ -223,3 +223,13 @@ func TestErrorsShowControlsAsText(t *testing.T) {
 	assert.Empty(t, termtexttest.Controls(stderr))
 	assert.Contains(t, stderr, "nopeclip^[]52;c;cm0gLXJmIH4=^G")
 }
+
+// A notice that one of several hosts is unreachable carries the error's
+// text, here the host's address: its controls are shown as text.
+func TestNoticesShowControlsAsText(t *testing.T) {
+	code, _, stderr := runCLI(t, "", "--cwd", t.TempDir(), "--host", "a=local", "--host", "b=u@x\x1b]0;t\a.invalid", "tool", "ls")
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "host b is unreachable")
+	assert.Empty(t, termtexttest.Controls(stderr))
+	assert.Contains(t, stderr, "x^[]0;t^G.invalid")
+}

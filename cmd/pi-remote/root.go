@@ -80,7 +80,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func newRootCmd(io iostreams) *cobra.Command {
-	g := &globalOptions{warn: io.err}
+	// Notices may carry a host's text (its error): controls shown as
+	// text. (Each notice is a whole line, so the writer holds nothing
+	// back between them.)
+	g := &globalOptions{warn: termtext.NewWriter(io.err)}
 	cmd := &cobra.Command{
 		Use:   "pi-remote",
 		Short: "Agent tools that run where the work is",
