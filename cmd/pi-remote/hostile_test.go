@@ -100,7 +100,7 @@ func TestPrintModeOnATerminalWritesOnlyItsOwnSequences(t *testing.T) {
 	t.Setenv("NO_COLOR", "")
 	t.Setenv("TERM", "xterm-256color")
 	dir, script := hostileRun(t)
-	tty, output := openPTY(t)
+	tty, output := termtexttest.PTY(t)
 	var out strings.Builder
 	code := run([]string{"run", "--cwd", dir, "--model", "scripted/" + script, "look"}, strings.NewReader(""), &out, tty)
 	stderr := output()
@@ -142,7 +142,7 @@ func TestToolOutputOnATerminal(t *testing.T) {
 		{"json", append(args, "--json"), `clip\u001b]52;c;cm0gLXJmIH4=\u0007 title\u001b]0;pwned\u0007 clear\u001b[2J home\u001b[H c1\u009b2J`},
 	} {
 		t.Run("terminal "+tc.name, func(t *testing.T) {
-			tty, output := openPTY(t)
+			tty, output := termtexttest.PTY(t)
 			var stderr strings.Builder
 			code := run(tc.args, strings.NewReader(""), tty, &stderr)
 			shown := output()
@@ -179,7 +179,7 @@ func TestSessionsAndExportOnATerminal(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, piped, hostileText, "piped: byte for byte")
 
-	tty, output := openPTY(t)
+	tty, output := termtexttest.PTY(t)
 	var errOut strings.Builder
 	code = run([]string{"export", info.ID}, strings.NewReader(""), tty, &errOut)
 	shown := output()

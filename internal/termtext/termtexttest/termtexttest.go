@@ -1,5 +1,6 @@
 // Package termtexttest checks, in tests, that text is safe to write to a
-// terminal. It holds its own list of what a terminal may obey, apart from
+// terminal (Controls), and gives tests a real terminal to write to (PTY).
+// It holds its own list of what a terminal may obey, apart from
 // termtext's, so a test does not check termtext against itself.
 package termtexttest
 

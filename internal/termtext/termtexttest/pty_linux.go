@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package termtexttest
 
 import (
 	"bytes"
@@ -14,11 +14,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openPTY opens a pseudo-terminal: what is written to tty reaches a
-// terminal as a user's would, byte for byte (no output processing: a
-// newline stays a newline). output closes tty and returns all that was
-// written to it.
-func openPTY(t *testing.T) (tty *os.File, output func() string) {
+// PTY opens a pseudo-terminal: what is written to tty (by the test, or by
+// a child given it as its stdout) reaches a terminal as a user's would,
+// byte for byte (no output processing: a newline stays a newline). output
+// closes tty and returns all that was written to it, once every writer
+// has closed it too. In CI a system without pseudo-terminals fails the
+// test; elsewhere it skips it.
+func PTY(t *testing.T) (tty *os.File, output func() string) {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
