@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/loop"
 )
 
@@ -29,17 +30,21 @@ func renderPathCall(name string, args json.RawMessage) string {
 }
 
 // RenderCall renders a call for a terminal with the definition's renderer,
-// or generically.
+// or generically; the model's arguments may hold controls, which are
+// shown as text (termtext).
 func RenderCall(d Definition, args json.RawMessage) string {
 	if d.RenderCall != nil {
-		return d.RenderCall(args)
+		return termtext.String(d.RenderCall(args))
 	}
-	return d.Name + " " + string(args)
+	return termtext.String(d.Name + " " + string(args))
 }
 
 // RenderResult renders a result for a terminal with the definition's
-// renderer, or as its text folded to FoldLines lines.
+// renderer, or as its text folded to FoldLines lines. Controls in the
+// result (a file's or a command's) are shown as text (termtext) before the
+// theme styles it.
 func RenderResult(d Definition, res loop.Result, th Theme) string {
+	res = shownResult(res)
 	if d.RenderResult != nil {
 		return d.RenderResult(res, th)
 	}
@@ -105,4 +110,23 @@ func colorDiff(diff string, th Theme) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// shownResult is res with the text a renderer shows (its text content, an
+// edit's diff) cleaned of controls for a terminal; res itself is kept as
+// it is (the model and the session have it).
+func shownResult(res loop.Result) loop.Result {
+	content := make(loop.ContentList, len(res.Content))
+	for i, c := range res.Content {
+		if t, ok := c.(*loop.Text); ok {
+			c = &loop.Text{Text: termtext.String(t.Text)}
+		}
+		content[i] = c
+	}
+	res.Content = content
+	if d, ok := res.Details.(EditDetails); ok {
+		d.Diff = termtext.String(d.Diff)
+		res.Details = d
+	}
+	return res
 }

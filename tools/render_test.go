@@ -2,9 +2,11 @@ package tools_test
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/loop"
@@ -64,4 +66,41 @@ func TestNearbyEditsShareAHunk(t *testing.T) {
 		"   8 g",
 		"   9 h",
 	}, "\n"), d.Diff)
+}
+
+// Controls in a call's arguments, a result or an edit's diff (a file's, a
+// command's, the model's) are shown as text; the theme's colours are the
+// only sequences left, and the result itself is not changed.
+func TestRenderedControlsAreText(t *testing.T) {
+	f := newFixture(t)
+	byName := map[string]tools.Definition{}
+	for _, d := range f.defs {
+		byName[d.Name] = d
+	}
+	f.write("evil.txt", "title \x1b]0;pwned\a\nclear \x1b[2J\n")
+	m := f.call("edit", edits("evil.txt", "clear \x1b[2J", "clip \x1b]52;c;eA==\a"))
+	require.False(t, m.IsError, text(m))
+	th := tools.Theme{Color: true}
+	theme := regexp.MustCompile(`\x1b\[(0|2|31|32)m`)
+	for _, tc := range []struct {
+		name, got, want string
+	}{
+		{"edit diff", tools.RenderResult(byName["edit"], loop.Result{Content: m.Content, Details: m.Details}, th), "- 2 clear ^[[2J"},
+		{"read", tools.RenderResult(byName["read"], loop.TextResult("a\x1b]52;c;eA==\a\u009b"), th), "a^[]52;c;eA==^G<U+009B>"},
+		{"bash", tools.RenderResult(byName["bash"], loop.TextResult("done\r\x1b[2K"), th), "done^M^[[2K"},
+		{"no renderer", tools.RenderResult(tools.Definition{Name: "custom"}, loop.TextResult("x\x1b[H"), th), "x^[[H"},
+		{"bash call", tools.RenderCall(byName["bash"], []byte(`{"command":"echo \u001b]0;t\u0007"}`)), "$ echo ^[]0;t^G"},
+		{"path call", tools.RenderCall(byName["read"], []byte(`{"path":"a\u001b[2J"}`)), "read a^[[2J"},
+		{"generic call", tools.RenderCall(tools.Definition{Name: "custom"}, []byte(`{"a":"\u001b"}`)), `custom {"a":"\u001b"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Contains(t, tc.got, tc.want)
+			assert.NotContains(t, theme.ReplaceAllString(tc.got, ""), "\x1b", "only the theme's colours")
+			assert.NotContains(t, tc.got, "\a")
+			assert.NotContains(t, tc.got, "\u009b")
+		})
+	}
+	res := loop.TextResult("kept \x1b[2J")
+	tools.RenderResult(byName["read"], res, th)
+	assert.Equal(t, "kept \x1b[2J", res.Content.Text(), "the result is the model's: unchanged")
 }

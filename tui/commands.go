@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/pi-remote/pi-remote/internal/termtext"
 )
 
 // command is a slash command: what it does and a line for /hotkeys.
@@ -32,7 +34,7 @@ func (m *model) commands() map[string]command {
 			}
 			m.footer.model = name
 			m.refreshUsage()
-			return m.print(m.th.dim.Render("model: " + name))
+			return m.print(m.th.dim.Render("model: " + termtext.String(name)))
 		}
 		all["model"] = command{"/model [PROVIDER/ID]", "switch the model (a picker without one)", func(m *model, arg string) tea.Cmd {
 			if arg != "" {
@@ -55,7 +57,7 @@ func (m *model) commands() map[string]command {
 		}
 		m.o.Agent = a
 		m.refreshUsage()
-		return m.print(m.th.dim.Render(about))
+		return m.print(m.th.dim.Render(termtext.String(about)))
 	}
 	if c.Resume != nil && c.Sessions != nil {
 		all["resume"] = command{"/resume", "continue another session (a picker)", func(m *model, _ string) tea.Cmd {
@@ -77,22 +79,22 @@ func (m *model) commands() map[string]command {
 		all["new"] = command{"/new", "start a new session", func(m *model, _ string) tea.Cmd { return switchTo(m, c.New) }}
 	}
 	if c.Jobs != nil {
-		all["jobs"] = command{"/jobs", "remote commands that outlive their connection", func(m *model, _ string) tea.Cmd { return m.print(c.Jobs()) }}
+		all["jobs"] = command{"/jobs", "remote commands that outlive their connection", func(m *model, _ string) tea.Cmd { return m.print(termtext.String(c.Jobs())) }}
 	}
 	if c.SetThinking != nil {
 		all["thinking"] = command{"/thinking off|low|medium|high", "the model's reasoning level", func(m *model, arg string) tea.Cmd {
 			if arg == "" {
-				return m.print("thinking: " + m.footer.thinking)
+				return m.print("thinking: " + termtext.String(m.footer.thinking))
 			}
 			if err := c.SetThinking(arg); err != nil {
 				return m.fail(err)
 			}
 			m.footer.thinking = arg
-			return m.print(m.th.dim.Render("thinking: " + arg))
+			return m.print(m.th.dim.Render("thinking: " + termtext.String(arg)))
 		}}
 	}
 	if c.Session != nil {
-		all["session"] = command{"/session", "the session's file, size and cost", func(m *model, _ string) tea.Cmd { return m.print(c.Session()) }}
+		all["session"] = command{"/session", "the session's file, size and cost", func(m *model, _ string) tea.Cmd { return m.print(termtext.String(c.Session())) }}
 	}
 	if c.Export != nil {
 		all["export"] = command{"/export [file]", "write the transcript as Markdown (or .html)", func(m *model, arg string) tea.Cmd {
@@ -100,13 +102,13 @@ func (m *model) commands() map[string]command {
 			if err != nil {
 				return m.fail(err)
 			}
-			return m.print(m.th.dim.Render("exported to " + where))
+			return m.print(m.th.dim.Render("exported to " + termtext.String(where)))
 		}}
 	}
 	if c.Hosts != nil {
 		all["hosts"] = command{"/hosts [NAME]", "every host's connection; NAME becomes the default", func(m *model, arg string) tea.Cmd {
 			if arg == "" || c.SetDefaultHost == nil {
-				return m.print(c.Hosts())
+				return m.print(termtext.String(c.Hosts()))
 			}
 			if err := c.SetDefaultHost(arg); err != nil {
 				return m.fail(err)
@@ -117,7 +119,7 @@ func (m *model) commands() map[string]command {
 					break
 				}
 			}
-			return m.print(m.th.dim.Render("default host: " + arg))
+			return m.print(m.th.dim.Render("default host: " + termtext.String(arg)))
 		}}
 	}
 	return all
@@ -136,8 +138,9 @@ func (m *model) command(text string) tea.Cmd {
 	return cmd.run(m, strings.TrimSpace(arg))
 }
 
+// fail shows err (it may carry a host's text: controls shown as text).
 func (m *model) fail(err error) tea.Cmd {
-	return m.print(m.th.bad.Render(err.Error()))
+	return m.print(m.th.bad.Render(termtext.String(err.Error())))
 }
 
 func (m *model) compact(focus string) tea.Cmd {

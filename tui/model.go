@@ -18,6 +18,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/loop"
 )
 
@@ -163,7 +164,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.done(msg)
 	case noticeMsg:
 		if msg.print {
-			return m, m.print(m.th.warn.Render("⟳ " + msg.text))
+			return m, m.print(m.th.warn.Render("⟳ " + termtext.String(msg.text)))
 		}
 		m.notice = msg.text
 		return m, nil
@@ -550,7 +551,7 @@ func (m *model) done(d doneMsg) tea.Cmd {
 	case errors.Is(d.err, context.Canceled):
 		cmds = append(cmds, m.print(m.th.warn.Render("aborted")))
 	default:
-		cmds = append(cmds, m.print(m.th.bad.Render("error: "+d.err.Error())))
+		cmds = append(cmds, m.print(m.th.bad.Render("error: "+termtext.String(d.err.Error()))))
 	}
 	m.refreshUsage()
 	return tea.Sequence(cmds...)
@@ -637,12 +638,14 @@ func (m *model) event(e loop.Event) tea.Cmd {
 			if strings.TrimSpace(rest) != "" {
 				out = append(out, markdown(rest, m.cols(), m.th))
 			}
+			// (/copy copies the answer as it was shown: controls as
+			// text, so that pasting it cannot end a bracketed paste.)
 			if all := strings.Join(texts, ""); strings.TrimSpace(all) != "" {
-				m.lastAnswer = all
+				m.lastAnswer = termtext.String(all)
 			}
 			m.stream, m.streamed = "", 0
 			if msg.ErrorMessage != "" && msg.StopReason != loop.StopAborted {
-				out = append(out, m.th.bad.Render("error: "+msg.ErrorMessage))
+				out = append(out, m.th.bad.Render("error: "+termtext.String(msg.ErrorMessage)))
 			}
 			if len(out) > 0 {
 				return m.print(strings.Join(out, "\n"))
@@ -677,7 +680,7 @@ func (m *model) event(e loop.Event) tea.Cmd {
 		m.notice = ""
 		m.refreshUsage()
 		if e.Error != "" {
-			return m.print(m.th.bad.Render("compaction failed: " + e.Error))
+			return m.print(m.th.bad.Render("compaction failed: " + termtext.String(e.Error)))
 		}
 		return m.print(m.th.dim.Render(fmt.Sprintf("── context compacted: %s → %s tokens ──", short(e.TokensBefore), short(e.TokensAfter))))
 	}
@@ -750,7 +753,7 @@ func (m *model) View() tea.View {
 	}
 	var parts []string
 	if live := m.stream[m.streamed:]; strings.TrimSpace(live) != "" {
-		parts = append(parts, tailLines(live, 12))
+		parts = append(parts, tailLines(termtext.String(live), 12))
 	} else if m.thinking && m.running {
 		parts = append(parts, m.th.dim.Render(spinner[m.spin%len(spinner)]+" thinking…"))
 	}
@@ -758,10 +761,10 @@ func (m *model) View() tea.View {
 		parts = append(parts, m.box(b))
 	}
 	for _, q := range m.queued {
-		parts = append(parts, m.th.dim.Render("queued: ")+firstLine(q))
+		parts = append(parts, m.th.dim.Render("queued: ")+termtext.String(firstLine(q)))
 	}
 	if m.notice != "" {
-		parts = append(parts, m.th.warn.Render(m.notice))
+		parts = append(parts, m.th.warn.Render(termtext.String(m.notice)))
 	} else if m.running {
 		parts = append(parts, m.th.dim.Render(spinner[m.spin%len(spinner)]+" working — Esc aborts, Enter steers, Alt+Enter queues a follow-up"))
 	}
@@ -769,6 +772,7 @@ func (m *model) View() tea.View {
 		parts = append(parts, m.pickerView()...)
 	}
 	for i, c := range m.comps {
+		c = termtext.String(c) // a file name on the host
 		if i == maxCompletions {
 			parts = append(parts, m.th.dim.Render(fmt.Sprintf("  … %d more", len(m.comps)-i)))
 			break

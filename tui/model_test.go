@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -67,10 +68,11 @@ func (f *fakeAgent) Model() agent.ModelInfo { return agent.ModelInfo{Window: 100
 // harness drives a model as the program would: keys in, commands run
 // (in the background, their messages fed back).
 type harness struct {
-	t    *testing.T
-	m    *model
-	a    *fakeAgent
-	msgs chan tea.Msg
+	t       *testing.T
+	m       *model
+	a       *fakeAgent
+	msgs    chan tea.Msg
+	printed []string // what went to the scrollback
 }
 
 func newHarness(t *testing.T, o Options) *harness {
@@ -124,7 +126,19 @@ func (h *harness) handle(msg tea.Msg) bool {
 	case doneMsg, eventMsg, compMsg, branchMsg:
 		return h.do(msg)
 	}
-	return false // a print, a clipboard write: the program's business
+	// (Bubble Tea's print and sequence messages are its own types.)
+	v := reflect.ValueOf(msg)
+	switch {
+	case v.Kind() == reflect.Struct && v.Type().Name() == "printLineMessage":
+		h.printed = append(h.printed, v.FieldByName("messageBody").String())
+	case v.Kind() == reflect.Slice && v.Type().Elem() == reflect.TypeFor[tea.Cmd]():
+		quit := false
+		for i := range v.Len() {
+			quit = h.run(v.Index(i).Interface().(tea.Cmd)) || quit
+		}
+		return quit
+	}
+	return false // a clipboard write: the program's business
 }
 
 // settle waits for the run (or compaction) to end, feeding back its

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/pi-remote/pi-remote/internal/termtext"
 )
 
 // Choice is one item of a picker: what it shows and what it stands for.
@@ -78,16 +80,17 @@ func (m *model) pickerKey(k tea.KeyPressMsg) tea.Cmd {
 func (m *model) pickerView() []string {
 	p := m.picker
 	shown := p.shown()
-	lines := []string{m.th.bold.Render(p.title) + m.th.dim.Render("  (type to filter, Enter picks, Esc closes)")}
+	lines := []string{m.th.bold.Render(termtext.String(p.title)) + m.th.dim.Render("  (type to filter, Enter picks, Esc closes)")}
 	if p.filter != "" {
-		lines = append(lines, m.th.dim.Render("filter: ")+p.filter)
+		lines = append(lines, m.th.dim.Render("filter: ")+termtext.String(p.filter))
 	}
 	start := 0
 	if p.sel >= maxPicker {
 		start = p.sel - maxPicker + 1
 	}
 	for i := start; i < len(shown) && i < start+maxPicker; i++ {
-		label := firstLine(shown[i].Label)
+		// (A label may be a session's first prompt.)
+		label := termtext.String(firstLine(shown[i].Label))
 		if i == p.sel {
 			lines = append(lines, m.th.accent.Render("▸ "+label))
 		} else {

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/tools"
 )
@@ -63,7 +64,8 @@ const previewLines = 5
 
 // renderToolBox draws a call: its state, the call as the tool renders it,
 // and its output (the last previewLines lines while it runs; the first
-// ones when done, or all of it when expanded), within width columns.
+// ones when done, or all of it when expanded), within width columns. The
+// call and the output are shown with their controls as text (termtext).
 func renderToolBox(b *toolBox, def tools.Definition, width int, expanded bool, spin string, th theme) string {
 	var mark string
 	switch b.state {
@@ -76,7 +78,7 @@ func renderToolBox(b *toolBox, def tools.Definition, width int, expanded bool, s
 	case toolFailed:
 		mark = th.bad.Render("✗")
 	}
-	call := b.name
+	call := termtext.String(b.name)
 	if def.Name != "" {
 		call = tools.RenderCall(def, b.args)
 	}
@@ -84,14 +86,14 @@ func renderToolBox(b *toolBox, def tools.Definition, width int, expanded bool, s
 	var body string
 	switch b.state {
 	case toolRunning:
-		body = tools.FoldTail(b.output, previewLines, th.tools)
+		body = tools.FoldTail(termtext.String(b.output), previewLines, th.tools)
 	case toolDone, toolFailed:
 		switch {
 		case b.name == "bash" && !expanded:
 			// A command's last lines tell how it went.
-			body = tools.FoldTail(b.result.Content.Text(), previewLines, th.tools)
+			body = tools.FoldTail(termtext.String(b.result.Content.Text()), previewLines, th.tools)
 		case b.name == "bash" || def.RenderResult == nil:
-			body = b.result.Content.Text()
+			body = termtext.String(b.result.Content.Text())
 		default:
 			body = tools.RenderResult(def, b.result, th.tools)
 		}
@@ -134,6 +136,7 @@ func firstLine(s string) string {
 
 // renderUser draws a user message as it goes to scrollback.
 func renderUser(text string, width int, th theme) string {
+	text = termtext.String(text)
 	var out []string
 	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		for _, w := range strings.Split(ansi.Wrap(l, max(width-2, 10), ""), "\n") {
@@ -149,8 +152,10 @@ func renderUser(text string, width int, th theme) string {
 
 // markdown renders an answer's Markdown for the terminal (code
 // highlighted when in colour), wrapped to width; the text as it is when
-// rendering fails.
+// rendering fails. Controls in the text are shown as text (termtext)
+// before it is rendered.
 func markdown(text string, width int, th theme) string {
+	text = termtext.String(text)
 	style := "notty"
 	if th.color {
 		style = "dark"
@@ -202,7 +207,8 @@ type hostState struct {
 // renderFooter draws the status line: hosts and their connection, the
 // working directory, model and thinking level, tokens, cost, and how full
 // the context is (warning colour past 70 %, error past 90 %). On a narrow
-// terminal it leaves out what matters least.
+// terminal it leaves out what matters least. Names and paths (a host's)
+// are shown with their controls as text.
 func renderFooter(f footerState, width int, th theme) string {
 	var hosts []string
 	for _, h := range f.hosts {
@@ -210,7 +216,7 @@ func renderFooter(f footerState, width int, th theme) string {
 		if !h.up {
 			dot = th.warn.Render("◌ reconnecting")
 		}
-		hosts = append(hosts, h.name+" "+dot)
+		hosts = append(hosts, termtext.String(h.name)+" "+dot)
 	}
 	pct := 0
 	if f.window > 0 {
@@ -223,7 +229,7 @@ func renderFooter(f footerState, width int, th theme) string {
 	case pct > 70:
 		ctx = th.warn.Render(ctx)
 	}
-	model := f.model
+	model := termtext.String(f.model)
 	if f.thinking != "" && f.thinking != "off" {
 		model += " · think " + f.thinking
 	}
@@ -241,6 +247,7 @@ func renderFooter(f footerState, width int, th theme) string {
 	if f.branch != "" {
 		cwd += " (" + f.branch + ")"
 	}
+	cwd = termtext.String(cwd)
 	parts := []string{strings.Join(hosts, " "), ctx, model, cost, tokens, cwd, auto}
 	sep := th.dim.Render(" · ")
 	for n := len(parts); n > 0; n-- {

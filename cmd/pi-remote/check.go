@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/ops/ssh"
 )
 
@@ -80,12 +80,10 @@ func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool)
 		}
 	}()
 	if asJSON {
-		enc := json.NewEncoder(ios.out)
-		enc.SetIndent("", "  ")
 		if len(reports) == 1 {
-			return enc.Encode(reports[0])
+			return encodeJSON(ios.out, reports[0], "  ")
 		}
-		return enc.Encode(reports)
+		return encodeJSON(ios.out, reports, "  ")
 	}
 	for i, r := range reports {
 		if i > 0 {
@@ -126,7 +124,11 @@ func checkTarget(ctx context.Context, t *target) (checkReport, error) {
 	return r, nil
 }
 
-func printReport(w io.Writer, r checkReport, remote bool) {
+// printReport writes r for a person; what the host said (its home, its
+// tools' versions, an error) is shown with its controls as text.
+func printReport(out io.Writer, r checkReport, remote bool) {
+	w := termtext.NewWriter(out)
+	defer w.Flush()
 	fmt.Fprintf(w, "name:      %s\n", r.Name)
 	fmt.Fprintf(w, "host:      %s\n", r.Host)
 	if len(r.Via) > 0 {

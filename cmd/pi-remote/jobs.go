@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/ssh"
 )
@@ -58,7 +59,7 @@ the host itself.`,
 				return listJobs(ctx, io, ts, asJSON)
 			}
 			failed := func(err error) error {
-				fmt.Fprintln(io.err, "pi-remote:", err)
+				fmt.Fprintln(io.err, "pi-remote:", termtext.String(err.Error()))
 				return &exitError{code: exitToolError, err: err}
 			}
 			t, err := jobHost(ctx, ts, args[1])
@@ -74,10 +75,16 @@ the host itself.`,
 				} else if err != nil {
 					return hostError(err)
 				}
-				fmt.Fprintf(io.out, "job %s %s\n", args[1], what)
+				fmt.Fprintln(io.out, termtext.String(fmt.Sprintf("job %s %s", args[1], what)))
 				return nil
 			}
-			err = t.host.AttachJob(ctx, args[1], io.out)
+			// The job's output byte for byte into a file or a pipe; on
+			// a terminal with its controls shown as text.
+			out, done := shownOn(io.out)
+			err = t.host.AttachJob(ctx, args[1], out)
+			if derr := done(); err == nil {
+				err = derr
+			}
 			var exit *ops.ExitError
 			switch {
 			case errors.As(err, &exit):
@@ -129,16 +136,19 @@ func listJobs(ctx context.Context, io iostreams, ts targets, asJSON bool) error 
 		if all == nil {
 			all = []jobJSON{}
 		}
-		enc := json.NewEncoder(io.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(all)
+		return encodeJSON(io.out, all, "  ")
 	}
+	return printJobs(io.out, all, len(ts) > 1)
+}
+
+// printJobs writes the jobs as a table; what the hosts said (labels,
+// states, names) is shown with its controls as text.
+func printJobs(out io.Writer, all []jobJSON, multi bool) error {
 	if len(all) == 0 {
-		fmt.Fprintln(io.out, "no jobs")
+		fmt.Fprintln(out, "no jobs")
 		return nil
 	}
-	w := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
-	multi := len(ts) > 1
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	if multi {
 		fmt.Fprint(w, "HOST\t")
 	}
@@ -154,11 +164,17 @@ func listJobs(ctx context.Context, io iostreams, ts targets, asJSON bool) error 
 			state = "lost (its waiter died)"
 		}
 		if multi {
-			fmt.Fprint(w, j.Host+"\t")
+			fmt.Fprint(w, cell(j.Host)+"\t")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", j.ID, state, (time.Duration(j.AgeSecs) * time.Second).String(), strings.ReplaceAll(j.Command, "\t", " "))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cell(j.ID), cell(state), (time.Duration(j.AgeSecs) * time.Second).String(), cell(j.Command))
 	}
 	return w.Flush()
+}
+
+// cell is s as one cell of a table on a terminal: a tab is a space,
+// controls are shown as text.
+func cell(s string) string {
+	return termtext.String(strings.ReplaceAll(s, "\t", " "))
 }
 
 // jobHost finds the remote target that has job id.

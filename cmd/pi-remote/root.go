@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -65,22 +66,27 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
+	// (An error may carry a host's or a model's text: its controls are
+	// shown as text.)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil && ee.code != exitToolError {
-			fmt.Fprintln(stderr, "pi-remote:", ee.err)
+			fmt.Fprintln(stderr, "pi-remote:", termtext.String(ee.err.Error()))
 		}
 		return ee.code
 	}
 	// Anything cobra itself rejects (unknown command or flag, bad args) is
 	// a usage error.
-	fmt.Fprintln(stderr, "pi-remote:", err)
+	fmt.Fprintln(stderr, "pi-remote:", termtext.String(err.Error()))
 	fmt.Fprintln(stderr, "Run 'pi-remote --help' for usage.")
 	return exitUsage
 }
 
 func newRootCmd(io iostreams) *cobra.Command {
-	g := &globalOptions{warn: io.err}
+	// Notices may carry a host's text (its error): controls shown as
+	// text. (Each notice is a whole line, so the writer holds nothing
+	// back between them.)
+	g := &globalOptions{warn: termtext.NewWriter(io.err)}
 	cmd := &cobra.Command{
 		Use:   "pi-remote",
 		Short: "Agent tools that run where the work is",

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops/ssh"
@@ -61,7 +62,8 @@ anthropic/ID for the Anthropic Messages API (key in ANTHROPIC_API_KEY), or
 scripted/FILE to replay assistant turns from a JSON file.
 
 --mode print streams the assistant's text to stdout and tool activity to
-stderr; --mode json prints every loop event as one JSON line.
+stderr, control characters in them shown as text (ESC as ^[); --mode json
+prints every loop event as one JSON line.
 
 Every message is appended to a session file as it happens (JSONL, a tree of
 entries): --continue resumes the last session for this host and directory,
@@ -432,7 +434,7 @@ func (a *runAgent) turn(ctx context.Context, prompt string) error {
 		return &exitError{code: exitToolError, err: errors.New("aborted")}
 	case errors.Is(runErr, agent.ErrOverflow):
 		// The loop's events showed the refusals; what to do is ours to say.
-		fmt.Fprintln(a.errw, "pi-remote:", runErr)
+		fmt.Fprintln(a.errw, "pi-remote:", termtext.String(runErr.Error()))
 		return &exitError{code: exitToolError, err: runErr}
 	case runErr != nil:
 		return &exitError{code: exitToolError, err: runErr}
@@ -506,7 +508,7 @@ func (a *runAgent) interactive(ctx context.Context, ios iostreams, sigs <-chan o
 		cancel()
 		var ee *exitError
 		if errors.As(err, &ee) && ee.err != nil {
-			fmt.Fprintln(a.errw, "pi-remote:", ee.err)
+			fmt.Fprintln(a.errw, "pi-remote:", termtext.String(ee.err.Error()))
 		}
 	}
 }

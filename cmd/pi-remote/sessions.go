@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -43,9 +42,8 @@ of its entries with run --fork ENTRY, write it out with export ID.`,
 				rows[i] = row{s, sessionCost(models, s)}
 			}
 			if asJSON {
-				enc := json.NewEncoder(ios.out)
 				for _, r := range rows {
-					if err := enc.Encode(r); err != nil {
+					if err := encodeJSON(ios.out, r, ""); err != nil {
 						return err
 					}
 				}
@@ -58,8 +56,8 @@ of its entries with run --fork ENTRY, write it out with export ID.`,
 			tw := tabwriter.NewWriter(ios.out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tLAST ACTIVE\tHOST\tCWD\tMSGS\tSIZE\tCOST\tFIRST PROMPT")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\n", shortID(r.ID), r.LastActivity.Local().Format("2006-01-02 15:04"),
-					r.Host, r.Cwd, r.Messages, size(r.Bytes), r.Cost, oneLine(r.FirstPrompt, 50))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\n", cell(shortID(r.ID)), r.LastActivity.Local().Format("2006-01-02 15:04"),
+					cell(r.Host), cell(r.Cwd), r.Messages, size(r.Bytes), r.Cost, cell(oneLine(r.FirstPrompt, 50)))
 			}
 			return tw.Flush()
 		},
@@ -95,19 +93,25 @@ stdout by default; --html writes one self-contained page; -o writes a file.`,
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			w := ios.out
+			// To a terminal with the messages' controls shown as text;
+			// byte for byte into a file or a pipe.
+			w, done := shownOn(ios.out)
 			if output != "" {
 				f, err := os.Create(output)
 				if err != nil {
 					return usageErrorf("-o: %v", err)
 				}
 				defer f.Close()
-				w = f
+				w, done = f, func() error { return nil }
 			}
+			write := session.Markdown
 			if html {
-				return session.HTML(w, h, entries)
+				write = session.HTML
 			}
-			return session.Markdown(w, h, entries)
+			if err := write(w, h, entries); err != nil {
+				return err
+			}
+			return done()
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")

@@ -31,7 +31,9 @@ func newToolCmd(io iostreams, g *globalOptions) *cobra.Command {
 
 ARGS_JSON is the tool's arguments as a JSON object; "-" reads them from
 stdin; omitted means {}. The arguments go through the same preparation and
-validation as in an agent run.
+validation as in an agent run. On a terminal, control characters in the
+output are shown as text (ESC as ^[); into a file or a pipe it is byte for
+byte. --json escapes them in JSON strings.
 
 Exit status: 0 success, 1 the tool returned an error result, 2 usage error,
 3 connection or authentication failure.`,
@@ -84,13 +86,17 @@ func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOption
 			Details any              `json:"details,omitempty"`
 			IsError bool             `json:"isError"`
 		}{msg.Content, msg.Details, msg.IsError}
-		enc := json.NewEncoder(ios.out)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out); err != nil {
+		if err := encodeJSON(ios.out, out, ""); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintln(ios.out, strings.TrimRight(msg.Content.Text(), "\n"))
+		// Byte for byte into a file or a pipe; on a terminal with its
+		// controls shown as text.
+		w, done := shownOn(ios.out)
+		fmt.Fprintln(w, strings.TrimRight(msg.Content.Text(), "\n"))
+		if err := done(); err != nil {
+			return err
+		}
 	}
 	if msg.IsError {
 		if ts.lost(ctx) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/tools"
@@ -37,10 +40,14 @@ const liveLines = 5
 // printWriter is the print mode's terminal: the assistant's text streams to
 // stdout; tool calls, folded results, token usage, a spinner while the
 // model thinks and the live tail of a running bash go to stderr (the last
-// two only on a terminal).
+// two only on a terminal). Whatever came from outside (the model, a tool,
+// a host) is shown with its controls made visible (termtext), on a
+// terminal or not: print mode is for reading; --mode json has the exact
+// text.
 type printWriter struct {
 	mu          sync.Mutex
 	out, err    io.Writer
+	answer      *termtext.Writer // the assistant's text, to out
 	defs        map[string]tools.Definition
 	th          tools.Theme
 	tty         bool
@@ -51,7 +58,7 @@ type printWriter struct {
 }
 
 func newPrintWriter(out, errw io.Writer, defs map[string]tools.Definition, tty, color bool) *printWriter {
-	return &printWriter{out: out, err: errw, defs: defs, th: tools.Theme{Color: color}, tty: tty, atLineStart: true}
+	return &printWriter{out: out, err: errw, answer: termtext.NewWriter(out), defs: defs, th: tools.Theme{Color: color}, tty: tty, atLineStart: true}
 }
 
 func (p *printWriter) emit(e loop.Event) {
@@ -67,7 +74,7 @@ func (p *printWriter) emit(e loop.Event) {
 	switch e := e.(type) {
 	case loop.MessageUpdate:
 		if d, ok := e.Delta.(*loop.TextDelta); ok && d.Delta != "" {
-			io.WriteString(p.out, d.Delta)
+			io.WriteString(p.answer, d.Delta)
 			p.atLineStart = strings.HasSuffix(d.Delta, "\n")
 		}
 	case loop.MessageEnd:
@@ -75,12 +82,13 @@ func (p *printWriter) emit(e loop.Event) {
 		if !ok {
 			return
 		}
+		p.answer.Flush()
 		if !p.atLineStart {
 			io.WriteString(p.out, "\n")
 			p.atLineStart = true
 		}
 		if a.ErrorMessage != "" {
-			fmt.Fprintln(p.err, p.th.Red("error: "+a.ErrorMessage))
+			fmt.Fprintln(p.err, p.th.Red("error: "+termtext.String(a.ErrorMessage)))
 		}
 		if u := a.Usage; u != nil && (u.Input > 0 || u.Output > 0) {
 			line := fmt.Sprintf("  tokens: %d in", u.Input)
@@ -94,7 +102,7 @@ func (p *printWriter) emit(e loop.Event) {
 		fmt.Fprintln(p.err, p.th.Yellow(fmt.Sprintf("  ⋯ compacting the context (%s)…", compactionReasons[e.Reason])))
 	case agent.CompactionEnd:
 		if e.Error != "" {
-			fmt.Fprintln(p.err, p.th.Red("  ✗ compaction failed: "+e.Error))
+			fmt.Fprintln(p.err, p.th.Red("  ✗ compaction failed: "+termtext.String(e.Error)))
 		} else {
 			fmt.Fprintln(p.err, p.th.Dim(fmt.Sprintf("  compacted: %d → %d tokens", e.TokensBefore, e.TokensAfter)))
 		}
@@ -105,7 +113,7 @@ func (p *printWriter) emit(e loop.Event) {
 			return
 		}
 		p.eraseLive()
-		tail := strings.Split(strings.TrimRight(e.PartialResult.Content.Text(), "\n"), "\n")
+		tail := strings.Split(strings.TrimRight(termtext.String(e.PartialResult.Content.Text()), "\n"), "\n")
 		if len(tail) > liveLines {
 			tail = tail[len(tail)-liveLines:]
 		}
@@ -119,7 +127,7 @@ func (p *printWriter) emit(e loop.Event) {
 		if e.IsError {
 			mark = p.th.Red("✗")
 		}
-		fmt.Fprintf(p.err, "  %s %s\n", mark, e.ToolName)
+		fmt.Fprintf(p.err, "  %s %s\n", mark, termtext.String(e.ToolName))
 		body := tools.RenderResult(p.defs[e.ToolName], e.Result, p.th)
 		if strings.TrimSpace(body) != "" {
 			fmt.Fprintln(p.err, indent(body, "    "))
@@ -138,12 +146,13 @@ func (p *printWriter) note(text string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.eraseLive()
-	fmt.Fprintln(p.err, p.th.Yellow("  ⟳ "+text))
+	fmt.Fprintln(p.err, p.th.Yellow("  ⟳ "+termtext.String(text)))
 }
 
 // linkState tells of a host's lost and restored connection, between the
 // tool lines (the live tail is drawn again by the next update).
 func (p *printWriter) linkState(host string, s ssh.LinkState, down time.Duration, err error) {
+	host = termtext.String(host)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.eraseLive()
@@ -153,7 +162,7 @@ func (p *printWriter) linkState(host string, s ssh.LinkState, down time.Duration
 	case ssh.LinkBack:
 		fmt.Fprintln(p.err, p.th.Dim(fmt.Sprintf("  ⟳ reconnected to %s after %s", host, down.Round(100*time.Millisecond))))
 	case ssh.LinkGaveUp:
-		fmt.Fprintln(p.err, p.th.Red(fmt.Sprintf("  ✗ %s did not come back within %s: %v", host, down.Round(time.Second), err)))
+		fmt.Fprintln(p.err, p.th.Red(fmt.Sprintf("  ✗ %s did not come back within %s: %s", host, down.Round(time.Second), termtext.String(fmt.Sprint(err)))))
 	}
 }
 
@@ -229,7 +238,12 @@ func (p *printWriter) stopSpinner() {
 	}
 }
 
-func (p *printWriter) finish() { p.stopSpinner() }
+func (p *printWriter) finish() {
+	p.stopSpinner()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.answer.Flush()
+}
 
 func indent(s, prefix string) string {
 	lines := strings.Split(s, "\n")
@@ -237,4 +251,33 @@ func indent(s, prefix string) string {
 		lines[i] = prefix + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// shownOn is where output that is data (a tool's, a job's, a transcript)
+// goes: w itself, byte for byte, when w is a file or a pipe; on a terminal
+// a writer that shows its controls as text (termtext). done writes what
+// that writer held back; call it when the output ends.
+func shownOn(w io.Writer) (out io.Writer, done func() error) {
+	if !isTerminal(w) {
+		return w, func() error { return nil }
+	}
+	tw := termtext.NewWriter(w)
+	return tw, tw.Flush
+}
+
+// encodeJSON writes v as JSON to w, indented by indent (none when ""),
+// with the controls encoding/json leaves raw escaped (termtext.JSON): the
+// value is the same, and a terminal shows it safely.
+func encodeJSON(w io.Writer, v any, indent string) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(termtext.JSON(buf.Bytes()))
+	return err
 }
