@@ -91,6 +91,9 @@ func TestJobsOfAnotherHostAreLeftToIt(t *testing.T) {
 
 			for _, id := range []string{running, starting} {
 				assert.FileExists(t, filepath.Join(jobs, id+".out"))
+				// (Its lease is watched on its own host: a watcher here
+				// would kill by the other host's pid.)
+				assert.NoFileExists(t, filepath.Join(jobs, id+".lease.watched"), "a lease watcher here")
 			}
 			assert.True(t, victim.survived(t))
 		})

@@ -176,3 +176,46 @@ func killInAttach(t *testing.T, l *localServer, id string) string {
 	}
 	return status
 }
+
+// Without /proc (a chroot; macOS) a job's pid is proven by ps where it
+// takes -o and -p (not BusyBox's), and otherwise only by the waiter this
+// server started and waits for; anything else is refused.
+func TestJobProcessWithoutProc(t *testing.T) {
+	t.Parallel()
+	noPS := t.TempDir() // a PATH without ps
+	for _, sh := range testShells(t) {
+		t.Run(strings.Join(sh, " "), func(t *testing.T) {
+			t.Parallel()
+			out, _ := exec.Command(sh[0], append(sh[1:], "-c", `ps -o pid= -o ppid= -p $$`)...).Output()
+			psWorks := len(strings.Fields(string(out))) == 2
+			waiter := startBystander(t)
+			victim := startBystander(t) // the test's child, as a job's command is its waiter's
+			for _, tc := range []struct {
+				name, waiter, own, path string
+				want                    string
+			}{
+				{"ps: not the waiter's child", waiter.pid(), "", "", map[bool]string{true: "refused ended", false: "refused unproven"}[psWorks]},
+				{"ps: the waiter's child", strconv.Itoa(os.Getpid()), "", "", map[bool]string{true: "proven " + victim.pid(), false: "refused unproven"}[psWorks]},
+				{"no ps", waiter.pid(), "", noPS, "refused unproven"},
+				{"no ps, this server's own waiter", waiter.pid(), waiter.pid(), noPS, "proven " + victim.pid()},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					jobs := t.TempDir()
+					id := randomHex(8)
+					plantJob(t, jobs, id, goneProcess(t), "h b", tc.waiter, victim.pid())
+					script := serverSource + `
+host_name=h boot_id=b host_id="h b" procfs= _jp_own=$2
+if job_process "$1"; then echo "proven $_jp_pid"; else echo "refused $_jp_why"; fi`
+					cmd := exec.Command(sh[0], append(sh[1:], "-c", script, "sh", filepath.Join(jobs, id), tc.own)...)
+					if tc.path != "" {
+						cmd.Env = append(os.Environ(), "PATH="+tc.path)
+					}
+					got, err := cmd.Output()
+					require.NoError(t, err)
+					assert.Equal(t, tc.want+"\n", string(got))
+				})
+			}
+			assert.True(t, victim.survived(t), "a pid is only judged here, never killed")
+		})
+	}
+}

@@ -469,10 +469,10 @@ job_lost() {
 # fails, and _jp_why says why: "ended" (its command has, or the job has a
 # status), "lost" (nothing of it runs any more: its files may go),
 # "starting" (no pid after the wait), "elsewhere" (another host's: nothing
-# may be killed here for it) or "unproven" (this host has no /proc, as in a
-# chroot: only the waiter this server started and waits for, _jp_own,
-# vouches for the pid it wrote, for it is this server's child until the
-# server's wait has reaped it).
+# may be killed here for it) or "unproven" (this host has neither /proc
+# nor a ps that takes -o and -p, as in a chroot: only the waiter this
+# server started and waits for, _jp_own, vouches for the pid it wrote,
+# for it is this server's child until the server's wait has reaped it).
 job_process() {
 	_jp_pid=
 	_jp_why=ended
@@ -501,10 +501,7 @@ job_process() {
 		sleep 0.01 2>/dev/null || sleep 1
 	done
 	[ -n "$_jp_pid" ] || return 1
-	if [ -z "$procfs" ]; then
-		[ -n "$_jp_own" ] && [ "$_ji_waiter" = "$_jp_own" ] && return 0
-		_jp_why=unproven
-	else
+	if [ -n "$procfs" ]; then
 		# "PID (NAME) STATE PPID ...": the name may hold anything, and
 		# ends with the last ") ".
 		_jp_stat=
@@ -512,6 +509,20 @@ job_process() {
 		_jp_stat=${_jp_stat##*) }
 		_jp_stat=${_jp_stat#* }
 		[ "${_jp_stat%% *}" != "$_ji_waiter" ] || return 0
+	else
+		# No /proc (macOS, a chroot): ps, where it takes -o and -p (a
+		# process, on a kill only), says "PID PPID" for the pid if it
+		# understood.
+		_jp_stat=$(ps -o pid= -o ppid= -p "$_jp_pid" 2>/dev/null)
+		# shellcheck disable=SC2086 # the two numbers
+		set -- $_jp_stat
+		if [ "$#" = 2 ] && [ "$1" = "$_jp_pid" ]; then
+			[ "$2" != "$_ji_waiter" ] || return 0
+		elif [ -n "$_jp_own" ] && [ "$_ji_waiter" = "$_jp_own" ]; then
+			return 0
+		else
+			_jp_why=unproven
+		fi
 	fi
 	_jp_pid=
 	return 1
@@ -1495,7 +1506,7 @@ stop_job() {
 refused() {
 	case $_jp_why in
 	elsewhere) printf 'E EIO job %s runs on %s, another host sharing the jobs directory\n' "$1" "$_ji_host" ;;
-	unproven) echo 'E EIO no /proc on this host to prove the job'"'"'s process by' ;;
+	unproven) echo 'E EIO this host has no /proc (nor ps -o -p) to prove the job'"'"'s process by' ;;
 	*) return 1 ;;
 	esac
 }
