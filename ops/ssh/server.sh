@@ -130,7 +130,7 @@ serve() {
 	# ahead for jobs, and the marks of the sweeps (see sweep_jobs). Made
 	# once a boot.
 	host_dir=$jobs/.host.$boot_id.$host_name
-	[ -d "$host_dir" ] || mkdir "$host_dir" 2>/dev/null
+	[ -d "$host_dir" ] || mkdir -m 700 -- "$host_dir" 2>/dev/null
 	sweep_jobs </dev/null >/dev/null 2>&1 &
 	_rj_stream=
 	# run_jobs' FIFO, once made (held open on fd 6).
