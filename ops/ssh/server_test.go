@@ -324,14 +324,17 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					require.NoError(t, os.Chtimes(filepath.Join(jobs, stale[0]+f), old, old))
 				}
 				// Servers sweep as they start, in the background, at most
-				// once a minute: the first swept a moment ago.
+				// once a minute: the first swept a moment ago (its mark is
+				// made once it has claimed the sweep).
+				here := hostDir(t, jobs)
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					assert.NoDirExists(c, filepath.Join(hostDir(t, jobs), "sweeping"), "the first server's sweep is over")
+					assert.FileExists(c, filepath.Join(here, "swept"), "the first server's sweep began")
+					assert.NoDirExists(c, filepath.Join(here, "sweeping"), "the first server's sweep is over")
 				}, 5*time.Second, 20*time.Millisecond)
 				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache).run(t, "true")
 				time.Sleep(300 * time.Millisecond)
 				assert.FileExists(t, filepath.Join(jobs, stale[0]+".out"), "not swept again within the minute")
-				require.NoError(t, os.Chtimes(filepath.Join(hostDir(t, jobs), "swept"), old, old))
+				require.NoError(t, os.Chtimes(filepath.Join(here, "swept"), old, old))
 				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
 					matches, _ := filepath.Glob(filepath.Join(jobs, stale[0]+".*"))
