@@ -94,6 +94,29 @@ func TestMaxSessionsAdapts(t *testing.T) {
 	}
 }
 
+// jobsLeft lists what jobs left in the jobs directory of the cache
+// directory cache: the files of jobs, and in the host's own directory
+// (.host.BOOT.NAME) anything but the marks of the sweeps (FIFOs made
+// ahead for jobs), as paths under the jobs directory.
+func jobsLeft(cache string) []string {
+	jobs := filepath.Join(cache, "pi-remote", "jobs")
+	entries, _ := os.ReadDir(jobs)
+	var left []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".host.") {
+			left = append(left, e.Name())
+			continue
+		}
+		inside, _ := os.ReadDir(filepath.Join(jobs, e.Name()))
+		for _, f := range inside {
+			if f.Name() != "swept" && f.Name() != "sweeping" {
+				left = append(left, filepath.Join(e.Name(), f.Name()))
+			}
+		}
+	}
+	return left
+}
+
 // sleepers are the processes "sleep ARG" on the host.
 func sleepers(t *testing.T, arg string) []string {
 	var found []string
@@ -122,14 +145,7 @@ func TestLeaseExpiryKillsAnOrphanedJob(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Len(c, sleepers(t, marker), 2)
 	}, 10*time.Second, 50*time.Millisecond)
-	jobFiles := func() []string {
-		entries, _ := os.ReadDir(filepath.Join(cache, "pi-remote", "jobs"))
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		return names
-	}
+	jobFiles := func() []string { return jobsLeft(cache) }
 	require.Contains(t, strings.Join(jobFiles(), " "), ".out", "the command is a job")
 	require.NoError(t, client.Process.Kill())
 	client.Wait()

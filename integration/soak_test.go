@@ -129,12 +129,7 @@ func TestChaosSoak(t *testing.T) {
 
 	require.NoError(t, h.Close())
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		jobs, _ := os.ReadDir(filepath.Join(cache, "pi-remote", "jobs"))
-		var left []string
-		for _, e := range jobs {
-			left = append(left, e.Name())
-		}
-		assert.Empty(c, left, "job files")
+		assert.Empty(c, jobsLeft(cache), "job files")
 		private, _ := os.ReadDir(tmp)
 		assert.Empty(c, private, "the servers' private directories")
 		assert.Empty(c, psMatching(t, token), "processes")

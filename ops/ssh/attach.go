@@ -432,6 +432,10 @@ func readAttach(s *server, out func(id string) io.Writer, end func(id, status st
 		}
 		line = strings.TrimSuffix(line, "\n")
 		if status, ok := strings.CutPrefix(line, string(s.marker)); ok {
+			if !batchEndMatches(status) {
+				s.broken.Store(true)
+				return "", fmt.Errorf("command server: %w: the answer ended with %q", errProtocol, status)
+			}
 			return status, nil
 		}
 		kind, rest, _ := strings.Cut(line, " ")
@@ -441,17 +445,21 @@ func readAttach(s *server, out func(id string) io.Writer, end func(id, status st
 			n, err := strconv.ParseInt(arg, 10, 64)
 			if err != nil || n < 0 {
 				s.broken.Store(true)
-				return "", fmt.Errorf("command server: bad frame %q", line)
+				return "", fmt.Errorf("command server: %w: bad frame %q", errProtocol, line)
 			}
 			if err := copyFrame(out(id), rd, n); err != nil {
 				s.broken.Store(true)
 				return "", fmt.Errorf("command server: %w", err)
 			}
 		case "X":
+			if !jobAnswerMatches(arg) {
+				s.broken.Store(true)
+				return "", fmt.Errorf("command server: %w: bad frame %q", errProtocol, line)
+			}
 			end(id, arg)
 		default:
 			s.broken.Store(true)
-			return "", fmt.Errorf("command server: bad frame %q", line)
+			return "", fmt.Errorf("command server: %w: bad frame %q", errProtocol, line)
 		}
 	}
 }

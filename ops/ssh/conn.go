@@ -92,8 +92,15 @@ func (c *conn) isDead() bool {
 // lost turns an error seen on a dead connection into ErrConnectionLost.
 // A channel often breaks a moment before the connection's reader notices
 // that the transport is gone, so an error on a connection that still looks
-// alive waits briefly for that verdict.
+// alive waits briefly for that verdict. A protocol error (errProtocol)
+// closes the connection, and is returned as it is: the requests in flight
+// on it see a lost connection and go on over a new one, the one that got
+// the answer it could not match fails.
 func (c *conn) lost(err error) error {
+	if errors.Is(err, errProtocol) {
+		c.kill(fmt.Errorf("closed after an answer that matched no request: %w", err))
+		return err
+	}
 	if err == nil || errors.Is(err, ops.ErrConnectionLost) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}

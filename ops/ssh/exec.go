@@ -139,7 +139,7 @@ func parseJobStatus(s string) (jobStatus, error) {
 		return js, fmt.Errorf("command server: empty status")
 	}
 	if js.code, err = strconv.Atoi(f[0]); err != nil {
-		return js, fmt.Errorf("command server: unexpected status %q", s)
+		return js, fmt.Errorf("command server: %w: unexpected status %q", errProtocol, s)
 	}
 	for _, w := range f[1:] {
 		switch w {
@@ -147,6 +147,9 @@ func parseJobStatus(s string) (jobStatus, error) {
 			js.stopped = w
 		case "saved":
 			js.saved = true
+		case "unsaved":
+		default:
+			return js, fmt.Errorf("command server: %w: unexpected status %q", errProtocol, s)
 		}
 	}
 	return js, nil

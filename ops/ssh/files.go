@@ -61,7 +61,7 @@ func checkStatus(op, name, status string, payload []byte) (string, []byte, error
 	if status == "OK" || strings.HasPrefix(status, "OK ") {
 		return strings.TrimPrefix(strings.TrimPrefix(status, "OK"), " "), payload, nil
 	}
-	return "", nil, fmt.Errorf("%s %s: unexpected answer from host: %q", op, name, status)
+	return "", nil, fmt.Errorf("%s %s: %w: unexpected answer from host: %q", op, name, errProtocol, status)
 }
 
 // errnoError maps the errno names of server.sh's "E CODE message" lines to

@@ -80,7 +80,7 @@ func (h *Host) readHead(ctx context.Context, name string) (head []byte, whole bo
 			return errStreamOnly
 		}
 		if _, _, err := checkStatus("open", name, string(status), nil); err != nil {
-			return err
+			return c.mismatch(err)
 		}
 		head = payload
 		return nil
@@ -137,6 +137,7 @@ func (h *Host) openAt(ctx context.Context, name string, off int64) (*stream, err
 		return nil, err
 	}
 	if _, _, err := checkStatus("open", name, strings.TrimSuffix(line, "\n"), nil); err != nil {
+		err = c.mismatch(err)
 		s.close()
 		return nil, err
 	}

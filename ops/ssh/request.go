@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 )
@@ -75,6 +76,10 @@ func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writ
 			<-prev
 		}
 		st, err := s.readUntilMarker(gate)
+		if err == nil && !answerMatches(r.fn, st) {
+			s.broken.Store(true)
+			err = fmt.Errorf("%w: %s answered %q", errProtocol, r.fn, st)
+		}
 		done <- answer{st, err}
 	}()
 	select {
@@ -214,5 +219,74 @@ func (c *conn) callData(ctx context.Context, kind requestKind, op, name string, 
 		return "", nil, err
 	}
 	status, payload, _ := bytes.Cut(buf.Bytes(), []byte("\n"))
-	return checkStatus(op, name, string(status), payload)
+	st, p, err := checkStatus(op, name, string(status), payload)
+	return st, p, c.mismatch(err)
+}
+
+// mismatch closes the connection when err is a protocol error (see lost),
+// and returns err.
+func (c *conn) mismatch(err error) error {
+	if errors.Is(err, errProtocol) {
+		return c.lost(err)
+	}
+	return err
+}
+
+// errProtocol is wrapped by the error of an answer that matches no answer
+// its request may have: a status server.sh does not send for it (its
+// "!PROTOCOL" for a request it does not have, or one it could not parse),
+// a frame or status line that is none of its kinds. The client and the
+// server then disagree on what was said (a server.sh of another version, a
+// stream out of step): nothing more read on that connection can be
+// trusted, and conn.lost closes it.
+var errProtocol = errors.New("command server protocol error")
+
+// answerMatches says whether status may end the answer to a request of
+// server.sh's function fn.
+func answerMatches(fn, status string) bool {
+	switch fn {
+	case "call":
+		// The file function's exit status: its own status line comes
+		// first (checkStatus).
+		return isDecimal(status)
+	case "read_head", "open_file":
+		return status == "0" || strings.HasPrefix(status, "E ")
+	case "run_job", "attach_job":
+		return jobAnswerMatches(status)
+	case "attach_jobs", "run_jobs":
+		return batchEndMatches(status)
+	}
+	return !strings.HasPrefix(status, "!PROTOCOL")
+}
+
+// jobAnswerMatches says whether status is one a job's answer may end with
+// (run_job, attach_job, and the "X" frames of attach_jobs and run_jobs).
+func jobAnswerMatches(status string) bool {
+	switch status {
+	case "!ENOENT", "!ENOTDIR", "!EACCES", "!NOJOB", "!DETACHED", "!ATTACH":
+		return true
+	}
+	if strings.HasPrefix(status, "!EIO ") {
+		return true
+	}
+	_, err := parseJobStatus(status)
+	return err == nil
+}
+
+// batchEndMatches says whether status may end an answer of attach_jobs or
+// run_jobs.
+func batchEndMatches(status string) bool {
+	return status == "OK" || status == "!DETACHED" || strings.HasPrefix(status, "!EIO ")
+}
+
+func isDecimal(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -15,7 +15,11 @@
 #
 # The answer to a request is what its function prints on stdout, followed by
 # <marker><status> and a newline. The marker cannot occur in output (it is
-# random), so everything before it belongs to the request.
+# random), so everything before it belongs to the request. Every request
+# is answered: one that names no function of $requests, or whose words the
+# shell cannot parse, gets the status "!PROTOCOL unknown request" or
+# "!PROTOCOL malformed request" (the client then closes the connection: it
+# and this server no longer agree).
 #
 # attach_jobs serves several jobs in one answer, in frames (see there);
 # run_jobs starts the jobs of a batch and answers for them the same way.
@@ -38,6 +42,16 @@
 nl='
 '
 
+# requests: the functions a client may name in a request, as NAME for one
+# that ends its own answer (finish), as call:NAME for one the client sends
+# as "call NAME WORD..." (the file functions: call ends their answer).
+# Nothing else is run (see serve_request).
+requests='run_job attach_job attach_jobs run_jobs read_head open_file
+call:list_jobs call:stop_job call:cancel_job call:forget call:probe_host
+call:stat_path call:list_dir call:resolve_path call:make_dirs
+call:create_temp call:write_inline call:commit_temp call:settle_write
+call:diagnose_write call:receive_temp call:remove_temp'
+
 # The files a job may have in the jobs directory, JOB.<suffix>, in the
 # order they are removed: its output first (the job is gone for
 # attach_job), then its lease (no longer running for job_running).
@@ -54,7 +68,8 @@ for _jw_suffix in $job_files; do job_words="$job_words \"\$jobs/\$_rmf_arg.$_jw_
 # serve MARKER GRACE SETSID SUFFIX: the server's main loop. GRACE is how
 # long (seconds) a command's background children may go on writing output
 # after the command exits; SETSID (yes/no) says whether commands get their
-# own session when the host has setsid; SUFFIX names the private directory.
+# own session when the host has setsid; SUFFIX (hex) names the private
+# directory.
 serve() {
 	marker=$1
 	grace=$2
@@ -62,20 +77,60 @@ serve() {
 	if [ "$3" = yes ] && command -v setsid >/dev/null 2>&1; then
 		setsid_cmd=setsid
 	fi
+	case $4 in '' | *[!0-9a-f]*)
+		printf '%sFAIL the private directory suffix is not hex\n' "$marker"
+		exit 1
+		;;
+	esac
+	# (A TMPDIR, or a cache directory, that is not absolute is not used:
+	# a path starting with "-" would be an option to every program.)
+	tmp=${TMPDIR:-/tmp}
+	case $tmp in /*) ;; *) tmp=/tmp ;; esac
+	read_host
+	# One id for both numbers ("uid=N(name) gid=N(name) ...", POSIX), and
+	# in the same process (no fork of its own) ls of the jobs directory and
+	# its parent (see use_jobs_dir), made first when missing (once: two
+	# forks saved on every later start).
+	_s_cache=${XDG_CACHE_HOME:-$HOME/.cache}
+	case $_s_cache in /*) ;; *) _s_cache=$HOME/.cache ;; esac
+	jobs=$_s_cache/pi-remote/jobs
+	case $jobs in /*) ;; *) jobs= ;; esac
+	if [ -n "$jobs" ] && ! [ -d "$jobs" ]; then
+		(umask 077 && mkdir -p -- "$jobs") 2>/dev/null
+	fi
+	_s_ls=$(
+		id
+		if [ -n "$jobs" ] && [ ! -L "$jobs" ] && [ ! -L "${jobs%/*}" ] && [ -O "$jobs" ] && [ -O "${jobs%/*}" ]; then
+			LC_ALL=C ls -ldn -- "${jobs%/*}" "$jobs" 2>/dev/null
+		fi
+	)
+	uid_gid=${_s_ls%%"$nl"*}
+	_s_ls=${_s_ls#"$uid_gid"}
+	_s_gid=${uid_gid#* gid=}
+	uid_gid=${uid_gid#uid=}
+	uid=${uid_gid%%[!0-9]*}
+	uid_gid=$uid:${_s_gid%%[!0-9]*}
 	sweep_private_dirs
-	private=${TMPDIR:-/tmp}/.pi-remote.$$.$4
-	if ! (umask 077 && mkdir "$private") 2>/dev/null; then
+	private=$tmp/.pi-remote.$$.$4
+	if ! (umask 077 && mkdir -- "$private") 2>/dev/null; then
 		printf '%sFAIL cannot create %s\n' "$marker" "$private"
 		exit 1
 	fi
+	# Which host made it: another host sharing TMPDIR leaves it alone.
+	printf '%s\n' "$host_id" >"$private/host"
 	# Jobs outlive this server (and its connection): their directories are
-	# the user's own, outside the private directory.
-	jobs=${XDG_CACHE_HOME:-$HOME/.cache}/pi-remote/jobs
-	# (Made once: two forks saved on every later start.)
-	if ! { [ -d "$jobs" ] || (umask 077 && mkdir -p "$jobs") 2>/dev/null; } || ! [ -w "$jobs" ]; then
+	# the user's own, outside the private directory. A jobs directory that
+	# is not proven the user's alone (use_jobs_dir) is not used: another
+	# user could plant jobs there, or swap their files.
+	if ! use_jobs_dir "$_s_ls"; then
 		jobs=$private/jobs
 		mkdir "$jobs"
 	fi
+	# This host's own directory in there, for this boot: the FIFOs made
+	# ahead for jobs, and the marks of the sweeps (see sweep_jobs). Made
+	# once a boot.
+	host_dir=$jobs/.host.$boot_id.$host_name
+	[ -d "$host_dir" ] || mkdir -m 700 -- "$host_dir" 2>/dev/null
 	sweep_jobs </dev/null >/dev/null 2>&1 &
 	_rj_stream=
 	# run_jobs' FIFO, once made (held open on fd 6).
@@ -108,11 +163,6 @@ serve() {
 	fi
 	seq=0
 	fifo_n=0
-	# One id for both numbers ("uid=N(name) gid=N(name) ...", POSIX).
-	uid_gid=$(id)
-	_s_gid=${uid_gid#* gid=}
-	uid_gid=${uid_gid#uid=}
-	uid_gid=${uid_gid%%[!0-9]*}:${_s_gid%%[!0-9]*}
 	sync_file=
 	if sync "$private" 2>"$private/err" && ! [ -s "$private/err" ]; then
 		sync_file=yes
@@ -129,23 +179,146 @@ serve() {
 	exec 2>/dev/null
 	while IFS= read -r request <&3; do
 		case $request in
-		"$marker"*) eval "${request#"$marker"}" ;;
+		"$marker"*) serve_request "${request#"$marker"}" ;;
 		esac
 	done
 	exit 0
 }
 
+# serve_request LINE runs a request (its line without the marker) when it
+# names a function of $requests, and otherwise answers "!PROTOCOL unknown
+# request"; a request whose words the shell cannot parse runs nothing and
+# is answered "!PROTOCOL malformed request" (eval under "command" returns
+# from a syntax error instead of ending the shell).
+serve_request() {
+	_sr_name=${1%%[[:space:]]*}
+	if [ "$_sr_name" = call ]; then
+		_sr_name=${1#call[[:space:]]}
+		_sr_name=call:${_sr_name%%[[:space:]]*}
+	fi
+	case $_sr_name in
+	'' | call: | *[!a-z_:]*) ;;
+	*)
+		case " $requests " in
+		*[[:space:]]"$_sr_name"[[:space:]]*)
+			answered=
+			command eval "$1"
+			[ -n "$answered" ] || finish '!PROTOCOL malformed request'
+			return
+			;;
+		esac
+		;;
+	esac
+	finish '!PROTOCOL unknown request'
+}
+
+# read_host sets host_name (the host's name, a word: "-" when unknown)
+# and boot_id (the id of its current boot, "-" when unknown), read without
+# a fork where /proc has them; host_id (both, as servers and jobs record
+# them, see host_of); and procfs (yes when /proc shows this process: pids
+# can be proven there, see job_process).
+read_host() {
+	host_name=
+	read -r host_name </proc/sys/kernel/hostname 2>/dev/null || host_name=$(uname -n)
+	case $host_name in *[!A-Za-z0-9._-]*) host_name=$(printf %s "$host_name" | tr -c A-Za-z0-9._- _) ;; esac
+	host_name=${host_name:--}
+	boot_id=
+	read -r boot_id </proc/sys/kernel/random/boot_id 2>/dev/null
+	case $boot_id in '' | *[!0-9a-f-]*) boot_id=- ;; esac
+	host_id="$host_name $boot_id"
+	procfs=
+	[ ! -r "/proc/$$/stat" ] || procfs=yes
+}
+
+# host_of NAME BOOT sets _ho to who may judge the pids of a server or job
+# of the host NAME in its boot BOOT (as recorded; NAME empty: by an
+# earlier version, taken as this host's): "here" (this host, this boot),
+# "gone" (this host before it rebooted: none of them is left) or
+# "elsewhere" (another host sharing the directory, as hosts sharing an NFS
+# home do, or one that cannot be told apart: its pids mean nothing here).
+host_of() {
+	if [ -z "$1" ] || [ "$1 $2" = "$host_id" ]; then
+		_ho=here
+	elif [ "$1" = "$host_name" ] && [ "$2" != - ] && [ "$boot_id" != - ]; then
+		_ho=gone
+	else
+		_ho=elsewhere
+	fi
+}
+
+# use_jobs_dir LS: true when $jobs may hold this user's jobs: it and its
+# parent (where nothing but it is made) are directories of this user's,
+# not symbolic links (tested before LS was made), that neither the group
+# nor others may write to, with no ACL. LS is ls -ldn of both.
+use_jobs_dir() {
+	[ -n "$jobs" ] && [ -w "$jobs" ] || return 1
+	_ujd_n=0
+	while read -r _ujd_mode _ _ujd_uid _; do
+		case ${_ujd_mode%[.@]}:$_ujd_uid in
+		d????-??-?:"$uid") _ujd_n=$((_ujd_n + 1)) ;;
+		esac
+	done <<EOF
+$1
+EOF
+	[ "$_ujd_n" = 2 ]
+}
+
 # sweep_private_dirs removes the private directories of servers that died
 # without cleaning up (SIGKILL, a crash of the host): their names hold the
-# pid of the server, and a pid that no longer answers is gone.
+# pid of the server, and a pid that no longer exists is gone. Only
+# directories proven this user's are touched (a private directory lists
+# files that remove_private removes): not a symbolic link, owned by this
+# user, mode 0700 (nobody else may add to it), in a TMPDIR where nobody
+# else may rename it (sticky, or writable by its owner only; owned by this
+# user or root); and made on this host (its "host" file), this boot, or
+# before this host rebooted. A pid that exists but is another user's (kill
+# -0 fails with EPERM) is alive. What needs a process (the kill's
+# complaint, ls) is only done for a directory of this user's whose server
+# is gone: rare.
 sweep_private_dirs() {
-	for _spd_dir in "${TMPDIR:-/tmp}"/.pi-remote.*; do
-		[ -d "$_spd_dir" ] || continue
+	for _spd_dir in "$tmp"/.pi-remote.*; do
+		if [ -L "$_spd_dir" ] || [ ! -d "$_spd_dir" ] || [ ! -O "$_spd_dir" ]; then
+			continue
+		fi
 		_spd_pid=${_spd_dir##*/.pi-remote.}
 		_spd_pid=${_spd_pid%%.*}
-		case $_spd_pid in '' | *[!0-9]*) continue ;; esac
-		kill -s 0 "$_spd_pid" 2>/dev/null || remove_private "$_spd_dir" 2>/dev/null
+		_spd_host=
+		_spd_boot=
+		read -r _spd_host _spd_boot <"$_spd_dir/host" 2>/dev/null
+		host_of "$_spd_host" "$_spd_boot"
+		case $_ho:$_spd_pid in
+		here: | here:*[!0-9]* | elsewhere:*) continue ;;
+		here:*) ! pid_alive "$_spd_pid" || continue ;;
+		esac
+		# The directory itself, entered (what is checked is what is
+		# removed), and TMPDIR.
+		_spd_ok=0
+		while read -r _spd_mode _ _spd_uid _spd_rest; do
+			case ${_spd_rest##* }:${_spd_mode%[.@]}:$_spd_uid in
+			.:drwx------:"$uid" | ..:d????????[tT]:0 | ..:d????-??-?:0 | ..:d????????[tT]:"$uid" | ..:d????-??-?:"$uid")
+				_spd_ok=$((_spd_ok + 1))
+				;;
+			esac
+		done <<EOF
+$(cd -P -- "$_spd_dir" && LC_ALL=C ls -ldn . ..)
+EOF
+		[ "$_spd_ok" != 2 ] || remove_private "$_spd_dir" 2>/dev/null
 	done
+}
+
+# pid_alive PID: true unless there is no process PID. kill -0 also fails
+# for a process of another user (EPERM): that one is alive. Only a kill
+# that failed pays a fork, to read its complaint in the C locale.
+pid_alive() {
+	kill -s 0 "$1" 2>/dev/null && return 0
+	case $(
+		LC_ALL=C
+		export LC_ALL
+		kill -s 0 "$1" 2>&1
+	) in
+	*'No such process'*) return 1 ;;
+	esac
+	return 0
 }
 
 # remove_private DIR removes a server's private directory, and first the
@@ -173,8 +346,10 @@ stop_stream() {
 	return 0
 }
 
-# finish STATUS ends the answer to a request.
+# finish STATUS ends the answer to a request (and says it has one, see
+# serve_request).
 finish() {
+	answered=yes
 	printf '%s%s\n' "$marker" "$1"
 }
 
@@ -201,16 +376,20 @@ call() {
 # requests). At the end of the stream (the client is gone) the job goes
 # on: the watcher kills this request's HELPER processes (a HELPER "@FILE"
 # is the pid written in FILE, if any) and ends this server, whose channel
-# is gone. Returns 1 when the job's waiter died without a status (the host
-# rebooted, or someone killed it), 3 when the wait stopped for "d" with the
-# job still running.
+# is gone. Returns 1 when the job will never have a status (job_lost: the
+# host rebooted, or someone killed its waiter), 2 when it never started
+# (unstarted), 3 when the wait stopped for "d" with the job still running.
 wait_job() {
 	_wj_job=$1
 	_wj_waiter=$2
 	shift 2
 	detach=
+	# (The watcher's: the waiter this server started vouches for the
+	# job's pid where nothing else can, see job_process.)
+	_jp_own=$_wj_waiter
 	watch_for_cancel "$_wj_job" "$@" &
 	_wj_watcher=$!
+	_jp_own=
 	_wj_result=0
 	if [ -n "$_wj_waiter" ]; then
 		wait "$_wj_waiter"
@@ -222,16 +401,13 @@ wait_job() {
 				_wj_result=1
 				break
 			fi
-			# (Empty for a moment while the job starts.)
-			if [ -z "$_wj_waiter" ]; then
-				job_waiter "$_wj_job"
-				_wj_waiter=$_jw_waiter
-			fi
-			if [ -n "$_wj_waiter" ] && ! kill -s 0 "$_wj_waiter" 2>/dev/null && [ ! -s "$_wj_job.status" ]; then
+			job_info "$_wj_job"
+			if job_lost "$_wj_job"; then
 				_wj_result=1
 				break
 			fi
-			if [ -z "$_wj_waiter" ] && unstarted "$_wj_job"; then
+			# (No waiter for a moment while the job starts.)
+			if [ -z "$_ji_waiter" ] && unstarted "$_wj_job"; then
 				_wj_result=2
 				break
 			fi
@@ -251,28 +427,126 @@ wait_job() {
 	return "$_wj_result"
 }
 
-# job_waiter JOB sets _jw_waiter to the pid of the job's waiter, the third
-# line of JOB.server (empty while the job starts).
-job_waiter() {
-	_jw_waiter=
-	{ read -r _jw_line && read -r _jw_line && read -r _jw_waiter; } <"$1.server" 2>/dev/null
+# job_info JOB reads JOB.server (lines: the pid of the server that
+# started the job with the host it runs on, as host_id; its label; the pid
+# of its waiter, once it has one) into _ji_server, _ji_host, _ji_label and
+# _ji_waiter (the pids empty when missing or not numbers), and sets
+# _ji_where to who may judge the job's processes (see host_of).
+job_info() {
+	_ji_server=
+	_ji_host=
+	_ji_boot=
+	_ji_label=
+	_ji_waiter=
+	{ read -r _ji_server _ji_host _ji_boot && IFS= read -r _ji_label && read -r _ji_waiter; } <"$1.server" 2>/dev/null
+	case $_ji_server in *[!0-9]*) _ji_server= ;; esac
+	case $_ji_waiter in *[!0-9]*) _ji_waiter= ;; esac
+	host_of "$_ji_host" "$_ji_boot"
+	_ji_where=$_ho
 }
 
-# unstarted JOB: true, with the job's files gone, for a job whose server
-# died after creating it and before its waiter began (its pid, in
-# JOB.server, answers no more): the client starts it again. Of this and
-# the waiter, whoever creates JOB.pid first decides; the waiter runs the
-# command only if it does.
+# job_lost JOB (after job_info): true for a job that will never have a
+# status: its host rebooted since it started, or its waiter (on this host,
+# this boot) is gone without writing one (killed). A job of another host
+# is never judged here.
+job_lost() {
+	case $_ji_where in
+	gone) ;;
+	here) [ -n "$_ji_waiter" ] && ! pid_alive "$_ji_waiter" || return 1 ;;
+	*) return 1 ;;
+	esac
+	# (Looked at again: the waiter writes the status, then ends.)
+	[ ! -s "$1.status" ]
+}
+
+# job_process JOB sets _jp_pid to the pid of job JOB's command when it is
+# proven the job's, the only pid a kill for the job may go to: the job has
+# no status and runs on this host (this boot), its waiter is alive, and
+# the pid's parent is that waiter (/proc/PID/stat, read without a fork: a
+# child's pid is not reused before its parent has reaped it, and the
+# waiter writes the status a moment after). A job that is starting (no
+# waiter or pid yet) is waited for, up to about 5 seconds. Otherwise it
+# fails, and _jp_why says why: "ended" (its command has, or the job has a
+# status), "lost" (nothing of it runs any more: its files may go),
+# "starting" (no pid after the wait), "elsewhere" (another host's: nothing
+# may be killed here for it) or "unproven" (this host has neither /proc
+# nor a ps that takes -o and -p, as in a chroot: only the waiter this
+# server started and waits for, _jp_own, vouches for the pid it wrote,
+# for it is this server's child until the server's wait has reaped it).
+job_process() {
+	_jp_pid=
+	_jp_why=ended
+	_jp_tries=0
+	while [ ! -s "$1.status" ]; do
+		job_info "$1"
+		case $_ji_where in
+		gone) _jp_why=lost ;;
+		elsewhere) _jp_why=elsewhere ;;
+		esac
+		[ "$_ji_where" = here ] || return 1
+		if [ -z "$_ji_waiter" ]; then
+			unstarted "$1" && _jp_why=lost && return 1
+		elif ! pid_alive "$_ji_waiter"; then
+			[ -s "$1.status" ] || _jp_why=lost
+			return 1
+		else
+			read -r _jp_pid <"$1.pid" 2>/dev/null
+			case $_jp_pid in '' | *[!0-9]*) _jp_pid= ;; *) break ;; esac
+		fi
+		_jp_tries=$((_jp_tries + 1))
+		if [ "$_jp_tries" -gt 500 ]; then
+			_jp_why=starting
+			return 1
+		fi
+		sleep 0.01 2>/dev/null || sleep 1
+	done
+	[ -n "$_jp_pid" ] || return 1
+	if [ -n "$procfs" ]; then
+		# "PID (NAME) STATE PPID ...": the name may hold anything, and
+		# ends with the last ") ".
+		_jp_stat=
+		read -r _jp_stat <"/proc/$_jp_pid/stat" 2>/dev/null
+		_jp_stat=${_jp_stat##*) }
+		_jp_stat=${_jp_stat#* }
+		[ "${_jp_stat%% *}" != "$_ji_waiter" ] || return 0
+	else
+		# No /proc (macOS, a chroot): ps, where it takes -o and -p (a
+		# process, on a kill only), says "PID PPID" for the pid if it
+		# understood.
+		_jp_stat=$(ps -o pid= -o ppid= -p "$_jp_pid" 2>/dev/null)
+		# shellcheck disable=SC2086 # the two numbers
+		set -- $_jp_stat
+		if [ "$#" = 2 ] && [ "$1" = "$_jp_pid" ]; then
+			[ "$2" != "$_ji_waiter" ] || return 0
+		elif [ -n "$_jp_own" ] && [ "$_ji_waiter" = "$_jp_own" ]; then
+			return 0
+		else
+			_jp_why=unproven
+		fi
+	fi
+	_jp_pid=
+	return 1
+}
+
+# unstarted JOB (after job_info): true, with the job's files gone, for a
+# job whose server died after creating it and before its waiter began
+# (its pid, in JOB.server, is gone; or the host rebooted since): the
+# client starts it again. Of this and the waiter, whoever creates JOB.pid
+# first decides; the waiter runs the command only if it does. Another
+# host's job is never judged here.
 unstarted() {
-	read -r _us_pid <"$1.server" 2>/dev/null || return 1
-	! kill -s 0 "$_us_pid" 2>/dev/null || return 1
+	case $_ji_where in
+	here) [ -n "$_ji_server" ] && ! pid_alive "$_ji_server" || return 1 ;;
+	gone) ;;
+	*) return 1 ;;
+	esac
 	set -C
 	{ command : >"$1.pid"; } 2>/dev/null
 	_us_mine=$?
 	set +C
 	[ "$_us_mine" = 0 ] || return 1
 	# (Its output first: the job is gone for attach_job at once.)
-	rm -f "$1.out" "$1".*
+	rm -f -- "$1.out" "$1".*
 }
 
 # wait_child PID waits for the background process PID (a read's cat) while
@@ -297,8 +571,12 @@ watch_for_cancel() {
 	while IFS= read -r _wfc_line <&3; do
 		case $_wfc_line in
 		k)
-			read_pid "$1.pid" && kill_job "$_rp_pid"
-			return
+			# (A job whose process cannot be proven its own is not
+			# killed: the watcher goes on, the job ends by itself.)
+			if job_process "$1"; then
+				kill_job "$_jp_pid"
+				return
+			fi
 			;;
 		r) echo "$_wj_ttl" >"$1.lease" ;;
 		# Held open (read-write: that never waits) until this watcher
@@ -384,38 +662,49 @@ EOF
 	kill -s KILL "$1" 2>/dev/null
 }
 
-# sweep_jobs removes the files of jobs nobody will collect: those whose
-# waiter is gone without a status (killed, or the host rebooted), and
-# those that ended longer ago than their TTL (the lease file's content;
-# by steps: a minute for a TTL up to a minute, 31 for one up to 30
-# minutes, a day for any) with no client back for them; and the FIFOs
-# made ahead by servers that died. It runs in the background, four finds
-# in all, however many jobs there are.
+# sweep_jobs removes the files of jobs nobody will collect: those that
+# will never have a status (job_lost: their waiter was killed, or the host
+# rebooted), and those that ended longer ago than their TTL (the lease
+# file's content; by steps: a minute for a TTL up to a minute, 31 for one
+# up to 30 minutes, a day for any) with no client back for them; the
+# FIFOs made ahead by servers of this host that died, and the directories
+# of this host's earlier boots (see host_dir). Another host's jobs that
+# share the directory (an NFS home) are that host's to judge. It runs in
+# the background, four finds in all, however many jobs there are.
 sweep_jobs() {
-	# At most once a minute, by one server at a time: a sweep of many jobs
-	# costs, and many servers may start at once (a claim older than ten
-	# minutes is one a killed sweep left). The stamp and the claim are
-	# beside the directory, which holds jobs only.
-	[ -z "$(find "$jobs.swept" -mmin -1 2>/dev/null)" ] || return 0
-	if ! mkdir "$jobs.sweeping" 2>/dev/null; then
-		[ -n "$(find "$jobs.sweeping" -prune -mmin +10 2>/dev/null)" ] || return 0
+	# At most once a minute on this host, by one server at a time: a
+	# sweep of many jobs costs, and many servers may start at once (a
+	# claim older than ten minutes is one a killed sweep left). The stamp
+	# and the claim are in this host's directory: each host sweeps what it
+	# alone may judge.
+	[ -z "$(find "$host_dir/swept" -mmin -1 2>/dev/null)" ] || return 0
+	if ! mkdir "$host_dir/sweeping" 2>/dev/null; then
+		[ -n "$(find "$host_dir/sweeping" -prune -mmin +10 2>/dev/null)" ] || return 0
 	fi
-	: >"$jobs.swept"
+	: >"$host_dir/swept"
 	for _sj_job in "$jobs"/*.server; do
 		_sj_job=${_sj_job%.server}
 		[ ! -s "$_sj_job.status" ] || continue
-		# A job being started has no waiter for a moment.
-		job_waiter "$_sj_job"
-		case $_jw_waiter in '' | *[!0-9]*) continue ;; esac
-		kill -s 0 "$_jw_waiter" && continue
-		# (Looked at again: the waiter writes the status, then ends.)
-		[ -s "$_sj_job.status" ] || rm -f "$_sj_job".*
+		job_info "$_sj_job"
+		# (A job being started has no waiter for a moment.)
+		[ -n "$_ji_waiter" ] || [ "$_ji_where" = gone ] || continue
+		job_lost "$_sj_job" && rm -f -- "$_sj_job".*
 	done
-	# FIFOs made ahead by servers that died (their jobs have them open).
-	find "$jobs" -name '.fifo-*' -mmin +1 | while IFS= read -r _sj_fifo; do
-		_sj_pid=${_sj_fifo##*/.fifo-}
-		kill -s 0 "${_sj_pid%%-*}" || rm -f "$_sj_fifo"
+	for _sj_dir in "$jobs"/.host.*; do
+		[ "$_sj_dir" != "$host_dir" ] || continue
+		_sj_tag=${_sj_dir##*/.host.}
+		if [ "${_sj_tag#*.}" = "$host_name" ] && [ "${_sj_tag%%.*}" != - ] && [ "$boot_id" != - ]; then
+			rm -rf -- "$_sj_dir"
+		fi
 	done
+	# (Their jobs have them open, if they got that far.)
+	find "$host_dir" -name 'fifo-*' -mmin +1 | while IFS= read -r _sj_fifo; do
+		_sj_pid=${_sj_fifo##*/fifo-}
+		pid_alive "${_sj_pid%%-*}" || rm -f -- "$_sj_fifo"
+	done
+	# The FIFOs of earlier versions, beside the jobs, which name no host:
+	# by age alone.
+	find "$jobs" -name '.fifo-*' -mmin +1440 -exec rm -f -- {} +
 	for _sj_step in 1:60 31:1800 1441:; do
 		find "$jobs" -name '*.status' -mmin +"${_sj_step%:*}" | while IFS= read -r _sj_job; do
 			_sj_job=${_sj_job%.status}
@@ -423,11 +712,11 @@ sweep_jobs() {
 			read -r _sj_ttl <"$_sj_job.lease"
 			case $_sj_ttl in '' | *[!0-9]*) _sj_ttl=86400 ;; esac
 			if [ -z "${_sj_step#*:}" ] || [ "$_sj_ttl" -le "${_sj_step#*:}" ]; then
-				rm -f "$_sj_job".*
+				rm -f -- "$_sj_job".*
 			fi
 		done
 	done
-	rmdir "$jobs.sweeping"
+	rmdir "$host_dir/sweeping"
 }
 
 # run_job ID OFFSET SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES TTL CAP LABEL
@@ -442,8 +731,9 @@ sweep_jobs() {
 #
 # A job belongs to no SSH channel. Its files, JOB.* in the jobs directory
 # (the user's alone), are its output (JOB.out), its pid, a lease file,
-# JOB.server (lines: the pid of the server that started it, its label,
-# the pid of its waiter) and, once it has ended, its status. The waiter, a subshell that ignores HUP and PIPE
+# JOB.server (lines: the pid of the server that started it and the host
+# it runs on, its label, the pid of its waiter; see job_info) and, once it
+# has ended, its status. The waiter, a subshell that ignores HUP and PIPE
 # and talks to nothing but files, starts the command with sh -c in DIR
 # (the home directory when empty), stdin /dev/null, in its own session when
 # the host has setsid, with stdout and stderr into a FIFO; a relay drains
@@ -455,11 +745,18 @@ sweep_jobs() {
 # renewed for TTL seconds (a client that never came back) is killed
 # (watch_lease); so is one whose output passes CAP.
 run_job() {
+	# (Anything else is a client that does not speak this protocol.)
+	if ! hex "$1" || ! digits "$2" "$8" "${6:-0}" "${7:-0}" "${9:-0}"; then
+		finish '!PROTOCOL malformed request'
+		return
+	fi
 	# What the last request left (its claim, its job's FIFO) and the
 	# jobs whose results the client has go in one rm, in the background.
 	if [ -n "${11}$_rj_done_claim$_rj_done_fifo" ]; then
-		# shellcheck disable=SC2086 # job IDs
+		set -f
+		# shellcheck disable=SC2086 # job IDs (not globbed)
 		remove_files_bg "$_rj_done_claim" "$_rj_done_tail" "$_rj_done_copy" "$_rj_done_fifo" -- ${11}
+		set +f
 		_rj_done_claim=
 		_rj_done_tail=
 		_rj_done_copy=
@@ -482,33 +779,39 @@ run_job() {
 				return
 			fi
 		fi
-		# The job's output goes through a FIFO in the jobs directory (the
-		# user's alone, umask 077), not in the private one: this server
-		# may go (its connection lost) before the job has opened it.
-		# They are made four at a time, with the gate (attach_job) the
-		# first time: one mkfifo for four jobs.
+		# The job's output goes through a FIFO in this host's directory
+		# among the jobs (the user's alone, umask 077), not in the private
+		# one: this server may go (its connection lost) before the job has
+		# opened it. They are made four at a time, with the gate
+		# (attach_job) the first time: one mkfifo for four jobs. (Made
+		# before the job's first file: from that file to JOB.server, the
+		# job has no server that an attacher could see die.)
 		[ -n "$fifos" ] || make_fifos
-		_rj_fifo=$jobs/.fifo-$$-${fifos%% *}
-		case $fifos in
-		*' '*) fifos=${fifos#* } ;;
-		*) fifos= ;;
-		esac
-		# noclobber: of two starts of one job, one creates it.
+		# noclobber: of two starts of one job, one creates it (the other
+		# attaches to it).
 		set -C
 		{ command : >"$_rj_job.out"; } 2>/dev/null
 		_rj_made=$?
 		set +C
-		if [ "$_rj_made" != 0 ] || ! [ -p "$_rj_fifo" ] || ! { echo "$8" >"$_rj_job.lease"; } 2>/dev/null; then
-			rm -f "$_rj_job".* "$_rj_fifo"
-			finish "!EIO cannot create a job in $jobs"
-			return
+		if [ "$_rj_made" = 0 ]; then
+			_rj_fifo=$host_dir/fifo-$$-${fifos%% *}
+			case $fifos in
+			*' '*) fifos=${fifos#* } ;;
+			*) fifos= ;;
+			esac
+			if ! [ -p "$_rj_fifo" ] || ! { echo "$8" >"$_rj_job.lease"; } 2>/dev/null; then
+				rm -f -- "$_rj_job".* "$_rj_fifo"
+				finish "!EIO cannot create a job in $jobs"
+				return
+			fi
+			# Who is starting it, where: if this server dies before the
+			# job's waiter begins, an attacher sees it (unstarted). The
+			# label is one line.
+			printf '%s %s\n%s\n' "$$" "$host_id" "${10%%"$nl"*}" >"$_rj_job.server"
+			start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9"
+			_rj_used=$_rj_fifo
+			_rj_used_job=$_rj_job
 		fi
-		# Who is starting it: if this server dies before the job's waiter
-		# begins, an attacher sees it (unstarted).
-		printf '%s\n' "$$" "${10}" >"$_rj_job.server"
-		start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9"
-		_rj_used=$_rj_fifo
-		_rj_used_job=$_rj_job
 	fi
 	attach_job "$1" "$2" "$5" "$6" "$7" "$8"
 }
@@ -516,7 +819,7 @@ run_job() {
 # make_fifos adds four new FIFOs to $fifos, and makes the gate (see
 # attach_job) if there is none.
 make_fifos() {
-	set -- "$jobs/.fifo-$$-$((fifo_n + 1))" "$jobs/.fifo-$$-$((fifo_n + 2))" "$jobs/.fifo-$$-$((fifo_n + 3))" "$jobs/.fifo-$$-$((fifo_n + 4))"
+	set -- "$host_dir/fifo-$$-$((fifo_n + 1))" "$host_dir/fifo-$$-$((fifo_n + 2))" "$host_dir/fifo-$$-$((fifo_n + 3))" "$host_dir/fifo-$$-$((fifo_n + 4))"
 	fifos="$((fifo_n + 1)) $((fifo_n + 2)) $((fifo_n + 3)) $((fifo_n + 4))"
 	fifo_n=$((fifo_n + 4))
 	[ -p "$private/gate" ] || set -- "$@" "$private/gate"
@@ -540,7 +843,7 @@ leave_fifo() {
 # job's (as the server exits).
 remove_fifos() {
 	set --
-	for _rf_n in $fifos; do set -- "$@" "$jobs/.fifo-$$-$_rf_n"; done
+	for _rf_n in $fifos; do set -- "$@" "$host_dir/fifo-$$-$_rf_n"; done
 	[ -z "$_rj_done_fifo" ] || set -- "$@" "$_rj_done_fifo"
 	[ "$#" = 0 ] || rm -f "$@"
 }
@@ -559,6 +862,10 @@ remove_fifos() {
 # tee sends it and keeps a copy that says how much was sent; at the end tail
 # is stopped and the rest goes from there, so every byte is sent once.
 attach_job() {
+	if ! hex "$1" || ! digits "$2" "${4:-0}" "${5:-0}" "$6"; then
+		finish '!PROTOCOL malformed request'
+		return
+	fi
 	_rj_job=$jobs/$1
 	if [ ! -e "$_rj_job.out" ]; then
 		finish '!NOJOB'
@@ -686,7 +993,7 @@ job_result() {
 		if [ -n "$_so_saved" ]; then
 			echo "$_so_saved" >"$1.saved"
 			# The output is sent again from there, if need be.
-			if [ "$_so_saved" = ' saved' ]; then ln -s "$2" "$1.out"; fi
+			if [ "$_so_saved" = ' saved' ]; then ln -s -- "$2" "$1.out"; fi
 		fi
 	fi
 	_jr_status=$_jr_status$_so_saved
@@ -712,6 +1019,11 @@ job_result() {
 # after two seconds without news; every second where sleep takes whole
 # seconds only).
 attach_jobs() {
+	# (Anything else is a client that does not speak this protocol.)
+	if ! attach_words "$@"; then
+		finish '!PROTOCOL malformed request'
+		return
+	fi
 	seq=$((seq + 1))
 	_aj_dir=$private/attach.$seq
 	if ! mkdir "$_aj_dir"; then
@@ -721,18 +1033,13 @@ attach_jobs() {
 	_aj_ttl=$1
 	shift
 	while [ "$#" -ge 5 ]; do
-		case $1 in
-		'' | *[!0-9a-f]*) ;;
-		*)
-			if [ -e "$jobs/$1.out" ]; then
-				# The job's state: offset reached, then SAVE's words.
-				printf '%s\n' "$2" "$3" "$4" "$5" >"$_aj_dir/$1"
-				watch_lease_once "$jobs/$1" "$_aj_ttl"
-			else
-				echo "X $1 !NOJOB"
-			fi
-			;;
-		esac
+		if [ -e "$jobs/$1.out" ]; then
+			# The job's state: offset reached, then SAVE's words.
+			printf '%s\n' "$2" "$3" "$4" "$5" >"$_aj_dir/$1"
+			watch_lease_once "$jobs/$1" "$_aj_ttl"
+		else
+			echo "X $1 !NOJOB"
+		fi
 		shift 5
 	done
 	attach_watcher "$_aj_dir" "$_aj_ttl" &
@@ -759,14 +1066,13 @@ attach_jobs() {
 				rm -f "$_aj_state"
 				continue
 			else
-				job_waiter "$_aj_job"
-				_aj_waiter=$_jw_waiter
-				if [ -n "$_aj_waiter" ] && ! kill -s 0 "$_aj_waiter" 2>/dev/null && [ ! -s "$_aj_job.status" ]; then
+				job_info "$_aj_job"
+				if job_lost "$_aj_job"; then
 					echo "X $_aj_id !EIO the job ended without a status (its waiter was killed)"
 					rm -f "$_aj_state"
 					continue
 				fi
-				if [ -z "$_aj_waiter" ] && unstarted "$_aj_job"; then
+				if [ -z "$_ji_waiter" ] && unstarted "$_aj_job"; then
 					echo "X $_aj_id !NOJOB"
 					rm -f "$_aj_state"
 					continue
@@ -820,6 +1126,20 @@ EOF
 	finish "$_aj_end"
 }
 
+# attach_words TTL [ID OFFSET SAVE SAVE_BYTES SAVE_LINES]...: true when
+# these words of attach_jobs are what it takes (SAVE is one line: the
+# state file of the job holds it as one).
+attach_words() {
+	digits "$1" || return 1
+	shift
+	while [ "$#" -ge 5 ]; do
+		hex "$1" && digits "$2" "${4:-0}" "${5:-0}" || return 1
+		case $3 in *"$nl"*) return 1 ;; esac
+		shift 5
+	done
+	[ "$#" = 0 ]
+}
+
 # attach_watcher DIR TTL reads the request stream while attach_jobs runs:
 # "k ID" kills job ID, "r" renews the lease of each job in DIR, "a ..."
 # adds a job to DIR, "d" stops the answer (see attach_jobs). At the end
@@ -847,8 +1167,9 @@ attach_watcher() {
 			_aw_rest=${_aw_rest#* }
 			_aw_lines=${_aw_rest%% *}
 			_aw_rest=${_aw_rest#* }
-			case $_aw_id in '' | *[!0-9a-f]*) continue ;; esac
-			case $_aw_off in '' | *[!0-9]*) continue ;; esac
+			if ! hex "$_aw_id" || ! digits "$_aw_off" "${_aw_bytes:-0}" "${_aw_lines:-0}"; then
+				continue
+			fi
 			printf '%s\n' "$_aw_off" "$_aw_rest" "$_aw_bytes" "$_aw_lines" >"$1/.$_aw_id" &&
 				mv -f "$1/.$_aw_id" "$1/$_aw_id"
 			watch_lease_once "$jobs/$_aw_id" "$2"
@@ -878,8 +1199,14 @@ attach_watcher() {
 # answer's last rm once their jobs have ended; the FIFO of a job that runs
 # on is left to its waiter (see leave_fifo).
 run_jobs() {
-	# shellcheck disable=SC2086 # job IDs
+	if ! digits "$1" "${2:-0}"; then
+		finish '!PROTOCOL malformed request'
+		return
+	fi
+	set -f
+	# shellcheck disable=SC2086 # job IDs (not globbed)
 	[ -z "$3" ] || remove_files_bg -- $3
+	set +f
 	seq=$((seq + 1))
 	_rs_dir=$private/group.$seq
 	_rs_ttl=$1
@@ -953,7 +1280,7 @@ run_jobs() {
 		leave_group_fifo "$jobs/${_rs_state##*/}" "$_rs_fifo"
 	done
 	set --
-	for _rs_fifo in $_rs_fifos; do set -- "$@" "$jobs/.fifo-$$-g$seq-$_rs_fifo"; done
+	for _rs_fifo in $_rs_fifos; do set -- "$@" "$host_dir/fifo-$$-g$seq-$_rs_fifo"; done
 	rm -rf "$_rs_dir" "$@"
 	finish OK
 }
@@ -963,7 +1290,7 @@ run_jobs() {
 # it to those the answer removes when the job has ended meanwhile.
 leave_group_fifo() {
 	[ -n "$2" ] || return 0
-	: >"$jobs/.fifo-$$-g$seq-$2.left"
+	: >"$host_dir/fifo-$$-g$seq-$2.left"
 	[ -s "$1.status" ] && _rs_fifos="$_rs_fifos $2 $2.left"
 }
 
@@ -975,7 +1302,7 @@ group_watcher() {
 	_gf_n=0
 	while IFS= read -r _gw_line <&3; do
 		case $_gw_line in
-		"$marker"'add_job '*) eval "${_gw_line#"$marker"}" ;;
+		"$marker"'add_job '*) command eval "${_gw_line#"$marker"}" ;;
 		r)
 			# (Those answered for too: they are few, and a lease of an
 			# ended job is not looked at.)
@@ -984,7 +1311,7 @@ group_watcher() {
 			done
 			;;
 		"k "*) kill_running "${_gw_line#k }" ;;
-		"d "*) echo "$_gw_line" >&6 ;;
+		"d "*) ! hex "${_gw_line#d }" || echo "$_gw_line" >&6 ;;
 		e)
 			# The FIFOs made ahead and not used go with the answer's rm.
 			[ -z "$_gf_spare" ] || echo "u $_gf_spare" >&6
@@ -1004,7 +1331,11 @@ group_watcher() {
 # run_jobs, as run_job would (in its watcher): its end comes as the event
 # "x ID"; a job that cannot start comes as "f ID STATUS".
 add_job() {
-	case $1 in '' | *[!0-9a-f]*) return ;; esac
+	hex "$1" || return
+	if ! digits "${5:-0}" "${6:-0}"; then
+		echo "f $1 !EIO malformed request" >&6
+		return
+	fi
 	_gj_job=$jobs/$1
 	if [ -n "$3" ]; then
 		if [ ! -d "$3" ]; then
@@ -1016,6 +1347,12 @@ add_job() {
 			return
 		fi
 	fi
+	# (The FIFO first, as in run_job: from the job's first file to
+	# JOB.server, the job has no server that an attacher could see die.)
+	if ! group_fifo; then
+		printf 'f %s !EIO cannot create a job in %s\n' "$1" "$jobs" >&6
+		return
+	fi
 	# noclobber: of two starts of one job, one creates it.
 	set -C
 	{ command : >"$_gj_job.out"; } 2>/dev/null
@@ -1025,14 +1362,14 @@ add_job() {
 		echo "f $1 !ATTACH" >&6
 		return
 	fi
-	if ! group_fifo || ! { echo "$_rs_ttl" >"$_gj_job.lease"; } 2>/dev/null; then
-		rm -f "$_gj_job".*
-		echo "f $1 !EIO cannot create a job in $jobs" >&6
+	if ! { echo "$_rs_ttl" >"$_gj_job.lease"; } 2>/dev/null; then
+		rm -f -- "$_gj_job".*
+		printf 'f %s !EIO cannot create a job in %s\n' "$1" "$jobs" >&6
 		return
 	fi
-	printf '%s\n' "$$" "$7" >"$_gj_job.server"
+	printf '%s %s\n%s\n' "$$" "$host_id" "${7%%"$nl"*}" >"$_gj_job.server"
 	printf '%s\n' "$4" "$5" "$6" "${_gf_spare%% *}" >"$_rs_dir/$1"
-	start_job "$_gj_job" "$2" "$3" "$jobs/.fifo-$$-g$seq-${_gf_spare%% *}" "$_rs_cap" "$events"
+	start_job "$_gj_job" "$2" "$3" "$host_dir/fifo-$$-g$seq-${_gf_spare%% *}" "$_rs_cap" "$events"
 	case $_gf_spare in
 	*' '*) _gf_spare=${_gf_spare#* } ;;
 	*) _gf_spare= ;;
@@ -1040,7 +1377,7 @@ add_job() {
 }
 
 # group_fifo makes sure a FIFO made ahead for run_jobs' jobs is there: the
-# first number of _gf_spare, which names $jobs/.fifo-PID-gSEQ-N (in the
+# first number of _gf_spare, which names $host_dir/fifo-PID-gSEQ-N (in the
 # jobs directory, as run_job's: a job may open it after this server is
 # gone). They are made eight at a time: one mkfifo for eight jobs.
 group_fifo() {
@@ -1048,7 +1385,7 @@ group_fifo() {
 	set --
 	while [ "$#" -lt 8 ]; do
 		_gf_n=$((_gf_n + 1))
-		set -- "$@" "$jobs/.fifo-$$-g$seq-$_gf_n"
+		set -- "$@" "$host_dir/fifo-$$-g$seq-$_gf_n"
 		_gf_spare="$_gf_spare $_gf_n"
 	done
 	_gf_spare=${_gf_spare# }
@@ -1059,10 +1396,11 @@ group_fifo() {
 }
 
 # kill_running ID kills job ID (the line "k ID" of attach_jobs and
-# run_jobs) if there is such a job and it has not ended.
+# run_jobs) if there is such a job, it has not ended, and its process is
+# proven its own (job_process).
 kill_running() {
-	case $1 in '' | *[!0-9a-f]*) return ;; esac
-	[ -e "$jobs/$1.out" ] && [ ! -s "$jobs/$1.status" ] && read_pid "$jobs/$1.pid" && kill_job "$_rp_pid"
+	hex "$1" || return
+	[ -e "$jobs/$1.out" ] && job_process "$jobs/$1" && kill_job "$_jp_pid"
 }
 
 # forget_jobs ID... removes the files of ended jobs whose client has
@@ -1115,7 +1453,9 @@ forget() {
 
 # list_jobs: "OK", the host's time (seconds since the epoch), then a line
 # per job not forgotten yet: ID, status (as attach_job's, "running", or
-# "lost" for a waiter gone without one) and label, separated by tabs; then
+# "lost" for a job that will never have one, see job_lost; a job of
+# another host sharing the directory is "running" until it has a status)
+# and label, separated by tabs; then
 # "T SECONDS PATH" lines, when stat -c works, for when each job started
 # (the time of its JOB.server, written as its waiter started).
 list_jobs() {
@@ -1125,50 +1465,96 @@ list_jobs() {
 		[ -e "$_lj_out" ] || continue
 		_lj_job=${_lj_out%.out}
 		_lj_status=
-		_lj_label=
 		read -r _lj_status <"$_lj_job.status"
-		{ read -r _lj_line && IFS= read -r _lj_label; } <"$_lj_job.server"
+		job_info "$_lj_job"
 		if [ -z "$_lj_status" ]; then
 			_lj_status=running
-			job_waiter "$_lj_job"
-			[ -n "$_jw_waiter" ] && ! kill -s 0 "$_jw_waiter" && [ ! -s "$_lj_job.status" ] && _lj_status=lost
+			! job_lost "$_lj_job" || _lj_status=lost
 		fi
-		printf '%s\t%s\t%s\n' "${_lj_job##*/}" "$_lj_status" "$_lj_label"
+		printf '%s\t%s\t%s\n' "${_lj_job##*/}" "$_lj_status" "$_ji_label"
 	done
 	stat -c 'T %Y %n' -- "$jobs"/*.server
 }
 
 # stop_job ID kills job ID when it runs (its status then says "killed"),
-# or removes its files when it has ended and nobody collected it: "OK
-# killed", "OK removed", or "E ENOENT" when there is no such job.
+# or removes its files when it has ended and nobody collected it, or when
+# it is lost (see job_process): "OK killed", "OK removed", "E ENOENT" when
+# there is no such job, or "E EIO message" when it cannot be killed from
+# here (see refused) or is between its command's end and its status.
 stop_job() {
 	_stj_job=$jobs/$1
-	if [ ! -e "$_stj_job.out" ]; then
+	if ! hex "$1" || [ ! -e "$_stj_job.out" ]; then
 		echo 'E ENOENT no such job'
-	elif [ -s "$_stj_job.status" ]; then
-		rm -f "$_stj_job".*
-		echo 'OK removed'
-	elif read_pid "$_stj_job.pid"; then
+	elif job_process "$_stj_job"; then
 		echo killed >"$_stj_job.killed"
-		kill_job "$_rp_pid"
+		kill_job "$_jp_pid"
 		echo 'OK killed'
-	else
-		echo 'E EIO the job has no process id'
+	elif ! refused "$1"; then
+		[ "$_jp_why" != ended ] || wait_status "$_stj_job"
+		if [ "$_jp_why" = lost ] || [ -s "$_stj_job.status" ]; then
+			rm -f -- "$_stj_job".*
+			echo 'OK removed'
+		else
+			echo 'E EIO the job has no process id or no status yet: try again'
+		fi
 	fi
+}
+
+# refused ID (after job_process failed) prints the error line and is true
+# when job ID may not be killed from here: it runs on another host sharing
+# the jobs directory, or this host has no /proc to prove its process by.
+refused() {
+	case $_jp_why in
+	elsewhere) printf 'E EIO job %s runs on %s, another host sharing the jobs directory\n' "$1" "$_ji_host" ;;
+	unproven) echo 'E EIO this host has no /proc (nor ps -o -p) to prove the job'"'"'s process by' ;;
+	*) return 1 ;;
+	esac
+}
+
+# wait_status JOB waits up to about 5 seconds for job JOB's status (or for
+# the job to be forgotten).
+wait_status() {
+	_ws_tries=0
+	while [ -e "$1.out" ] && [ ! -s "$1.status" ] && [ "$_ws_tries" -lt 100 ]; do
+		sleep 0.05 2>/dev/null || sleep 1
+		_ws_tries=$((_ws_tries + 1))
+	done
 }
 
 # cancel_job ID kills job ID, whose client gave up on it while the
 # connection was down, and removes its files once its waiter has written
-# the status (within about 5 seconds): "OK".
+# the status (within about 5 seconds), or at once when it is lost: "OK".
+# A job that may not be killed from here (refused) keeps its files, and
+# its lease, no longer renewed, ends it on its host: "E EIO message".
 cancel_job() {
-	read -r _cj_pid <"$jobs/$1.pid" 2>/dev/null && [ ! -s "$jobs/$1.status" ] && kill_job "$_cj_pid"
-	_cj_tries=0
-	while [ -e "$jobs/$1.out" ] && [ ! -s "$jobs/$1.status" ] && [ "$_cj_tries" -lt 100 ]; do
-		sleep 0.05 2>/dev/null || sleep 1
-		_cj_tries=$((_cj_tries + 1))
-	done
+	if ! hex "$1"; then
+		echo 'E ENOENT no such job'
+		return
+	fi
+	if job_process "$jobs/$1"; then
+		kill_job "$_jp_pid"
+	elif refused "$1"; then
+		return
+	fi
+	[ "$_jp_why" = lost ] || wait_status "$jobs/$1"
 	forget_jobs "$1"
 	echo OK
+}
+
+# hex WORD: true when WORD is a job ID (hex digits, 64 at most): what may
+# be joined to $jobs.
+hex() {
+	case $1 in '' | *[!0-9a-f]*) return 1 ;; esac
+	[ "${#1}" -le 64 ]
+}
+
+# digits WORD...: true when every WORD is a decimal number (what may
+# reach arithmetic: bash evaluates a name with a subscript there, and runs
+# what the subscript holds).
+digits() {
+	for _dg_word in "$@"; do
+		case $_dg_word in '' | *[!0-9]*) return 1 ;; esac
+	done
 }
 
 # start_job JOB SCRIPT DIR FIFO CAP [EVENTS] starts the waiter of a new job
@@ -1191,7 +1577,12 @@ start_job() {
 			# The command gets the signal dispositions of any other
 			# (the waiter's ignored HUP and PIPE are its own).
 			trap - HUP PIPE
-			if [ -n "$3" ]; then cd "$3" || exit 126; fi
+			# (A DIR "-" would be $OLDPWD to cd, even after "--".)
+			case $3 in
+			'') ;;
+			-*) cd "./$3" || exit 126 ;;
+			*) cd "$3" || exit 126 ;;
+			esac
 			# One argument may not exceed 128 KiB on Linux: a longer
 			# script is read from a file (it then sees that file as $0).
 			if [ "${#2}" -le 65536 ]; then
@@ -1319,11 +1710,18 @@ watch_lease_once() {
 	job_running "$1" || return
 	# (Most often watched already: no fork for that.)
 	[ ! -e "$1.lease.watched" ] || return 0
+	# (Another host's job is watched there: pids of its mean nothing
+	# here.)
+	job_info "$1"
+	[ "$_ji_where" = here ] || return 0
 	(
 		set -C
 		command : >"$1.lease.watched" || exit 0
 		set +C
 		trap '' HUP PIPE
+		# (Detached, it is no waiter's parent: nothing vouches for a pid
+		# to it but /proc.)
+		_jp_own=
 		watch_lease "$1" "$2"
 	) </dev/null >/dev/null 2>&1 3<&- 5>&- 6<&- &
 }
@@ -1359,11 +1757,16 @@ watch_lease() {
 			continue
 		fi
 		_wl_silent=$((_wl_silent + _wl_period))
-		if [ "$_wl_silent" -ge "$2" ] && job_running "$1" && read_pid "$1.pid"; then
-			# (The waiter removes the job's files.)
-			echo lease >"$1.killed"
-			kill_job "$_rp_pid"
-			return
+		if [ "$_wl_silent" -ge "$2" ] && job_running "$1"; then
+			if job_process "$1"; then
+				# (The waiter removes the job's files.)
+				echo lease >"$1.killed"
+				kill_job "$_jp_pid"
+				return
+			fi
+			# Nothing it may kill: a lost job's files go with the sweep;
+			# one that ended, with its client.
+			[ "$_jp_why" = starting ] || break
 		fi
 	done
 	rm -f "$1.lease.check" "$1.lease.watched"
@@ -1396,7 +1799,7 @@ save_output() {
 		set -- "$1" "$2" "$3" "$4" $(($5 + 1)) "$6"
 	fi
 	if [ "$6" -gt "$3" ] || [ "$5" -gt "$4" ]; then
-		if chmod 600 "$1" && mv -f "$1" "$2" 2>/dev/null; then _so_saved=' saved'; else _so_saved=' unsaved'; fi
+		if chmod 600 "$1" && mv -f -- "$1" "$2" 2>/dev/null; then _so_saved=' saved'; else _so_saved=' unsaved'; fi
 	fi
 }
 
@@ -1424,6 +1827,10 @@ readable() {
 # not a regular file (a FIFO, a device: reads that may not end) is "E
 # ENOTREG".
 read_head() {
+	if ! digits "$2"; then
+		finish '!PROTOCOL malformed request'
+		return
+	fi
 	if ! readable "$1"; then
 		:
 	elif [ ! -f "$1" ]; then
@@ -1443,6 +1850,10 @@ read_head() {
 # message". The final status is 0, or "E CODE message" when reading failed
 # part way.
 open_file() {
+	if ! digits "${2:-0}"; then
+		finish '!PROTOCOL malformed request'
+		return
+	fi
 	if readable "$1"; then
 		echo OK
 		if [ "${2:-0}" -gt 0 ]; then
@@ -1532,6 +1943,8 @@ resolve_path() {
 		echo 'E ELOOP too many levels of symbolic links'
 		return
 	}
+	# (A relative path, never sent, as one: "-" would be $OLDPWD to cd.)
+	case $_f in /*) ;; *) _f=./$_f ;; esac
 	if [ -d "$_f" ]; then
 		cd -P -- "$_f" || {
 			echo 'E EACCES permission denied'
@@ -1573,6 +1986,9 @@ stat_path() {
 # (anything else) or N (dangling link), LS an ls -ldn line (a process per
 # entry).
 list_dir() {
+	# (A relative path, never sent, as one: not an expression of find's,
+	# nor "-" for cd.)
+	case $1 in /*) ;; *) set -- "./$1" "$2" ;; esac
 	if [ ! -e "$1" ]; then
 		report_missing "$1"
 		return

@@ -56,10 +56,17 @@ type localServer struct {
 
 func startLocal(t *testing.T, sh []string, useSetsid bool, env ...string) *localServer {
 	t.Helper()
-	l := &localServer{tmp: t.TempDir()}
+	return startLocalIn(t, sh, useSetsid, t.TempDir(), nil, env...)
+}
+
+// startLocalIn is startLocal with TMPDIR tmp, run as the user cred (nil:
+// this process's).
+func startLocalIn(t *testing.T, sh []string, useSetsid bool, tmp string, cred *syscall.Credential, env ...string) *localServer {
+	t.Helper()
+	l := &localServer{tmp: tmp}
 	l.cmd = exec.Command(sh[0], append(sh[1:], "-c", bootstrapScript)...)
 	l.cmd.Env = append(append(os.Environ(), "TMPDIR="+l.tmp), env...)
-	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	l.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
 	stdin, err := l.cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := l.cmd.StdoutPipe()
@@ -295,8 +302,9 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					entries, err := os.ReadDir(jobs)
 					require.NoError(c, err)
 					for _, e := range entries {
-						// (And the FIFO made ahead for this server's next job.)
-						if !strings.HasPrefix(e.Name(), ".fifo-") {
+						// (And this host's directory: the FIFO made ahead for
+						// this server's next job.)
+						if !strings.HasPrefix(e.Name(), ".host.") {
 							assert.True(c, strings.HasPrefix(e.Name(), second[0]+"."), "only the second job's files: %s", e.Name())
 						}
 					}
@@ -316,14 +324,17 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					require.NoError(t, os.Chtimes(filepath.Join(jobs, stale[0]+f), old, old))
 				}
 				// Servers sweep as they start, in the background, at most
-				// once a minute: the first swept a moment ago.
+				// once a minute: the first swept a moment ago (its mark is
+				// made once it has claimed the sweep).
+				here := hostDir(t, jobs)
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					assert.NoDirExists(c, jobs+".sweeping", "the first server's sweep is over")
+					assert.FileExists(c, filepath.Join(here, "swept"), "the first server's sweep began")
+					assert.NoDirExists(c, filepath.Join(here, "sweeping"), "the first server's sweep is over")
 				}, 5*time.Second, 20*time.Millisecond)
 				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache).run(t, "true")
 				time.Sleep(300 * time.Millisecond)
 				assert.FileExists(t, filepath.Join(jobs, stale[0]+".out"), "not swept again within the minute")
-				require.NoError(t, os.Chtimes(jobs+".swept", old, old))
+				require.NoError(t, os.Chtimes(filepath.Join(here, "swept"), old, old))
 				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
 					matches, _ := filepath.Glob(filepath.Join(jobs, stale[0]+".*"))
@@ -862,9 +873,19 @@ func TestPrintfFormatRoundTrip(t *testing.T) {
 // batchFIFOs lists the FIFOs run_jobs made in jobs (and their marks).
 func batchFIFOs(t *testing.T, jobs string) []string {
 	t.Helper()
-	matches, err := filepath.Glob(filepath.Join(jobs, ".fifo-*-g*"))
+	matches, err := filepath.Glob(filepath.Join(hostDir(t, jobs), "fifo-*-g*"))
 	require.NoError(t, err)
 	return matches
+}
+
+// hostDir is this host's directory among the jobs in jobs (server.sh's
+// host_dir): the one there is, made by the servers of this test.
+func hostDir(t *testing.T, jobs string) string {
+	t.Helper()
+	matches, err := filepath.Glob(filepath.Join(jobs, ".host.*"))
+	require.NoError(t, err)
+	require.Len(t, matches, 1)
+	return matches[0]
 }
 
 // newJob is the arguments of run_job for a new job running script in the
