@@ -314,6 +314,15 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				// Servers sweep as they start, in the background, at most
+				// once a minute: the first one's sweep is over before the
+				// stale job looks stale (on a busy host it may begin
+				// late, and would rightly take the job).
+				here := hostDir(t, jobs)
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					assert.FileExists(c, filepath.Join(here, "swept"), "the first server's sweep began")
+					assert.NoDirExists(c, filepath.Join(here, "sweeping"), "the first server's sweep is over")
+				}, 5*time.Second, 20*time.Millisecond)
 				stale, fresh := newJob("echo stale"), newJob("echo fresh")
 				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", stale...))
 				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", fresh...))
@@ -323,14 +332,6 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				for _, f := range []string{".lease", ".status"} {
 					require.NoError(t, os.Chtimes(filepath.Join(jobs, stale[0]+f), old, old))
 				}
-				// Servers sweep as they start, in the background, at most
-				// once a minute: the first swept a moment ago (its mark is
-				// made once it has claimed the sweep).
-				here := hostDir(t, jobs)
-				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					assert.FileExists(c, filepath.Join(here, "swept"), "the first server's sweep began")
-					assert.NoDirExists(c, filepath.Join(here, "sweeping"), "the first server's sweep is over")
-				}, 5*time.Second, 20*time.Millisecond)
 				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache).run(t, "true")
 				time.Sleep(300 * time.Millisecond)
 				assert.FileExists(t, filepath.Join(jobs, stale[0]+".out"), "not swept again within the minute")
