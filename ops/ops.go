@@ -98,13 +98,18 @@ type Guard struct {
 // WriteOperations changes files on one host.
 type WriteOperations interface {
 	// WriteFile replaces the named file with everything read from r,
-	// atomically: the content goes to a temporary file in the same
-	// directory, which is renamed over the target only when complete. A
-	// failed or cancelled write leaves the old file intact and removes the
-	// temporary file. The mode of an existing file is kept; a symlink is
-	// written through (the link stays, its target changes). The parent
-	// directory must exist (see MkdirAll); otherwise the error wraps
+	// atomically: the content goes to a temporary file in a private
+	// directory next to the target, which is renamed over the target only
+	// when complete. A failed or cancelled write leaves the old file intact
+	// and removes the temporary file. Someone who may rename entries in the
+	// target's directory cannot turn the write onto another file. The
+	// parent directory must exist (see MkdirAll); otherwise the error wraps
 	// fs.ErrNotExist, unless opts.CreateParents.
+	//
+	// An existing file keeps its mode, and its owner where the user may set
+	// it.
+	//
+	// A symlink is written through (the link stays, its target changes).
 	WriteFile(ctx context.Context, name string, r io.Reader, opts WriteOptions) error
 
 	// MkdirAll creates a directory and any missing parents. An existing

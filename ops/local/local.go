@@ -132,9 +132,10 @@ func (*FS) MkdirAll(ctx context.Context, name string) error {
 	return err
 }
 
-// WriteFile implements ops.WriteOperations: temp file in the target's
-// directory, copy, chmod to the old mode, fsync, optional Guard check,
-// rename.
+// WriteFile implements ops.WriteOperations: a temporary file in a private
+// directory of its own next to the target (see newTemp), filled, given
+// the old file's owner and mode, synced, checked (Canonical, Guard) and
+// renamed over the target.
 func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.WriteOptions) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -158,15 +159,11 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	switch {
 	case statErr == nil && old.IsDir():
 		return &fs.PathError{Op: "write", Path: name, Err: ops.ErrIsDir}
-	case statErr == nil:
-		perm = old.Mode().Perm() | old.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)
-	case !errors.Is(statErr, fs.ErrNotExist):
+	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
 		return statErr
 	}
 
-	dir, base := filepath.Split(target)
-	// A name of up to 255 bytes must leave room for the temporary one.
-	tmp, err := os.CreateTemp(dir, "."+base[:min(len(base), 200)]+".pi-remote-*")
+	tmp, err := newTemp(target)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -176,28 +173,21 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	}
 	defer func() {
 		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			tmp.remove()
 		}
 	}()
-	if _, err = io.Copy(tmp, ops.CtxReader(ctx, r)); err != nil {
+	if _, err = io.Copy(tmp.f, ops.CtxReader(ctx, r)); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if statErr == nil {
-		// Keep ownership when we are allowed to (root); otherwise the file
-		// becomes ours, as with any editor's atomic save. Before the
-		// mode: chown clears the setuid and setgid bits.
-		if err = keepOwner(tmp, old); err != nil {
-			return err
-		}
+		err = keepAttributes(tmp.f, old)
+	} else {
+		err = tmp.f.Chmod(perm)
 	}
-	if err = tmp.Chmod(perm); err != nil {
-		return err
+	if err != nil {
+		return &fs.PathError{Op: "write", Path: name, Err: err}
 	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
+	if err = tmp.f.Sync(); err != nil {
 		return err
 	}
 	if err = ctx.Err(); err != nil {
@@ -217,7 +207,7 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 			return &fs.PathError{Op: "write", Path: name, Err: ops.ErrModified}
 		}
 	}
-	if err = os.Rename(tmp.Name(), target); err != nil {
+	if err = tmp.commit(filepath.Base(target)); err != nil {
 		if fi, serr := os.Stat(target); serr == nil && fi.IsDir() {
 			// A directory took the file's place since the check above.
 			return &fs.PathError{Op: "write", Path: name, Err: ops.ErrIsDir}
@@ -225,6 +215,16 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 		return err
 	}
 	return nil
+}
+
+// keepAttributes gives f, a write's new content, what old (the file it
+// replaces) has besides its content: its owner where we may set it
+// (first: chown clears the setuid and setgid bits) and its mode.
+func keepAttributes(f *os.File, old fs.FileInfo) error {
+	if err := keepOwner(f, old); err != nil {
+		return err
+	}
+	return f.Chmod(old.Mode().Perm() | old.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
 }
 
 // checkCanonical fails with ops.ErrMoved unless target, the file a write to

@@ -148,14 +148,27 @@ sweep_private_dirs() {
 	done
 }
 
-# remove_private DIR removes a server's private directory, and first the
-# temporary files of writes it created and never committed (a client that
-# lost its connection, or crashed, between create_temp and commit_temp):
-# DIR/temp.SUFFIX holds the path of each.
+# remove_private DIR removes a server's private directory, and first what
+# the writes it created and never committed left (a client that lost its
+# connection, or crashed, between create_temp and commit_temp):
+# DIR/temp.SUFFIX holds the private directory of each and its inode
+# number. Only a directory of the shape create_temp makes for SUFFIX that
+# passes enter_temp's checks (this user's, 0700, the same inode, not
+# reached through a link) is entered, and only its temporary file and
+# then the directory itself are removed.
 remove_private() {
 	for _rmp_temp in "$1"/temp.*; do
 		[ -f "$_rmp_temp" ] || continue
-		IFS= read -r _rmp_path <"$_rmp_temp" && rm -f -- "$_rmp_path"
+		_rmp_suffix=${_rmp_temp##*/temp.}
+		_rmp_path=
+		_rmp_inode=
+		{ IFS= read -r _rmp_path && IFS= read -r _rmp_inode; } <"$_rmp_temp"
+		case $_rmp_suffix:$_rmp_inode in
+		'':* | *[!0-9a-f]*:* | *: | *:*[!0-9]*) continue ;;
+		esac
+		case ${_rmp_path##*/} in
+		.?*".pi-remote-$_rmp_suffix") (enter_temp "$_rmp_path" "$_rmp_inode" >/dev/null && remove_here) ;;
+		esac
 	done
 	rm -rf "$1"
 }
@@ -1521,6 +1534,12 @@ follow_links() {
 	done
 }
 
+# own_uid sets _ou_uid to this user's uid (known once serve has begun).
+own_uid() {
+	_ou_uid=${uid_gid%%:*}
+	[ -n "$_ou_uid" ] || _ou_uid=$(id -u)
+}
+
 # resolve_path PATH: "OK", then the canonical path (every symlink and ".."
 # resolved, as the kernel does) with nothing after it.
 resolve_path() {
@@ -1628,14 +1647,33 @@ make_dirs() {
 	ensure_dir "$1" && echo OK
 }
 
+# A write puts its content in a private directory of its own next to the
+# target: TARGETDIR/.NAME.pi-remote-SUFFIX, mode 0700, holding one file of
+# the same name (NAME is the target's, cut to 200 bytes). It acts on that
+# file only by its name relative to the directory, held as the working
+# directory once checked (enter_temp): nobody else may add, remove or
+# rename entries in a 0700 directory of ours, and the one held cannot be
+# swapped, so no step can be turned onto another file by someone who may
+# rename entries in TARGETDIR (a symlink put in place of the temporary
+# file). The last step renames the file to ../NAME, the target, and
+# removes the directory.
+
 # copy_owner_and_mode FROM TO gives TO the owner, group and mode of FROM
-# (setuid, setgid and sticky bits included). The owner goes first: chown
-# clears the setuid and setgid bits.
+# (setuid, setgid and sticky bits included), FROM being a regular file.
+# The owner goes first: chown clears the setuid and setgid bits. On
+# failure it prints the error line and returns 1.
 copy_owner_and_mode() {
 	set -f
 	# shellcheck disable=SC2046 # the fields of ls -l
 	set -- "$1" "$2" $(ls -ldn -- "$1")
 	set +f
+	case $3 in
+	-*) ;;
+	*)
+		echo 'E ENOTREG not a regular file'
+		return 1
+		;;
+	esac
 	if [ "$5:$6" != "$uid_gid" ]; then
 		chown "$5:$6" "$2" 2>/dev/null
 	fi
@@ -1659,15 +1697,20 @@ copy_owner_and_mode() {
 		o??[tT]) _p=${_p}+t, ;;
 		esac
 	done
-	chmod "${_p%,}" "$2"
+	chmod "${_p%,}" "$2" 2>"$private/err" || {
+		error_from_stderr 'cannot copy the mode of the file'
+		return 1
+	}
 }
 
 # file_digest FILE EXPECTED prints what the client's contentDigest prints
 # for FILE's content, by the method EXPECTED's prefix names: a SHA-256 by
 # sha256sum, shasum or openssl, an MD5, or cksum's "CRC:SIZE"; on a host
-# with none of those, "bytes:COPY" compares with cmp against COPY, an
-# uploaded copy of the expected content, and removes it. A file that
-# cannot be read prints nothing, which matches no digest.
+# with none of those, "bytes:INODE:DIR" compares with cmp against the
+# file in the private directory DIR (see enter_temp), an uploaded copy of
+# the expected content, and removes it. A file that cannot be read prints
+# nothing, which matches no digest. Changes directory: run it in a
+# subshell.
 file_digest() {
 	case $2 in
 	sha256sum:*) sha256sum <"$1" | { read -r _h _ && echo "sha256sum:$_h"; } ;;
@@ -1676,17 +1719,81 @@ file_digest() {
 	md5sum:*) md5sum <"$1" | { read -r _h _ && echo "md5sum:$_h"; } ;;
 	cksum:*) cksum <"$1" | { read -r _c _s _ && echo "cksum:$_c:$_s"; } ;;
 	bytes:*)
-		# No digest tool: the expected content was uploaded to a file.
-		if cmp -s "$1" "${2#bytes:}"; then echo "$2"; else echo changed; fi
-		rm -f "${2#bytes:}"
+		_fd_copy=${2#bytes:}
+		_fd_file=$1
+		case $_fd_file in /*) ;; *) _fd_file=$PWD/$_fd_file ;; esac
+		enter_temp "${_fd_copy#*:}" "${_fd_copy%%:*}" >/dev/null || return
+		if cmp -s -- "$_fd_file" "$_tn"; then echo "$2"; else echo changed; fi
+		remove_here
 		;;
 	esac
 }
 
-# prepare_temp TARGET PERM SUFFIX PARENTS creates the temporary file of a
-# write next to TARGET (its symlink target) and sets _f (the file to
-# replace) and _t (the temporary file). PARENTS "p" creates missing parent
-# directories. On failure it prints the error line and returns 1.
+# temp_name SUFFIX sets _tn to the name of the private directory of a
+# write to _f, and of the temporary file in it.
+temp_name() {
+	# A name of up to 255 bytes must leave room for the temporary one.
+	_tn=${_f##*/}
+	while [ "${#_tn}" -gt 200 ]; do _tn=${_tn%?}; done
+	_tn=.$_tn.pi-remote-$1
+}
+
+# check_temp_dir [INODE]: true when the working directory is a write's
+# private directory: this user's own, mode 0700 (no ACL entry may grant
+# more: the group bits show the mask; a setgid bit passed on by the parent
+# is no matter) and, when INODE is given, the one create_temp made. Sets
+# _td_inode to its inode number; otherwise prints the error line.
+check_temp_dir() {
+	own_uid
+	set -f
+	# shellcheck disable=SC2046 # the fields of ls -i
+	set -- "$1" $(ls -ldni . 2>/dev/null)
+	set +f
+	case $3 in
+	drwx--[-S]---*) ;;
+	*) set -- x ;;
+	esac
+	if [ "$#" -ge 5 ] && [ "$5" = "$_ou_uid" ] && { [ -z "$1" ] || [ "$1" = "$2" ]; }; then
+		_td_inode=$2
+		return 0
+	fi
+	echo 'E EACCES the private directory of the write is not the one it made'
+	return 1
+}
+
+# enter_temp DIR [INODE] enters DIR, a write's private directory as
+# create_temp printed it (a physical path), and checks it (see
+# check_temp_dir); sets _tn to the temporary file's name. Otherwise it
+# prints the error line and returns 1.
+enter_temp() {
+	if cd -P -- "$1" 2>/dev/null && [ "$PWD" = "$1" ]; then
+		_tn=${1##*/}
+		check_temp_dir "$2"
+		return
+	fi
+	if [ -e "$1" ] || [ -L "$1" ]; then
+		echo 'E EACCES the private directory of the write is not the one it made'
+	else
+		echo 'E ENOENT the temporary file of the write is gone'
+	fi
+	return 1
+}
+
+# remove_here removes the temporary file and the private directory of a
+# write (the working directory, entered by enter_temp or prepare_temp),
+# and leaves the directory above as the working directory.
+remove_here() {
+	if [ -e "$_tn" ] || [ -L "$_tn" ]; then rm -f -- "$_tn"; fi
+	cd -P .. && rmdir -- "$_tn" 2>/dev/null
+}
+
+# prepare_temp TARGET PERM SUFFIX PARENTS makes the private directory of a
+# write to TARGET (its symlink target, see follow_links), enters it, and
+# creates the temporary file there: with the owner and mode of the file
+# it will replace, or, for a new file, mode PERM (octal). Sets _f (the
+# file to replace), _pt_base (its name) and _tn. PARENTS "p" creates
+# missing parent directories. On failure it prints the error line and
+# returns 1, having removed what it made.
 prepare_temp() {
 	follow_links "$1" || {
 		echo 'E ELOOP too many levels of symbolic links'
@@ -1704,40 +1811,83 @@ prepare_temp() {
 		report_missing "$_f"
 		return 1
 	fi
-	temp_path "$3"
-	umask 077
+	_pt_base=${_f##*/}
+	temp_name "$3"
+	if ! cd -P -- "$_pt_dir" 2>"$private/err"; then
+		error_from_stderr "cannot enter $_pt_dir"
+		return 1
+	fi
+	if ! mkdir -m 700 -- "$_tn" 2>"$private/err"; then
+		error_from_stderr "cannot create a temporary directory in $_pt_dir"
+		return 1
+	fi
+	_pt_here=${PWD%/}/$_tn
+	# Entered by its name in the directory held: nothing else to trust.
+	if ! cd -P -- "$_tn" 2>/dev/null || [ "$PWD" != "$_pt_here" ]; then
+		echo 'E EACCES the private directory of the write is not the one it made'
+		return 1
+	fi
+	check_temp_dir || return 1
+	_pt_old=
+	if [ -e "../$_pt_base" ] || [ -L "../$_pt_base" ]; then
+		_pt_old=yes
+	fi
 	set -C
 	# "command" keeps a failed redirection from ending the shell.
-	if ! command : 2>|"$private/err" >"$_t"; then
+	if ! command : 2>|"$private/err" >"$_tn"; then
 		set +C
 		error_from_stderr "cannot create a temporary file in $_pt_dir"
+		remove_here
 		return 1
 	fi
 	set +C
-	if [ -e "$_f" ]; then
-		copy_owner_and_mode "$_f" "$_t" || {
-			rm -f "$_t"
-			echo "E EIO cannot copy the mode of $_f"
+	if [ -n "$_pt_old" ]; then
+		copy_owner_and_mode "../$_pt_base" "$_tn" || {
+			remove_here
 			return 1
 		}
 	else
-		chmod "$2" "$_t"
+		chmod "$2" "$_tn"
 	fi
 }
 
-# temp_path SUFFIX sets _t to the temporary file of a write to _f.
-temp_path() {
-	_tp_dir=${_f%/*}
-	_tp_dir=${_tp_dir:-/}
-	# A name of up to 255 bytes must leave room for the temporary one.
-	_tp_base=${_f##*/}
-	while [ "${#_tp_base}" -gt 200 ]; do _tp_base=${_tp_base%?}; done
-	_t=${_tp_dir%/}/.$_tp_base.pi-remote-$1
+# sftp_safe: true when nobody but root and this user may rename entries in
+# the directories above the private one (the working directory): then the
+# SFTP server, which resolves the temporary file's path itself, reaches
+# the very file. An ancestor that is another user's, or writable by group
+# or others without the sticky bit, or a listing that cannot be read,
+# makes it false.
+sftp_safe() {
+	own_uid
+	_ss_dir=${PWD%/*}
+	set --
+	while [ -n "$_ss_dir" ]; do
+		set -- "$@" "$_ss_dir"
+		_ss_dir=${_ss_dir%/*}
+	done
+	ls -ldn -- / "$@" >"$private/chain" 2>/dev/null || return 1
+	_ss_n=0
+	while read -r _ss_mode _ss_links _ss_uid _ss_rest; do
+		_ss_n=$((_ss_n + 1))
+		case $_ss_uid in
+		0 | "$_ou_uid") ;;
+		*) return 1 ;;
+		esac
+		case $_ss_mode in
+		d????????[tT]*) ;;
+		d????w* | d???????w*) return 1 ;;
+		d*) ;;
+		*) return 1 ;;
+		esac
+	done <"$private/chain"
+	# One line per directory: a name with a newline would make more.
+	[ "$_ss_n" = $(($# + 1)) ]
 }
 
-# append_bytes FILE FORMAT appends printf FORMAT to FILE; on failure it
-# removes FILE and prints the error line (printf does not say why it
-# failed: cat, given the same bytes, does).
+# append_bytes FILE FORMAT appends printf FORMAT to FILE, the temporary
+# file in the private directory entered; on failure it removes both and
+# prints the error line (printf does not say why it failed: cat, given
+# the same bytes, does).
 append_bytes() {
 	# shellcheck disable=SC2059 # the format is the content, encoded by the client
 	if printf "$2" >>"$1" 2>/dev/null; then
@@ -1745,66 +1895,81 @@ append_bytes() {
 	fi
 	# shellcheck disable=SC2059
 	printf "$2" 2>/dev/null | cat 2>"$private/err" >>"$1"
-	rm -f "$1"
+	remove_here
 	error_from_stderr "cannot write $1"
 	return 1
 }
 
-# commit_temp TARGET TEMP DIGEST [CANONICAL] renames TEMP over TARGET (its
-# symlink target) once TEMP is on disk, when TARGET still has DIGEST
-# (empty: no check) and the file it replaces has the canonical path
-# CANONICAL (when given: see same_file). Prints "OK" or the error line;
-# TEMP is gone either way.
-commit_temp() {
-	[ ! -e "$private/temp.${2##*.pi-remote-}" ] || rm -f "$private/temp.${2##*.pi-remote-}"
-	follow_links "$1" || {
-		rm -f "$2"
-		echo 'E ELOOP too many levels of symbolic links'
-		return
-	}
-	if [ -n "$4" ] && ! same_file "$4"; then
-		rm -f "$2"
+# commit_here NAME DIGEST [CANONICAL] renames the temporary file, in the
+# private directory entered, over NAME in the directory above (the
+# target), once the file is on disk, when NAME still has DIGEST (empty:
+# no check) and has the canonical path CANONICAL (when given: see
+# same_file). The private directory goes either way. Prints "OK" or the
+# error line.
+commit_here() {
+	if [ -n "$3" ] && ! same_file "$1" "$3"; then
+		remove_here
 		return
 	fi
-	if [ -n "$3" ] && [ "$(file_digest "$_f" "$3")" != "$3" ]; then
-		rm -f "$2"
+	if [ -n "$2" ] && [ "$(file_digest "../$1" "$2")" != "$2" ]; then
+		remove_here
 		echo 'E EMODIFIED file changed on disk'
 		return
 	fi
-	if [ -d "$_f" ]; then
-		rm -f "$2"
+	if [ -d "../$1" ]; then
+		remove_here
 		echo 'E EISDIR is a directory'
 		return
 	fi
-	if [ -n "$sync_file" ]; then sync "$2"; fi
-	if ! mv -f "$2" "$_f" 2>"$private/err"; then
-		rm -f "$2"
-		error_from_stderr 'rename failed'
-		return
+	if [ -n "$sync_file" ]; then sync "$_tn"; fi
+	# -T: a directory put in NAME's place is an error, not where the file
+	# goes.
+	if ! mv -fT -- "$_tn" "../$1" 2>"$private/err"; then
+		_ch_line=
+		IFS= read -r _ch_line <"$private/err"
+		case $_ch_line in
+		*option*) move_over "$1" || return ;;
+		*)
+			remove_here
+			if [ -d "../$1" ]; then
+				echo 'E EISDIR is a directory'
+			else
+				error_from_message "${_ch_line:-rename failed}"
+			fi
+			return
+			;;
+		esac
 	fi
-	# A directory that replaced TARGET after the check above received
-	# TEMP instead: take it back out.
-	if [ -d "$_f" ] && [ -e "$_f/${2##*/}" ]; then
-		rm -f "$_f/${2##*/}"
-		echo 'E EISDIR is a directory'
-		return
-	fi
+	remove_here
 	echo OK
 }
 
-# same_file CANONICAL: true when _f (a write's target, its symlinks
-# followed) has the canonical path CANONICAL, the one the client's
-# mutation queue holds for it; otherwise prints the error line (EMOVED: the
-# client asks again which file the path names). Changes directory: for
-# call's subshell only.
-same_file() {
-	_sf_dir=${_f%/*}
-	if ! cd -P -- "${_sf_dir:-/}" 2>/dev/null; then
-		echo 'E EMOVED the parent directory cannot be resolved'
+# move_over NAME renames the temporary file over ../NAME with an mv that
+# lacks -T: a directory that took NAME's place since commit_here's check
+# receives the file, which is taken back out. On failure it prints the
+# error line and returns 1, having removed the private directory.
+move_over() {
+	if ! mv -f -- "$_tn" "../$1" 2>"$private/err"; then
+		remove_here
+		error_from_stderr 'rename failed'
 		return 1
 	fi
-	_sf_path=${PWD%/}/${_f##*/}
-	[ "$_sf_path" = "$1" ] && return 0
+	if [ -d "../$1" ] && [ -e "../$1/$_tn" ]; then
+		rm -f -- "../$1/$_tn"
+		remove_here
+		echo 'E EISDIR is a directory'
+		return 1
+	fi
+}
+
+# same_file NAME CANONICAL: true when NAME in the directory above the
+# working directory (a write's target, its symlinks followed) has the
+# canonical path CANONICAL, the one the client's mutation queue holds for
+# it; otherwise prints the error line (EMOVED: the client asks again which
+# file the path names).
+same_file() {
+	_sf_path=${PWD%/*}/$1
+	[ "$_sf_path" = "$2" ] && return 0
 	echo "E EMOVED the path now names $_sf_path"
 	return 1
 }
@@ -1813,47 +1978,78 @@ same_file() {
 # whole write of a small content, given as a printf format, in one request.
 write_inline() {
 	prepare_temp "$1" "$2" "$4" "$6" || return
-	append_bytes "$_t" "$5" || return
-	commit_temp "$1" "$_t" "$3" "$7"
+	append_bytes "$_tn" "$5" || return
+	commit_here "$_pt_base" "$3" "$7"
 }
 
-# create_temp TARGET PERM SUFFIX PARENTS: "OK", then the path of a new
-# empty temporary file for TARGET (filled by the client, then committed;
-# or removed with this server when it is neither committed nor removed).
+# create_temp TARGET PERM SUFFIX PARENTS: "OK", then "INODE VIA DIR": the
+# private directory DIR of a new write, and the inode number that the
+# requests after this one check it by; VIA is "sftp" when the client may
+# fill the temporary file (DIR/NAME, NAME being DIR's own) over SFTP
+# (sftp_safe), "server" when only through receive_temp. Committed with
+# commit_temp or removed with remove_temp; otherwise removed with this
+# server (remove_private).
 create_temp() {
 	prepare_temp "$1" "$2" "$3" "$4" || return
-	# Removed with the private directory unless committed or removed.
-	printf '%s\n' "$_t" >"$private/temp.$3"
-	printf 'OK\n%s' "$_t"
+	printf '%s\n%s\n' "$PWD" "$_td_inode" >"$private/temp.$3"
+	_ct_via=server
+	if sftp_safe; then _ct_via=sftp; fi
+	printf 'OK\n%s %s %s' "$_td_inode" "$_ct_via" "$PWD"
 }
 
-# receive_temp TEMP COUNT appends to TEMP the COUNT raw bytes that follow
-# the request on the request stream. They are always all read, so the next
-# request comes whole even when the write fails (TEMP is removed then).
-# head -c reads no further than the client sent: it sends nothing more
-# until the answer.
+# receive_temp DIR INODE COUNT appends to the temporary file in the
+# private directory DIR the COUNT raw bytes that follow the request on the
+# request stream. They are always all read, so the next request comes
+# whole even when the write fails (the private directory is removed
+# then). head -c reads no further than the client sent: it sends nothing
+# more until the answer.
 receive_temp() {
+	if ! enter_temp "$1" "$2"; then
+		head -c "$3" <&3 >/dev/null
+		return
+	fi
 	rm -f "$private/failed"
-	head -c "$2" <&3 | {
-		cat 2>"$private/err" >>"$1" || {
+	head -c "$3" <&3 | {
+		cat 2>"$private/err" >>"$_tn" || {
 			command : >"$private/failed"
 			cat >/dev/null
 		}
 	}
 	if [ -e "$private/failed" ]; then
-		rm -f "$1"
+		remove_here
 		error_from_stderr "cannot write $1"
 	else
 		echo OK
 	fi
 }
 
-# diagnose_write TEMP says why writing to TEMP fails, for a client whose
-# own write (over SFTP, which reports most errors as a plain failure) did:
-# it appends one byte with cat and prints cat's complaint as the error
-# line, or "OK" when the write now succeeds.
+# commit_temp TARGET DIR INODE DIGEST [CANONICAL] commits the write whose
+# private directory is DIR (see commit_here) over TARGET (its symlink
+# target), which must still be in the directory above DIR. Prints "OK"
+# or the error line; the private directory is gone either way.
+commit_temp() {
+	[ ! -e "$private/temp.${2##*.pi-remote-}" ] || rm -f "$private/temp.${2##*.pi-remote-}"
+	if ! follow_links "$1"; then
+		echo 'E ELOOP too many levels of symbolic links'
+	else
+		_ct_dir=${_f%/*}
+		if cd -P -- "${_ct_dir:-/}" 2>/dev/null && [ "${PWD%/}" = "${2%/*}" ]; then
+			enter_temp "$2" "$3" && commit_here "${_f##*/}" "$4" "$5"
+			return
+		fi
+		echo 'E EMOVED the path now names a file in another directory'
+	fi
+	if enter_temp "$2" "$3" >/dev/null; then remove_here; fi
+}
+
+# diagnose_write DIR INODE says why writing to the temporary file in the
+# private directory DIR fails, for a client whose own write (over SFTP,
+# which reports most errors as a plain failure) did: it appends one byte
+# with cat and prints cat's complaint as the error line, or "OK" when the
+# write now succeeds.
 diagnose_write() {
-	if printf x 2>/dev/null | cat 2>"$private/err" >>"$1"; then
+	enter_temp "$1" "$2" || return
+	if printf x 2>/dev/null | cat 2>"$private/err" >>"$_tn"; then
 		echo OK
 	else
 		error_from_stderr "cannot write $1"
@@ -1861,7 +2057,7 @@ diagnose_write() {
 }
 
 # settle_write TARGET DIGEST SUFFIX... settles a write whose connection
-# was lost: the temporary files it may have made (named by their
+# was lost: the private directories it may have made (named by their
 # SUFFIXes) are removed first, so that its commit, if it has not happened,
 # never will; then TARGET (its symlink target) is compared with DIGEST,
 # the new content's. Prints "OK applied", "OK absent", or "OK unknown"
@@ -1873,10 +2069,16 @@ settle_write() {
 	}
 	_sw_digest=$2
 	shift 2
-	for _sw_suffix in "$@"; do
-		temp_path "$_sw_suffix"
-		rm -f -- "$_t"
-	done
+	_sw_dir=${_f%/*}
+	if cd -P -- "${_sw_dir:-/}" 2>/dev/null; then
+		_sw_here=${PWD%/}
+		for _sw_suffix in "$@"; do
+			temp_name "$_sw_suffix"
+			if [ -d "$_tn" ]; then
+				(enter_temp "$_sw_here/$_tn" >/dev/null && remove_here)
+			fi
+		done
+	fi
 	case $_sw_digest in
 	-) echo 'OK absent' ;;
 	'' | bytes:*) echo 'OK unknown' ;;
@@ -1890,9 +2092,11 @@ settle_write() {
 	esac
 }
 
-# remove_temp TEMP: "OK" once TEMP is gone.
+# remove_temp DIR INODE: "OK" once the write whose private directory is
+# DIR has left nothing (a DIR that is not that directory is left alone).
 remove_temp() {
-	rm -f -- "$1" "$private/temp.${1##*.pi-remote-}"
+	[ ! -e "$private/temp.${1##*.pi-remote-}" ] || rm -f "$private/temp.${1##*.pi-remote-}"
+	if enter_temp "$1" "$2" >/dev/null; then remove_here; fi
 	echo OK
 }
 
