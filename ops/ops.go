@@ -63,8 +63,13 @@ type DirEntry struct {
 
 // WriteOptions tune WriteFile.
 type WriteOptions struct {
-	// Perm is the mode of a newly created file (default 0o644). The mode of
-	// an existing file is always kept.
+	// Perm is the mode a newly created file asks for, before the umask,
+	// as with open(2) (default DefaultPerm, 0o666): the file gets Perm
+	// less the umask of the user's shell on the host (ops/local: this
+	// process's; remote hosts: the command server's, which is the login
+	// shell's), or what a default ACL of its directory gives it, exactly
+	// as a file made by a command there would. An existing file always
+	// keeps its mode.
 	Perm fs.FileMode
 
 	// CreateParents creates missing parent directories first, as MkdirAll
@@ -256,8 +261,10 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// DefaultPerm is the mode of files created by WriteFile when none is given.
-const DefaultPerm fs.FileMode = 0o644
+// DefaultPerm is the mode files created by WriteFile ask for when
+// WriteOptions.Perm is zero, before the host's umask: a file made with
+// umask 022 is 0644, with umask 077 0600.
+const DefaultPerm fs.FileMode = 0o666
 
 // GraceAfterExit is how long Exec waits for output after the command itself
 // exited, before it stops reading from children that inherited the pipes.

@@ -163,7 +163,9 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 		return statErr
 	}
 
-	tmp, err := newTemp(target)
+	// A new file asks for perm and gets it less the umask, as any file
+	// this process creates; an existing one's mode is set below.
+	tmp, err := newTemp(target, perm)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -180,12 +182,9 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if statErr == nil {
-		err = keepAttributes(tmp.f, old)
-	} else {
-		err = tmp.f.Chmod(perm)
-	}
-	if err != nil {
-		return &fs.PathError{Op: "write", Path: name, Err: err}
+		if err = keepAttributes(tmp.f, old); err != nil {
+			return &fs.PathError{Op: "write", Path: name, Err: err}
+		}
 	}
 	if err = tmp.f.Sync(); err != nil {
 		return err

@@ -30,8 +30,9 @@ type tempFile struct {
 }
 
 // newTemp makes the private directory next to target and the temporary
-// file in it.
-func newTemp(target string) (*tempFile, error) {
+// file in it, with mode perm less the umask (or what a default ACL of the
+// directory gives it).
+func newTemp(target string, perm fs.FileMode) (*tempFile, error) {
 	parent, base := filepath.Split(target)
 	var name string
 	for attempt := 0; ; attempt++ {
@@ -57,7 +58,7 @@ func newTemp(target string) (*tempFile, error) {
 		return nil, err
 	}
 	t := &tempFile{dir: dir, name: name}
-	ffd, err := unix.Openat(fd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	ffd, err := unix.Openat(fd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
 		t.remove()
 		return nil, &fs.PathError{Op: "open", Path: filepath.Join(pdir, name), Err: err}

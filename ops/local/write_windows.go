@@ -3,6 +3,7 @@
 package local
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -15,8 +16,9 @@ type tempFile struct {
 	name string
 }
 
-// newTemp creates the temporary file next to target.
-func newTemp(target string) (*tempFile, error) {
+// newTemp creates the temporary file next to target. Its mode is what
+// Windows gives new files.
+func newTemp(target string, _ fs.FileMode) (*tempFile, error) {
 	dir, base := filepath.Split(target)
 	f, err := os.CreateTemp(dir, "."+base[:min(len(base), 200)]+".pi-remote-*")
 	if err != nil {

@@ -105,11 +105,12 @@ func testWrite(t *testing.T, h Harness) {
 	o, root := h.New(t)
 	ctx := t.Context()
 
+	umask := hostUmask(t, o)
 	t.Run("create and overwrite", func(t *testing.T) {
 		name := path.Join(root, "a.txt")
 		write(t, o, name, "one")
 		assert.Equal(t, "one", read(t, o, name))
-		assert.Equal(t, ops.DefaultPerm, mode(t, o, name))
+		assert.Equal(t, ops.DefaultPerm&^umask, mode(t, o, name))
 		write(t, o, name, "two, longer")
 		assert.Equal(t, "two, longer", read(t, o, name))
 		write(t, o, name, "")
@@ -126,6 +127,24 @@ func testWrite(t *testing.T, h Harness) {
 		name := path.Join(root, "private")
 		require.NoError(t, o.WriteFile(ctx, name, strings.NewReader("s"), ops.WriteOptions{Perm: 0o600}))
 		assert.Equal(t, fs.FileMode(0o600), mode(t, o, name))
+	})
+	t.Run("a new file gets the mode the host's umask gives", func(t *testing.T) {
+		// As a file a command makes there (issue 29, item 7: 0644 under
+		// umask 077).
+		dir := path.Join(root, "umask")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		run(t, o, "cd "+q(dir)+" && : >by-shell")
+		byShell := mode(t, o, path.Join(dir, "by-shell"))
+		require.Equal(t, 0o666&^umask, byShell, "the shell's file, umask %04o", umask)
+		for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+			name := path.Join(dir, fmt.Sprintf("new%d", size))
+			require.NoError(t, o.WriteFile(ctx, name, strings.NewReader(strings.Repeat("u", size)), ops.WriteOptions{}))
+			assert.Equal(t, byShell, mode(t, o, name), "%d bytes, umask %04o", size, umask)
+			// Perm is what the file asks for; the umask still applies.
+			name = path.Join(dir, fmt.Sprintf("exec%d", size))
+			require.NoError(t, o.WriteFile(ctx, name, strings.NewReader(strings.Repeat("x", size)), ops.WriteOptions{Perm: 0o750}))
+			assert.Equal(t, 0o750&^umask, mode(t, o, name), "%d bytes, Perm 0750, umask %04o", size, umask)
+		}
 	})
 	t.Run("missing parent", func(t *testing.T) {
 		err := o.WriteFile(ctx, path.Join(root, "no", "such", "f"), strings.NewReader("x"), ops.WriteOptions{})

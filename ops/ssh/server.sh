@@ -1787,13 +1787,32 @@ remove_here() {
 	cd -P .. && rmdir -- "$_tn" 2>/dev/null
 }
 
+# restrict_umask PERM narrows the umask to PERM (octal, three digits):
+# what the shell creates then has PERM less the umask the server started
+# with, as open(2) with mode PERM would give it (0666 changes nothing).
+restrict_umask() {
+	[ "$1" != 666 ] || return 0
+	_ru_perm=$1
+	_ru_spec=
+	for _ru_who in o g u; do
+		_ru_digit=${_ru_perm#"${_ru_perm%?}"}
+		_ru_perm=${_ru_perm%?}
+		_ru_off=
+		case $_ru_digit in [0-3]) _ru_off=r ;; esac
+		case $_ru_digit in [0145]) _ru_off=${_ru_off}w ;; esac
+		case $_ru_digit in [0246]) _ru_off=${_ru_off}x ;; esac
+		[ -z "$_ru_off" ] || _ru_spec=$_ru_spec,$_ru_who-$_ru_off
+	done
+	[ -z "$_ru_spec" ] || umask "${_ru_spec#,}"
+}
+
 # prepare_temp TARGET PERM SUFFIX PARENTS makes the private directory of a
 # write to TARGET (its symlink target, see follow_links), enters it, and
 # creates the temporary file there: with the owner and mode of the file
-# it will replace, or, for a new file, mode PERM (octal). Sets _f (the
-# file to replace), _pt_base (its name) and _tn. PARENTS "p" creates
-# missing parent directories. On failure it prints the error line and
-# returns 1, having removed what it made.
+# it will replace, or, for a new file, mode PERM (octal) less the umask.
+# Sets _f (the file to replace), _pt_base (its name) and _tn. PARENTS "p"
+# creates missing parent directories. On failure it prints the error line
+# and returns 1, having removed what it made.
 prepare_temp() {
 	follow_links "$1" || {
 		echo 'E ELOOP too many levels of symbolic links'
@@ -1831,6 +1850,8 @@ prepare_temp() {
 	_pt_old=
 	if [ -e "../$_pt_base" ] || [ -L "../$_pt_base" ]; then
 		_pt_old=yes
+	else
+		restrict_umask "$2"
 	fi
 	set -C
 	# "command" keeps a failed redirection from ending the shell.
@@ -1847,7 +1868,9 @@ prepare_temp() {
 			return 1
 		}
 	else
-		chmod "$2" "$_tn"
+		case $2 in
+		*[1357]*) chmod +x -- "$_tn" ;;
+		esac
 	fi
 }
 

@@ -128,7 +128,7 @@ func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops
 	if perm == 0 {
 		perm = ops.DefaultPerm
 	}
-	octal := strconv.FormatUint(uint64(perm.Perm()), 8)
+	octal := fmt.Sprintf("%03o", perm.Perm())
 	parents := "-"
 	if opts.CreateParents {
 		parents = "p"
