@@ -114,7 +114,10 @@ type WriteOperations interface {
 	// An existing file keeps its mode, and its owner where the user may set
 	// it.
 	//
-	// A symlink is written through (the link stays, its target changes).
+	// A symlink is written through (the link stays, its target changes),
+	// except, as the kernel's fs.protected_symlinks would have it, a link
+	// in a sticky world-writable directory that belongs to neither the
+	// user nor that directory's owner (fs.ErrPermission).
 	WriteFile(ctx context.Context, name string, r io.Reader, opts WriteOptions) error
 
 	// MkdirAll creates a directory and any missing parents. An existing

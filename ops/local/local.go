@@ -240,12 +240,15 @@ func checkCanonical(name, target, want string) error {
 }
 
 // followLinks follows the symlinks at the end of name, to a target that
-// may not exist.
+// may not exist. A link that followable refuses is a permission error.
 func followLinks(name string) (string, error) {
 	for range 40 {
 		link, err := os.Readlink(name)
 		if err != nil {
 			return name, nil // not a link, or nothing there yet: the write will tell
+		}
+		if !followable(name) {
+			return "", &fs.PathError{Op: "write", Path: name, Err: fmt.Errorf("%w: not following a symbolic link of another user in a shared sticky directory", fs.ErrPermission)}
 		}
 		if !filepath.IsAbs(link) {
 			link = filepath.Join(filepath.Dir(name), link)

@@ -142,6 +142,22 @@ func (t *tempFile) removeDir(parent *os.File) {
 	unix.Unlinkat(int(parent.Fd()), t.name, unix.AT_REMOVEDIR)
 }
 
+// followable says whether a write may follow the symlink link: not when
+// it sits in a sticky world-writable directory (/tmp) and belongs to
+// neither this user nor the directory's owner, which is what the kernel's
+// fs.protected_symlinks refuses to follow. There, another user's link
+// could aim a write at any file of this user's.
+func followable(link string) bool {
+	var dir, l unix.Stat_t
+	if unix.Stat(filepath.Dir(link), &dir) != nil || unix.Lstat(link, &l) != nil {
+		return true // gone meanwhile: the write will tell
+	}
+	if dir.Mode&unix.S_ISVTX == 0 || dir.Mode&0o002 == 0 {
+		return true
+	}
+	return int(l.Uid) == os.Geteuid() || l.Uid == dir.Uid
+}
+
 // keepOwner gives f the owner and group of old where we may.
 func keepOwner(f *os.File, old fs.FileInfo) error {
 	st, ok := old.Sys().(*syscall.Stat_t)

@@ -43,3 +43,6 @@ func (t *tempFile) remove() {
 	}
 	os.Remove(t.name)
 }
+
+// followable: Windows has no sticky shared directories.
+func followable(string) bool { return true }

@@ -393,6 +393,45 @@ func testWrite(t *testing.T, h Harness) {
 		assert.Empty(t, listNames(t, o, name), "nothing was moved into the directory")
 		assert.Equal(t, []string{"x"}, listNames(t, o, dir))
 	})
+	t.Run("another user's symlink in a sticky shared directory is not followed", func(t *testing.T) {
+		// As the kernel's fs.protected_symlinks would not (issue 29,
+		// item 8: /tmp/report.txt -> ~victim/x was written through).
+		needRoot(t, o)
+		dir := path.Join(root, "protected")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		victim := path.Join(root, "victim.txt")
+		write(t, o, victim, "mine")
+		for _, tc := range []struct {
+			name, dirMode, dirOwner, linkOwner string
+			followed                           bool
+		}{
+			{"another user's link in a sticky world-writable directory", "1777", "0", "65534", false},
+			{"this user's own link there", "1777", "0", "0", true},
+			{"the link of the directory's owner", "1777", "65534", "65534", true},
+			{"another user's link in a directory without the sticky bit", "0777", "0", "65534", true},
+			{"another user's link in a sticky directory others may not write", "1755", "0", "65534", true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				run(t, o, "chown "+tc.dirOwner+" "+q(dir)+" && chmod "+tc.dirMode+" "+q(dir)+
+					" && rm -f "+q(path.Join(dir, "report.txt"))+" && ln -s "+q(victim)+" "+q(path.Join(dir, "report.txt"))+
+					" && chown -h "+tc.linkOwner+" "+q(path.Join(dir, "report.txt")))
+				for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+					write(t, o, victim, "mine")
+					content := strings.Repeat("w", size)
+					err := o.WriteFile(ctx, path.Join(dir, "report.txt"), strings.NewReader(content), ops.WriteOptions{})
+					if tc.followed {
+						require.NoError(t, err)
+						assert.Equal(t, content, read(t, o, victim))
+						continue
+					}
+					requirePathError(t, err, fs.ErrPermission)
+					assert.Equal(t, "mine", read(t, o, victim), "%d bytes", size)
+					assert.Equal(t, []string{"report.txt"}, listNames(t, o, dir), "no temporary file left behind")
+				}
+			})
+		}
+		run(t, o, "chmod 0755 "+q(dir))
+	})
 	t.Run("concurrent writers never tear", func(t *testing.T) {
 		name := path.Join(root, "race.txt")
 		a, b := strings.Repeat("a", 1<<20), strings.Repeat("b", 1<<20)

@@ -1517,14 +1517,25 @@ report_missing() {
 	fi
 }
 
-# follow_links PATH sets _f to PATH with every symlink at its end followed,
-# even to a target that does not exist (where a write creates the file).
+# follow_links PATH [guard] sets _f to PATH with every symlink at its end
+# followed, even to a target that does not exist (where a write creates
+# the file). With "guard" it follows, as the kernel's
+# fs.protected_symlinks would, no link that sits in a sticky
+# world-writable directory (/tmp) and belongs to neither this user nor
+# that directory's owner: there, another user's link could aim a write at
+# any file of this user's. On failure (that, or over 40 links) it sets
+# _fl_error to the error line and returns 1.
 follow_links() {
 	_f=$1
 	_fl_n=0
+	_fl_error='E ELOOP too many levels of symbolic links'
 	while [ -L "$_f" ]; do
 		_fl_n=$((_fl_n + 1))
 		[ "$_fl_n" -le 40 ] || return 1
+		if [ -n "$2" ] && ! followable "$_f"; then
+			_fl_error='E EACCES not following a symbolic link of another user in a shared sticky directory'
+			return 1
+		fi
 		_fl_link=$(readlink "$_f" && echo x) || return 1
 		_fl_link=${_fl_link%"${nl}x"}
 		case $_fl_link in
@@ -1532,6 +1543,29 @@ follow_links() {
 		*) _f=${_f%/*}/$_fl_link ;;
 		esac
 	done
+}
+
+# followable LINK: false when LINK sits in a sticky world-writable
+# directory and belongs to neither this user nor the directory's owner.
+followable() {
+	_fa_dir=${1%/*}
+	_fa_dir=${_fa_dir:-/}
+	# Most directories are not sticky: no ls for them.
+	[ -k "$_fa_dir" ] || return 0
+	set -f
+	# shellcheck disable=SC2046 # the fields of ls
+	set -- "$1" $(ls -ldnL -- "$_fa_dir" 2>/dev/null)
+	_fa_mode=$2
+	_fa_owner=$4
+	# shellcheck disable=SC2046
+	set -- $(ls -ldn -- "$1" 2>/dev/null)
+	set +f
+	case $_fa_mode in
+	d???????w*) ;;
+	*) return 0 ;;
+	esac
+	own_uid
+	[ "$3" = "$_ou_uid" ] || [ "$3" = "$_fa_owner" ]
 }
 
 # own_uid sets _ou_uid to this user's uid (known once serve has begun).
@@ -1814,8 +1848,8 @@ restrict_umask() {
 # creates missing parent directories. On failure it prints the error line
 # and returns 1, having removed what it made.
 prepare_temp() {
-	follow_links "$1" || {
-		echo 'E ELOOP too many levels of symbolic links'
+	follow_links "$1" guard || {
+		echo "$_fl_error"
 		return 1
 	}
 	if [ -d "$_f" ]; then
@@ -2052,8 +2086,8 @@ receive_temp() {
 # or the error line; the private directory is gone either way.
 commit_temp() {
 	[ ! -e "$private/temp.${2##*.pi-remote-}" ] || rm -f "$private/temp.${2##*.pi-remote-}"
-	if ! follow_links "$1"; then
-		echo 'E ELOOP too many levels of symbolic links'
+	if ! follow_links "$1" guard; then
+		echo "$_fl_error"
 	else
 		_ct_dir=${_f%/*}
 		if cd -P -- "${_ct_dir:-/}" 2>/dev/null && [ "${PWD%/}" = "${2%/*}" ]; then
@@ -2086,8 +2120,8 @@ diagnose_write() {
 # the new content's. Prints "OK applied", "OK absent", or "OK unknown"
 # when there is no digest to compare ("-": the commit was never sent).
 settle_write() {
-	follow_links "$1" || {
-		echo 'E ELOOP too many levels of symbolic links'
+	follow_links "$1" guard || {
+		echo "$_fl_error"
 		return
 	}
 	_sw_digest=$2
