@@ -114,6 +114,8 @@ type WriteOperations interface {
 	// An existing file keeps its mode, and its owner where the user may set
 	// it.
 	//
+	// A device, FIFO or socket is not replaced (ErrNotRegular).
+	//
 	// A symlink is written through (the link stays, its target changes),
 	// except, as the kernel's fs.protected_symlinks would have it, a link
 	// in a sticky world-writable directory that belongs to neither the
@@ -240,10 +242,12 @@ var (
 	// (WriteOptions.Canonical) no longer names the file it would replace.
 	ErrMoved = errors.New("path now names another file than expected")
 
-	// ErrIsDir and ErrNotDir are wrapped in *fs.PathError for operations on
-	// the wrong kind of file.
-	ErrIsDir  = errors.New("is a directory")
-	ErrNotDir = errors.New("not a directory")
+	// ErrIsDir, ErrNotDir and ErrNotRegular are wrapped in *fs.PathError
+	// for operations on the wrong kind of file. ErrNotRegular: a device,
+	// FIFO or socket, which WriteFile does not replace.
+	ErrIsDir      = errors.New("is a directory")
+	ErrNotDir     = errors.New("not a directory")
+	ErrNotRegular = errors.New("not a regular file")
 )
 
 // CtxReader wraps r so that reads fail with ctx's error once ctx is done.

@@ -159,6 +159,8 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	switch {
 	case statErr == nil && old.IsDir():
 		return &fs.PathError{Op: "write", Path: name, Err: ops.ErrIsDir}
+	case statErr == nil && !old.Mode().IsRegular():
+		return &fs.PathError{Op: "write", Path: name, Err: ops.ErrNotRegular}
 	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
 		return statErr
 	}

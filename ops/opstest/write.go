@@ -432,6 +432,30 @@ func testWrite(t *testing.T, h Harness) {
 		}
 		run(t, o, "chmod 0755 "+q(dir))
 	})
+	t.Run("devices and FIFOs are not replaced", func(t *testing.T) {
+		// Issue 29, item 11: as root, write /dev/null made it a regular
+		// file.
+		dir := path.Join(root, "special")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		fifo := path.Join(dir, "fifo")
+		run(t, o, "mkfifo "+q(fifo)+" && ln -s fifo "+q(path.Join(dir, "to-fifo")))
+		targets := []string{fifo, path.Join(dir, "to-fifo"), "/dev/null"}
+		kinds := map[string]fs.FileMode{fifo: fs.ModeNamedPipe, "/dev/null": fs.ModeDevice | fs.ModeCharDevice}
+		for _, name := range targets {
+			for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+				for _, guard := range []*ops.Guard{nil, {Content: nil}} { // write, and edit's write
+					err := o.WriteFile(ctx, name, strings.NewReader(strings.Repeat("d", size)), ops.WriteOptions{Guard: guard})
+					requirePathError(t, err, ops.ErrNotRegular)
+				}
+			}
+		}
+		for name, kind := range kinds {
+			fi, err := o.Stat(ctx, name)
+			require.NoError(t, err)
+			assert.Equal(t, kind, fi.Mode().Type(), "%s is still what it was", name)
+		}
+		assert.Equal(t, []string{"fifo", "to-fifo"}, listNames(t, o, dir), "no temporary file left behind")
+	})
 	t.Run("concurrent writers never tear", func(t *testing.T) {
 		name := path.Join(root, "race.txt")
 		a, b := strings.Repeat("a", 1<<20), strings.Repeat("b", 1<<20)

@@ -1856,6 +1856,10 @@ prepare_temp() {
 		echo 'E EISDIR is a directory'
 		return 1
 	fi
+	if [ -e "$_f" ] && [ ! -f "$_f" ]; then
+		echo 'E ENOTREG not a regular file'
+		return 1
+	fi
 	_pt_dir=${_f%/*}
 	_pt_dir=${_pt_dir:-/}
 	if [ "$4" = p ]; then
