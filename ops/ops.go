@@ -111,8 +111,9 @@ type WriteOperations interface {
 	// parent directory must exist (see MkdirAll); otherwise the error wraps
 	// fs.ErrNotExist, unless opts.CreateParents.
 	//
-	// An existing file keeps its mode, and its owner where the user may set
-	// it.
+	// An existing file keeps its mode, its owner where the user may set
+	// it, its ACL and its extended attributes; where the host cannot keep
+	// the last two, the write is refused (see docs/tools.md).
 	//
 	// A device, FIFO or socket is not replaced (ErrNotRegular).
 	//

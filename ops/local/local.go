@@ -134,8 +134,8 @@ func (*FS) MkdirAll(ctx context.Context, name string) error {
 
 // WriteFile implements ops.WriteOperations: a temporary file in a private
 // directory of its own next to the target (see newTemp), filled, given
-// the old file's owner and mode, synced, checked (Canonical, Guard) and
-// renamed over the target.
+// the old file's owner, mode, ACL and extended attributes, synced,
+// checked (Canonical, Guard) and renamed over the target.
 func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.WriteOptions) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -184,7 +184,7 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if statErr == nil {
-		if err = keepAttributes(tmp.f, old); err != nil {
+		if err = keepAttributes(tmp.f, target, old); err != nil {
 			return &fs.PathError{Op: "write", Path: name, Err: err}
 		}
 	}
@@ -218,14 +218,18 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	return nil
 }
 
-// keepAttributes gives f, a write's new content, what old (the file it
-// replaces) has besides its content: its owner where we may set it
-// (first: chown clears the setuid and setgid bits) and its mode.
-func keepAttributes(f *os.File, old fs.FileInfo) error {
+// keepAttributes gives f, the new content of target, what old (target's
+// file info) has besides its content: its owner where we may set it
+// (first: chown clears the setuid and setgid bits), its mode, and its ACL
+// and extended attributes (copyXattrs).
+func keepAttributes(f *os.File, target string, old fs.FileInfo) error {
 	if err := keepOwner(f, old); err != nil {
 		return err
 	}
-	return f.Chmod(old.Mode().Perm() | old.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+	if err := f.Chmod(old.Mode().Perm() | old.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		return err
+	}
+	return copyXattrs(f, target)
 }
 
 // checkCanonical fails with ops.ErrMoved unless target, the file a write to

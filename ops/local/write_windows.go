@@ -46,3 +46,7 @@ func (t *tempFile) remove() {
 
 // followable: Windows has no sticky shared directories.
 func followable(string) bool { return true }
+
+// copyXattrs does nothing: Windows files have no extended attributes to
+// keep here.
+func copyXattrs(*os.File, string) error { return nil }

@@ -456,6 +456,35 @@ func testWrite(t *testing.T, h Harness) {
 		}
 		assert.Equal(t, []string{"fifo", "to-fifo"}, listNames(t, o, dir), "no temporary file left behind")
 	})
+	t.Run("the ACL and extended attributes of a replaced file are kept", func(t *testing.T) {
+		// Issue 29, item 10: a file whose ACL denied a user became
+		// readable by that user after one edit.
+		dir := path.Join(root, "acl")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		name := path.Join(dir, "f.txt")
+		write(t, o, name, "one")
+		if out := run(t, o, "for c in setfacl getfacl setfattr getfattr; do command -v $c; done | wc -l"); strings.TrimSpace(out) != "4" {
+			t.Skip("the host has no setfacl, getfacl, setfattr and getfattr to set an ACL and an extended attribute with")
+		}
+		var set strings.Builder
+		err := o.Exec(ctx, ops.Command{Script: "setfacl -m u:65534:--- " + q(name) + " && setfattr -n user.pi-remote -v kept " + q(name), Output: &set})
+		if err != nil {
+			t.Skipf("the host's file system takes no ACL or user extended attribute here: %s", &set)
+		}
+		attributes := func() string {
+			return run(t, o, "getfacl -cn "+q(name)+" && getfattr --only-values -n user.pi-remote "+q(name))
+		}
+		want := attributes()
+		require.Contains(t, want, "user:65534:---")
+		for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+			content := strings.Repeat("a", size)
+			write(t, o, name, content)
+			assert.Equal(t, want, attributes(), "after a write of %d bytes", size)
+			require.NoError(t, o.WriteFile(ctx, name, strings.NewReader("edited"), ops.WriteOptions{Guard: &ops.Guard{Content: []byte(content)}}))
+			assert.Equal(t, want, attributes(), "after an edit")
+		}
+		assert.Equal(t, []string{"f.txt"}, listNames(t, o, dir), "no temporary file left behind")
+	})
 	t.Run("concurrent writers never tear", func(t *testing.T) {
 		name := path.Join(root, "race.txt")
 		a, b := strings.Repeat("a", 1<<20), strings.Repeat("b", 1<<20)

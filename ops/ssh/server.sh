@@ -1692,16 +1692,25 @@ make_dirs() {
 # file). The last step renames the file to ../NAME, the target, and
 # removes the directory.
 
-# copy_owner_and_mode FROM TO gives TO the owner, group and mode of FROM
-# (setuid, setgid and sticky bits included), FROM being a regular file.
-# The owner goes first: chown clears the setuid and setgid bits. On
-# failure it prints the error line and returns 1.
+# copy_owner_and_mode FROM TO [ACL] gives TO the owner, group and mode of
+# FROM (setuid, setgid and sticky bits included), FROM being a regular
+# file. Unless ACL is "acl" (the caller copies it next), one with an ACL
+# (a "+" after the mode, where ls shows it) is refused, as its ACL would
+# be lost. The owner goes first: chown clears the setuid and setgid bits.
+# On failure it prints the error line and returns 1.
 copy_owner_and_mode() {
+	_com_acl=$3
 	set -f
 	# shellcheck disable=SC2046 # the fields of ls -l
 	set -- "$1" "$2" $(ls -ldn -- "$1")
 	set +f
 	case $3 in
+	-*+)
+		if [ "$_com_acl" != acl ]; then
+			echo 'E EIO not replacing the file: it has an ACL, which this host cannot copy (it has neither GNU cp, nor setfattr or setfacl)'
+			return 1
+		fi
+		;;
 	-*) ;;
 	*)
 		echo 'E ENOTREG not a regular file'
@@ -1735,6 +1744,64 @@ copy_owner_and_mode() {
 		error_from_stderr 'cannot copy the mode of the file'
 		return 1
 	}
+}
+
+# copy_attributes FROM TO gives TO, a write's new file, what FROM, the
+# regular file it replaces, has besides its content: owner and group
+# (where this user may set them), mode, ACL and extended attributes. GNU
+# cp does it all in one process (--attributes-only opens TO without
+# truncating it; an owner it may not set is left, and then the setuid and
+# setgid bits go; an attribute it cannot set fails the copy). Where cp is
+# not GNU's (its complaint names an option; noted in the private
+# directory for the next write), the owner and mode are copied, and the
+# ACL and extended attributes with getfattr and setfattr, or the ACL with
+# getfacl and setfacl, when the host has them. On failure it prints the
+# error line and returns 1: the write is refused rather than drop an ACL.
+copy_attributes() {
+	if [ -L "$1" ] || [ ! -f "$1" ]; then
+		echo 'E ENOTREG not a regular file'
+		return 1
+	fi
+	if [ ! -e "$private/plain-cp" ]; then
+		if cp --attributes-only --preserve=mode,ownership,xattr -- "$1" "$2" 2>"$private/err"; then
+			return 0
+		fi
+		_ca_line=
+		IFS= read -r _ca_line <"$private/err"
+		case $_ca_line in
+		*option*) : >"$private/plain-cp" ;;
+		# A file this user may not read: the owner and mode at least.
+		*'for reading'*) ;;
+		*)
+			echo "E EIO not replacing the file: cannot keep its attributes (${_ca_line#cp: })"
+			return 1
+			;;
+		esac
+	fi
+	_ca_tool=
+	if command -v getfattr >/dev/null 2>&1 && command -v setfattr >/dev/null 2>&1; then
+		_ca_tool=fattr
+	elif command -v getfacl >/dev/null 2>&1 && command -v setfacl >/dev/null 2>&1; then
+		_ca_tool=facl
+	fi
+	copy_owner_and_mode "$1" "$2" "${_ca_tool:+acl}" || return 1
+	if [ "$_ca_tool" = fattr ]; then
+		getfattr -d -m - -e hex -- "$1" >"$private/xattrs" 2>/dev/null
+		while IFS= read -r _ca_line; do
+			case $_ca_line in
+			'#'* | '' | security.selinux=*) continue ;;
+			esac
+			setfattr -n "${_ca_line%%=*}" -v "${_ca_line#*=}" -- "$2" 2>"$private/err" || {
+				error_from_stderr "not replacing the file: cannot keep its extended attribute ${_ca_line%%=*}"
+				return 1
+			}
+		done <"$private/xattrs"
+	elif [ "$_ca_tool" = facl ]; then
+		getfacl -- "$1" 2>/dev/null | setfacl --set-file=- -- "$2" 2>"$private/err" || {
+			error_from_stderr 'not replacing the file: cannot keep its ACL'
+			return 1
+		}
+	fi
 }
 
 # file_digest FILE EXPECTED prints what the client's contentDigest prints
@@ -1842,11 +1909,11 @@ restrict_umask() {
 
 # prepare_temp TARGET PERM SUFFIX PARENTS makes the private directory of a
 # write to TARGET (its symlink target, see follow_links), enters it, and
-# creates the temporary file there: with the owner and mode of the file
-# it will replace, or, for a new file, mode PERM (octal) less the umask.
-# Sets _f (the file to replace), _pt_base (its name) and _tn. PARENTS "p"
-# creates missing parent directories. On failure it prints the error line
-# and returns 1, having removed what it made.
+# creates the temporary file there: with the attributes of the file it
+# will replace (copy_attributes), or, for a new file, mode PERM (octal)
+# less the umask. Sets _f (the file to replace), _pt_base (its name) and
+# _tn. PARENTS "p" creates missing parent directories. On failure it
+# prints the error line and returns 1, having removed what it made.
 prepare_temp() {
 	follow_links "$1" guard || {
 		echo "$_fl_error"
@@ -1901,7 +1968,7 @@ prepare_temp() {
 	fi
 	set +C
 	if [ -n "$_pt_old" ]; then
-		copy_owner_and_mode "../$_pt_base" "$_tn" || {
+		copy_attributes "../$_pt_base" "$_tn" || {
 			remove_here
 			return 1
 		}

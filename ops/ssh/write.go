@@ -30,7 +30,8 @@ const (
 
 // WriteFile implements ops.WriteOperations: a temporary file in a private
 // directory of its own next to the target (the symlink's target when name
-// is a link; see server.sh), given the old file's owner and mode, filled, synced, checked against the guard digest
+// is a link; see server.sh), given the old file's owner, mode, ACL and
+// extended attributes, filled, synced, checked against the guard digest
 // on the host, and renamed over the target. A small content travels
 // inside that one request; a larger one fills the temporary file over
 // SFTP (or in chunks through the server) between a create and a commit
