@@ -103,8 +103,9 @@ type Guard struct {
 // WriteOperations changes files on one host.
 type WriteOperations interface {
 	// WriteFile replaces the named file with everything read from r,
-	// atomically: the content goes to a temporary file in a private
-	// directory next to the target, which is renamed over the target only
+	// atomically: the content goes to a temporary file next to the target
+	// (in a private directory of its own where others may rename entries
+	// in the target's directory), which is renamed over the target only
 	// when complete. A failed or cancelled write leaves the old file intact
 	// and removes the temporary file. Someone who may rename entries in the
 	// target's directory cannot turn the write onto another file. The

@@ -485,6 +485,29 @@ func testWrite(t *testing.T, h Harness) {
 		}
 		assert.Equal(t, []string{"f.txt"}, listNames(t, o, dir), "no temporary file left behind")
 	})
+	t.Run("a directory others may write", func(t *testing.T) {
+		// Where others may rename entries, a write works from a private
+		// directory of its own: the same results, nothing left behind.
+		dir := path.Join(root, "shared")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		restrict(t, o, dir, "0777")
+		name := path.Join(dir, "f.txt")
+		for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+			content := strings.Repeat("s", size)
+			write(t, o, name, "first")
+			run(t, o, "chmod 0640 "+q(name))
+			write(t, o, name, content)
+			assert.Equal(t, content, read(t, o, name))
+			assert.Equal(t, fs.FileMode(0o640), mode(t, o, name))
+			err := o.WriteFile(ctx, name, strings.NewReader("mine"), ops.WriteOptions{Guard: &ops.Guard{Content: []byte("what I read")}})
+			requirePathError(t, err, ops.ErrModified)
+			assert.Equal(t, content, read(t, o, name))
+			require.NoError(t, o.WriteFile(ctx, name, strings.NewReader("mine"), ops.WriteOptions{Guard: &ops.Guard{Content: []byte(content)}}))
+			assert.Equal(t, "mine", read(t, o, name))
+			assert.Equal(t, []string{"f.txt"}, listNames(t, o, dir), "no temporary file left behind")
+			run(t, o, "rm "+q(name))
+		}
+	})
 	t.Run("concurrent writers never tear", func(t *testing.T) {
 		name := path.Join(root, "race.txt")
 		a, b := strings.Repeat("a", 1<<20), strings.Repeat("b", 1<<20)

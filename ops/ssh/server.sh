@@ -151,11 +151,12 @@ sweep_private_dirs() {
 # remove_private DIR removes a server's private directory, and first what
 # the writes it created and never committed left (a client that lost its
 # connection, or crashed, between create_temp and commit_temp):
-# DIR/temp.SUFFIX holds the private directory of each and its inode
-# number. Only a directory of the shape create_temp makes for SUFFIX that
-# passes enter_temp's checks (this user's, 0700, the same inode, not
-# reached through a link) is entered, and only its temporary file and
-# then the directory itself are removed.
+# DIR/temp.SUFFIX holds the temporary file of each and the inode number of
+# its directory. Only a file of the shape create_temp makes for SUFFIX, in
+# a directory that passes enter_temp's checks (this user's and 0700, or
+# one only root and this user may change; the same inode; not reached
+# through a link), is removed, when it is this user's, and then its
+# private directory.
 remove_private() {
 	for _rmp_temp in "$1"/temp.*; do
 		[ -f "$_rmp_temp" ] || continue
@@ -167,7 +168,7 @@ remove_private() {
 		'':* | *[!0-9a-f]*:* | *: | *:*[!0-9]*) continue ;;
 		esac
 		case ${_rmp_path##*/} in
-		.?*".pi-remote-$_rmp_suffix") (enter_temp "$_rmp_path" "$_rmp_inode" >/dev/null && remove_here) ;;
+		.?*".pi-remote-$_rmp_suffix") (enter_temp "$_rmp_path" "$_rmp_inode" >/dev/null && remove_if_ours) ;;
 		esac
 	done
 	rm -rf "$1"
@@ -1681,16 +1682,18 @@ make_dirs() {
 	ensure_dir "$1" && echo OK
 }
 
-# A write puts its content in a private directory of its own next to the
-# target: TARGETDIR/.NAME.pi-remote-SUFFIX, mode 0700, holding one file of
-# the same name (NAME is the target's, cut to 200 bytes). It acts on that
-# file only by its name relative to the directory, held as the working
-# directory once checked (enter_temp): nobody else may add, remove or
-# rename entries in a 0700 directory of ours, and the one held cannot be
-# swapped, so no step can be turned onto another file by someone who may
-# rename entries in TARGETDIR (a symlink put in place of the temporary
-# file). The last step renames the file to ../NAME, the target, and
-# removes the directory.
+# A write puts its content in a temporary file .NAME.pi-remote-SUFFIX
+# (NAME is the target's, cut to 200 bytes) and acts on it only by that
+# name, relative to a directory held as the working directory once
+# checked (enter_temp), which nobody else may add, remove or rename
+# entries in; the directory held cannot be swapped. So no step can be
+# turned onto another file by someone who may rename entries in the
+# target's directory TARGETDIR (a symlink put in place of the temporary
+# file). Where only root and this user may rename entries in TARGETDIR
+# (it is theirs, and not writable by group or others unless sticky), the
+# file goes straight there ($_up empty: the target is ./NAME). Elsewhere
+# it goes in a private directory of its own, TARGETDIR/.NAME.pi-remote-SUFFIX
+# with mode 0700 ($_up "../": the target is ../NAME), removed with it.
 
 # copy_owner_and_mode FROM TO [ACL] gives TO the owner, group and mode of
 # FROM (setuid, setgid and sticky bits included), FROM being a regular
@@ -1807,9 +1810,9 @@ copy_attributes() {
 # file_digest FILE EXPECTED prints what the client's contentDigest prints
 # for FILE's content, by the method EXPECTED's prefix names: a SHA-256 by
 # sha256sum, shasum or openssl, an MD5, or cksum's "CRC:SIZE"; on a host
-# with none of those, "bytes:INODE:DIR" compares with cmp against the
-# file in the private directory DIR (see enter_temp), an uploaded copy of
-# the expected content, and removes it. A file that cannot be read prints
+# with none of those, "bytes:INODE:PATH" compares with cmp against the
+# temporary file PATH (see enter_temp), an uploaded copy of the expected
+# content, and removes it. A file that cannot be read prints
 # nothing, which matches no digest. Changes directory: run it in a
 # subshell.
 file_digest() {
@@ -1862,30 +1865,129 @@ check_temp_dir() {
 	return 1
 }
 
-# enter_temp DIR [INODE] enters DIR, a write's private directory as
-# create_temp printed it (a physical path), and checks it (see
-# check_temp_dir); sets _tn to the temporary file's name. Otherwise it
+# shared_dir_safe [INODE [chain]]: true when only root and this user may
+# rename entries in the working directory: it is theirs, and not writable
+# by group or others unless it is sticky (then others may add entries, not
+# rename or remove ours); and, when INODE is given, it is that directory.
+# Sets _td_inode to its inode number. With "chain", the same ls also
+# looks at every directory above (as .., ../.., ...: the ones the working
+# directory is in now), and _sd_chain is "yes" when they are all safe the
+# same way: then nobody else can change what the working directory's
+# path leads to (see create_temp).
+shared_dir_safe() {
+	own_uid
+	_sd_want=$1
+	_sd_with=$2
+	set -- .
+	if [ "$_sd_with" = chain ]; then
+		_sd_up=..
+		_sd_path=${PWD%/}
+		while [ -n "$_sd_path" ]; do
+			set -- "$@" "$_sd_up"
+			_sd_up=$_sd_up/..
+			_sd_path=${_sd_path%/*}
+		done
+	fi
+	_sd_count=$#
+	# Through a pipe, not a file: a file's data would go to disk with the
+	# temporary file's fsync.
+	_sd_out=$(ls -ldni -- "$@" 2>/dev/null)
+	_sd_lines=0
+	_sd_above=yes
+	_td_inode=
+	while [ -n "$_sd_out" ]; do
+		_sd_line=${_sd_out%%"$nl"*}
+		case $_sd_out in
+		*"$nl"*) _sd_out=${_sd_out#*"$nl"} ;;
+		*) _sd_out= ;;
+		esac
+		_sd_lines=$((_sd_lines + 1))
+		set -f
+		# shellcheck disable=SC2086 # the fields of ls -i
+		set -- $_sd_line
+		set +f
+		_sd_safe=yes
+		case $4 in
+		0 | "$_ou_uid") ;;
+		*) _sd_safe= ;;
+		esac
+		case $2 in
+		d????????[tT]*) ;;
+		d????w* | d???????w*) _sd_safe= ;;
+		d*) ;;
+		*) _sd_safe= ;;
+		esac
+		# The working directory's line ends with its name, "."; the others
+		# with "..".
+		case $_sd_line in
+		*' .') [ -z "$_sd_safe" ] || _td_inode=$1 ;;
+		*) [ -n "$_sd_safe" ] || _sd_above= ;;
+		esac
+	done
+	_sd_chain=
+	[ -n "$_td_inode" ] || return 1
+	[ -z "$_sd_want" ] || [ "$_sd_want" = "$_td_inode" ] || return 1
+	# One line per directory: a name with a newline would make more.
+	if [ "$_sd_with" = chain ] && [ -n "$_sd_above" ] && [ "$_sd_lines" = "$_sd_count" ]; then
+		_sd_chain=yes
+	fi
+	return 0
+}
+
+# enter_temp PATH [INODE] enters the directory of PATH, a write's
+# temporary file as create_temp printed it (a physical path), and checks
+# it: a private directory (the directory has the file's name: see
+# check_temp_dir) or the target's own (shared_dir_safe), the one of inode
+# INODE when given. INODE "-" is create_temp's word for a target's
+# directory whose whole path only root and this user may change: nothing
+# to check. Sets _tn to the temporary file's name and _up. Otherwise it
 # prints the error line and returns 1.
 enter_temp() {
-	if cd -P -- "$1" 2>/dev/null && [ "$PWD" = "$1" ]; then
-		_tn=${1##*/}
-		check_temp_dir "$2"
-		return
-	fi
-	if [ -e "$1" ] || [ -L "$1" ]; then
-		echo 'E EACCES the private directory of the write is not the one it made'
-	else
+	_et_dir=${1%/*}
+	_tn=${1##*/}
+	if cd -P -- "${_et_dir:-/}" 2>/dev/null && [ "${PWD%/}" = "$_et_dir" ]; then
+		if [ "${_et_dir##*/}" = "$_tn" ]; then
+			_up=../
+			check_temp_dir "$2"
+			return
+		fi
+		_up=
+		[ "$2" != - ] || return 0
+		shared_dir_safe "$2" && return 0
+	elif [ ! -e "$_et_dir" ] && [ ! -L "$_et_dir" ]; then
 		echo 'E ENOENT the temporary file of the write is gone'
+		return 1
 	fi
+	echo 'E EACCES the directory of the temporary file is not the one the write chose'
 	return 1
 }
 
-# remove_here removes the temporary file and the private directory of a
-# write (the working directory, entered by enter_temp or prepare_temp),
-# and leaves the directory above as the working directory.
+# remove_here removes the temporary file of a write (in the working
+# directory, entered by enter_temp or prepare_temp) and its private
+# directory if it has one, leaving the directory above as the working
+# directory.
 remove_here() {
 	if [ -e "$_tn" ] || [ -L "$_tn" ]; then rm -f -- "$_tn"; fi
+	[ -n "$_up" ] || return 0
 	cd -P .. && rmdir -- "$_tn" 2>/dev/null
+}
+
+# remove_if_ours removes the temporary file of a write in the target's
+# own directory (entered by enter_temp) when it is a regular file of this
+# user's: there, unlike in a private directory, another user may have
+# made one of that name since (a sticky directory).
+remove_if_ours() {
+	[ -z "$_up" ] || {
+		remove_here
+		return
+	}
+	[ -f "$_tn" ] && [ ! -L "$_tn" ] || return 0
+	own_uid
+	set -f
+	# shellcheck disable=SC2046 # the fields of ls -l
+	set -- $(ls -ldn -- "$_tn" 2>/dev/null)
+	set +f
+	[ "$3" != "$_ou_uid" ] || rm -f -- "$_tn"
 }
 
 # restrict_umask PERM narrows the umask to PERM (octal, three digits):
@@ -1907,13 +2009,15 @@ restrict_umask() {
 	[ -z "$_ru_spec" ] || umask "${_ru_spec#,}"
 }
 
-# prepare_temp TARGET PERM SUFFIX PARENTS makes the private directory of a
-# write to TARGET (its symlink target, see follow_links), enters it, and
-# creates the temporary file there: with the attributes of the file it
+# prepare_temp TARGET PERM SUFFIX PARENTS [chain] enters the directory of TARGET
+# (its symlink target, see follow_links), or, where others may rename
+# entries there, a private directory made in it, and creates the
+# temporary file of a write to TARGET there: with the attributes of the file it
 # will replace (copy_attributes), or, for a new file, mode PERM (octal)
 # less the umask. Sets _f (the file to replace), _pt_base (its name) and
-# _tn. PARENTS "p" creates missing parent directories. On failure it
-# prints the error line and returns 1, having removed what it made.
+# _tn. PARENTS "p" creates missing parent directories; "chain" has the
+# directories above looked at too (shared_dir_safe). On failure it prints
+# the error line and returns 1, having removed what it made.
 prepare_temp() {
 	follow_links "$1" guard || {
 		echo "$_fl_error"
@@ -1941,19 +2045,23 @@ prepare_temp() {
 		error_from_stderr "cannot enter $_pt_dir"
 		return 1
 	fi
-	if ! mkdir -m 700 -- "$_tn" 2>"$private/err"; then
-		error_from_stderr "cannot create a temporary directory in $_pt_dir"
-		return 1
+	_up=
+	if ! shared_dir_safe "" "$5"; then
+		_up=../
+		if ! mkdir -m 700 -- "$_tn" 2>"$private/err"; then
+			error_from_stderr "cannot create a temporary directory in $_pt_dir"
+			return 1
+		fi
+		_pt_here=${PWD%/}/$_tn
+		# Entered by its name in the directory held: nothing else to trust.
+		if ! cd -P -- "$_tn" 2>/dev/null || [ "$PWD" != "$_pt_here" ]; then
+			echo 'E EACCES the private directory of the write is not the one it made'
+			return 1
+		fi
+		check_temp_dir || return 1
 	fi
-	_pt_here=${PWD%/}/$_tn
-	# Entered by its name in the directory held: nothing else to trust.
-	if ! cd -P -- "$_tn" 2>/dev/null || [ "$PWD" != "$_pt_here" ]; then
-		echo 'E EACCES the private directory of the write is not the one it made'
-		return 1
-	fi
-	check_temp_dir || return 1
 	_pt_old=
-	if [ -e "../$_pt_base" ] || [ -L "../$_pt_base" ]; then
+	if [ -e "$_up$_pt_base" ] || [ -L "$_up$_pt_base" ]; then
 		_pt_old=yes
 	else
 		restrict_umask "$2"
@@ -1968,7 +2076,7 @@ prepare_temp() {
 	fi
 	set +C
 	if [ -n "$_pt_old" ]; then
-		copy_attributes "../$_pt_base" "$_tn" || {
+		copy_attributes "$_up$_pt_base" "$_tn" || {
 			remove_here
 			return 1
 		}
@@ -1977,39 +2085,6 @@ prepare_temp() {
 		*[1357]*) chmod +x -- "$_tn" ;;
 		esac
 	fi
-}
-
-# sftp_safe: true when nobody but root and this user may rename entries in
-# the directories above the private one (the working directory): then the
-# SFTP server, which resolves the temporary file's path itself, reaches
-# the very file. An ancestor that is another user's, or writable by group
-# or others without the sticky bit, or a listing that cannot be read,
-# makes it false.
-sftp_safe() {
-	own_uid
-	_ss_dir=${PWD%/*}
-	set --
-	while [ -n "$_ss_dir" ]; do
-		set -- "$@" "$_ss_dir"
-		_ss_dir=${_ss_dir%/*}
-	done
-	ls -ldn -- / "$@" >"$private/chain" 2>/dev/null || return 1
-	_ss_n=0
-	while read -r _ss_mode _ss_links _ss_uid _ss_rest; do
-		_ss_n=$((_ss_n + 1))
-		case $_ss_uid in
-		0 | "$_ou_uid") ;;
-		*) return 1 ;;
-		esac
-		case $_ss_mode in
-		d????????[tT]*) ;;
-		d????w* | d???????w*) return 1 ;;
-		d*) ;;
-		*) return 1 ;;
-		esac
-	done <"$private/chain"
-	# One line per directory: a name with a newline would make more.
-	[ "$_ss_n" = $(($# + 1)) ]
 }
 
 # append_bytes FILE FORMAT appends printf FORMAT to FILE, the temporary
@@ -2029,22 +2104,21 @@ append_bytes() {
 }
 
 # commit_here NAME DIGEST [CANONICAL] renames the temporary file, in the
-# private directory entered, over NAME in the directory above (the
-# target), once the file is on disk, when NAME still has DIGEST (empty:
-# no check) and has the canonical path CANONICAL (when given: see
-# same_file). The private directory goes either way. Prints "OK" or the
-# error line.
+# directory entered, over $_up/NAME (the target), once the file is on
+# disk, when NAME still has DIGEST (empty: no check) and has the canonical
+# path CANONICAL (when given: see same_file). The private directory, if
+# any, goes either way. Prints "OK" or the error line.
 commit_here() {
 	if [ -n "$3" ] && ! same_file "$1" "$3"; then
 		remove_here
 		return
 	fi
-	if [ -n "$2" ] && [ "$(file_digest "../$1" "$2")" != "$2" ]; then
+	if [ -n "$2" ] && [ "$(file_digest "$_up$1" "$2")" != "$2" ]; then
 		remove_here
 		echo 'E EMODIFIED file changed on disk'
 		return
 	fi
-	if [ -d "../$1" ]; then
+	if [ -d "$_up$1" ]; then
 		remove_here
 		echo 'E EISDIR is a directory'
 		return
@@ -2052,14 +2126,14 @@ commit_here() {
 	if [ -n "$sync_file" ]; then sync "$_tn"; fi
 	# -T: a directory put in NAME's place is an error, not where the file
 	# goes.
-	if ! mv -fT -- "$_tn" "../$1" 2>"$private/err"; then
+	if ! mv -fT -- "$_tn" "$_up$1" 2>"$private/err"; then
 		_ch_line=
 		IFS= read -r _ch_line <"$private/err"
 		case $_ch_line in
 		*option*) move_over "$1" || return ;;
 		*)
 			remove_here
-			if [ -d "../$1" ]; then
+			if [ -d "$_up$1" ]; then
 				echo 'E EISDIR is a directory'
 			else
 				error_from_message "${_ch_line:-rename failed}"
@@ -2072,31 +2146,34 @@ commit_here() {
 	echo OK
 }
 
-# move_over NAME renames the temporary file over ../NAME with an mv that
+# move_over NAME renames the temporary file over $_up/NAME with an mv that
 # lacks -T: a directory that took NAME's place since commit_here's check
 # receives the file, which is taken back out. On failure it prints the
-# error line and returns 1, having removed the private directory.
+# error line and returns 1, having removed the temporary file.
 move_over() {
-	if ! mv -f -- "$_tn" "../$1" 2>"$private/err"; then
+	if ! mv -f -- "$_tn" "$_up$1" 2>"$private/err"; then
 		remove_here
 		error_from_stderr 'rename failed'
 		return 1
 	fi
-	if [ -d "../$1" ] && [ -e "../$1/$_tn" ]; then
-		rm -f -- "../$1/$_tn"
+	if [ -d "$_up$1" ] && [ -e "$_up$1/$_tn" ]; then
+		rm -f -- "$_up$1/$_tn"
 		remove_here
 		echo 'E EISDIR is a directory'
 		return 1
 	fi
 }
 
-# same_file NAME CANONICAL: true when NAME in the directory above the
-# working directory (a write's target, its symlinks followed) has the
-# canonical path CANONICAL, the one the client's mutation queue holds for
+# same_file NAME CANONICAL: true when $_up/NAME (a write's target, its
+# symlinks followed) has the canonical path CANONICAL, the one the client's mutation queue holds for
 # it; otherwise prints the error line (EMOVED: the client asks again which
 # file the path names).
 same_file() {
-	_sf_path=${PWD%/*}/$1
+	if [ -n "$_up" ]; then
+		_sf_path=${PWD%/*}/$1
+	else
+		_sf_path=${PWD%/}/$1
+	fi
 	[ "$_sf_path" = "$2" ] && return 0
 	echo "E EMOVED the path now names $_sf_path"
 	return 1
@@ -2110,26 +2187,29 @@ write_inline() {
 	commit_here "$_pt_base" "$3" "$7"
 }
 
-# create_temp TARGET PERM SUFFIX PARENTS: "OK", then "INODE VIA DIR": the
-# private directory DIR of a new write, and the inode number that the
-# requests after this one check it by; VIA is "sftp" when the client may
-# fill the temporary file (DIR/NAME, NAME being DIR's own) over SFTP
-# (sftp_safe), "server" when only through receive_temp. Committed with
-# commit_temp or removed with remove_temp; otherwise removed with this
-# server (remove_private).
+# create_temp TARGET PERM SUFFIX PARENTS: "OK", then "INODE VIA PATH":
+# the temporary file PATH of a new write, and the inode number of its
+# directory, which the requests after this one check (see enter_temp).
+# Where only root and this user may change any directory on PATH (see
+# shared_dir_safe), PATH leads to the file whatever others do: INODE is
+# "-" (nothing to check) and VIA "sftp", the client may fill the file
+# over SFTP, which resolves PATH itself; otherwise VIA is "server", only
+# through receive_temp. Committed with commit_temp or removed with
+# remove_temp; otherwise removed with this server (remove_private).
 create_temp() {
-	prepare_temp "$1" "$2" "$3" "$4" || return
-	printf '%s\n%s\n' "$PWD" "$_td_inode" >"$private/temp.$3"
-	_ct_via=server
-	if sftp_safe; then _ct_via=sftp; fi
-	printf 'OK\n%s %s %s' "$_td_inode" "$_ct_via" "$PWD"
+	prepare_temp "$1" "$2" "$3" "$4" chain || return
+	printf '%s\n%s\n' "${PWD%/}/$_tn" "$_td_inode" >"$private/temp.$3"
+	if [ -z "$_up" ] && [ "$_sd_chain" = yes ]; then
+		printf 'OK\n- sftp %s' "${PWD%/}/$_tn"
+	else
+		printf 'OK\n%s server %s' "$_td_inode" "${PWD%/}/$_tn"
+	fi
 }
 
-# receive_temp DIR INODE COUNT appends to the temporary file in the
-# private directory DIR the COUNT raw bytes that follow the request on the
-# request stream. They are always all read, so the next request comes
-# whole even when the write fails (the private directory is removed
-# then). head -c reads no further than the client sent: it sends nothing
+# receive_temp PATH INODE COUNT appends to the temporary file PATH (see
+# enter_temp) the COUNT raw bytes that follow the request on the request
+# stream. They are always all read, so the next request comes whole even
+# when the write fails (the temporary file is removed then). head -c reads no further than the client sent: it sends nothing
 # more until the answer.
 receive_temp() {
 	if ! enter_temp "$1" "$2"; then
@@ -2151,27 +2231,36 @@ receive_temp() {
 	fi
 }
 
-# commit_temp TARGET DIR INODE DIGEST [CANONICAL] commits the write whose
-# private directory is DIR (see commit_here) over TARGET (its symlink
-# target), which must still be in the directory above DIR. Prints "OK"
-# or the error line; the private directory is gone either way.
+# commit_temp TARGET PATH INODE DIGEST [CANONICAL] commits the write whose
+# temporary file is PATH (see enter_temp and commit_here) over TARGET (its
+# symlink target), which must still be in the directory the write chose.
+# Prints "OK" or the error line; the temporary file is gone either way.
 commit_temp() {
 	[ ! -e "$private/temp.${2##*.pi-remote-}" ] || rm -f "$private/temp.${2##*.pi-remote-}"
+	_ct_dir=-
 	if ! follow_links "$1" guard; then
-		echo "$_fl_error"
+		_ct_error=$_fl_error
 	else
+		_ct_error='E EMOVED the path now names a file in another directory'
 		_ct_dir=${_f%/*}
-		if cd -P -- "${_ct_dir:-/}" 2>/dev/null && [ "${PWD%/}" = "${2%/*}" ]; then
-			enter_temp "$2" "$3" && commit_here "${_f##*/}" "$4" "$5"
-			return
+		if cd -P -- "${_ct_dir:-/}" 2>/dev/null; then
+			_ct_dir=${PWD%/}
+		else
+			_ct_dir=-
 		fi
-		echo 'E EMOVED the path now names a file in another directory'
 	fi
-	if enter_temp "$2" "$3" >/dev/null; then remove_here; fi
+	enter_temp "$2" "$3" || return
+	if [ -n "$_up" ]; then _ct_temp=${PWD%/*}; else _ct_temp=${PWD%/}; fi
+	if [ "$_ct_dir" = "$_ct_temp" ]; then
+		commit_here "${_f##*/}" "$4" "$5"
+		return
+	fi
+	echo "$_ct_error"
+	remove_here
 }
 
-# diagnose_write DIR INODE says why writing to the temporary file in the
-# private directory DIR fails, for a client whose own write (over SFTP,
+# diagnose_write PATH INODE says why writing to the temporary file PATH
+# fails, for a client whose own write (over SFTP,
 # which reports most errors as a plain failure) did: it appends one byte
 # with cat and prints cat's complaint as the error line, or "OK" when the
 # write now succeeds.
@@ -2185,8 +2274,8 @@ diagnose_write() {
 }
 
 # settle_write TARGET DIGEST SUFFIX... settles a write whose connection
-# was lost: the private directories it may have made (named by their
-# SUFFIXes) are removed first, so that its commit, if it has not happened,
+# was lost: the temporary files it may have made (named by their
+# SUFFIXes), and their private directories, are removed first, so that its commit, if it has not happened,
 # never will; then TARGET (its symlink target) is compared with DIGEST,
 # the new content's. Prints "OK applied", "OK absent", or "OK unknown"
 # when there is no digest to compare ("-": the commit was never sent).
@@ -2203,7 +2292,9 @@ settle_write() {
 		for _sw_suffix in "$@"; do
 			temp_name "$_sw_suffix"
 			if [ -d "$_tn" ]; then
-				(enter_temp "$_sw_here/$_tn" >/dev/null && remove_here)
+				(enter_temp "$_sw_here/$_tn/$_tn" >/dev/null && remove_here)
+			elif [ -f "$_tn" ]; then
+				(enter_temp "$_sw_here/$_tn" >/dev/null && remove_if_ours)
 			fi
 		done
 	fi
@@ -2220,11 +2311,12 @@ settle_write() {
 	esac
 }
 
-# remove_temp DIR INODE: "OK" once the write whose private directory is
-# DIR has left nothing (a DIR that is not that directory is left alone).
+# remove_temp PATH INODE: "OK" once the write whose temporary file is
+# PATH has left nothing (what enter_temp does not find the write's is
+# left alone).
 remove_temp() {
 	[ ! -e "$private/temp.${1##*.pi-remote-}" ] || rm -f "$private/temp.${1##*.pi-remote-}"
-	if enter_temp "$1" "$2" >/dev/null; then remove_here; fi
+	if enter_temp "$1" "$2" >/dev/null; then remove_if_ours; fi
 	echo OK
 }
 

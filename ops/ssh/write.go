@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -28,15 +27,16 @@ const (
 	encodedMax = 96 << 10
 )
 
-// WriteFile implements ops.WriteOperations: a temporary file in a private
-// directory of its own next to the target (the symlink's target when name
-// is a link; see server.sh), given the old file's owner, mode, ACL and
-// extended attributes, filled, synced, checked against the guard digest
-// on the host, and renamed over the target. A small content travels
-// inside that one request; a larger one fills the temporary file over
-// SFTP (or in chunks through the server) between a create and a commit
-// request. The host acts on the temporary file only from inside its
-// private directory, so whoever may rename entries in the target's
+// WriteFile implements ops.WriteOperations: a temporary file next to the
+// target (the symlink's target when name is a link), given the old file's
+// owner, mode, ACL and extended attributes, filled, synced, checked
+// against the guard digest on the host, and renamed over the target. A
+// small content travels inside that one request; a larger one fills the
+// temporary file over SFTP (or in chunks through the server) between a
+// create and a commit request. The host acts on the temporary file only
+// by its name inside a directory nobody else may change (the target's own
+// when only root and the user may rename entries there, else a private
+// one: see server.sh), so whoever may rename entries in the target's
 // directory cannot turn the write onto another file; SFTP, which goes by
 // path, is used only when nobody but root and this user may rename
 // anything on that path.
@@ -157,7 +157,7 @@ func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops
 			if err := h.upload(ctx, c, expected, bytes.NewReader(opts.Guard.Content)); err != nil {
 				return err
 			}
-			digest = "bytes:" + expected.inode + ":" + expected.dir
+			digest = "bytes:" + expected.inode + ":" + expected.path
 		case "":
 			return fmt.Errorf("write %s: cannot check that the file did not change: the host has none of sha256sum, shasum, openssl, md5sum, cksum and cmp", name)
 		default:
@@ -208,22 +208,19 @@ func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops
 		a.digest = sum.sum()
 	}
 	a.committing = true
-	_, _, err = c.call(ctx, change, "write", name, "commit_temp", name, tmp.dir, tmp.inode, digest, opts.Canonical)
+	_, _, err = c.call(ctx, change, "write", name, "commit_temp", name, tmp.path, tmp.inode, digest, opts.Canonical)
 	return err
 }
 
 // tempFile is a write's temporary file on the host, as create_temp made
-// it: the file of the same name in the private directory dir, whose inode
-// number the requests after create_temp check.
+// it: its path, and the inode number of its directory, which the requests
+// after create_temp check.
 type tempFile struct {
-	dir, inode string
+	path, inode string
 	// sftp: the file may be filled over SFTP (nobody else may rename
 	// anything on its path); otherwise only through the command server.
 	sftp bool
 }
-
-// path is the temporary file's path, for SFTP.
-func (t tempFile) path() string { return path.Join(t.dir, path.Base(t.dir)) }
 
 // createTemp asks for a new temporary file for name (see create_temp).
 func (h *Host) createTemp(ctx context.Context, c *conn, name, perm, suffix, parents string) (tempFile, error) {
@@ -235,7 +232,7 @@ func (h *Host) createTemp(ctx context.Context, c *conn, name, perm, suffix, pare
 	if len(f) != 3 || !strings.HasPrefix(f[2], "/") {
 		return tempFile{}, fmt.Errorf("write %s: unexpected answer from host: %q", name, payload)
 	}
-	return tempFile{dir: f[2], inode: f[0], sftp: f[1] == "sftp"}, nil
+	return tempFile{path: f[2], inode: f[0], sftp: f[1] == "sftp"}, nil
 }
 
 // removeTemp removes a write's temporary file, within a few seconds (on a
@@ -243,7 +240,7 @@ func (h *Host) createTemp(ctx context.Context, c *conn, name, perm, suffix, pare
 func (h *Host) removeTemp(ctx context.Context, name string, tmp tempFile) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	h.call(cctx, change, "write", name, "remove_temp", tmp.dir, tmp.inode)
+	h.call(cctx, change, "write", name, "remove_temp", tmp.path, tmp.inode)
 }
 
 // settleWrite waits for the host to answer again (until deadline) and
@@ -309,9 +306,9 @@ func (h *Host) upload(ctx context.Context, c *conn, tmp tempFile, r io.Reader) e
 		return h.uploadInChunks(ctx, c, tmp, r)
 	}
 	defer done()
-	f, err := withCtx(ctx, c, func() (*sftp.File, error) { return sc.OpenFile(tmp.path(), os.O_WRONLY|os.O_TRUNC) })
+	f, err := withCtx(ctx, c, func() (*sftp.File, error) { return sc.OpenFile(tmp.path, os.O_WRONLY|os.O_TRUNC) })
 	if err != nil {
-		return sftpError(c, "write", tmp.path(), err)
+		return sftpError(c, "write", tmp.path, err)
 	}
 	_, err = withCtx(ctx, c, func() (int64, error) { return f.ReadFromWithConcurrency(r, 0) })
 	cerr := f.Close()
@@ -329,11 +326,11 @@ func (h *Host) upload(ctx context.Context, c *conn, tmp tempFile, r io.Reader) e
 		if errors.As(err, &se) && se.FxCode() == sftp.ErrSSHFxFailure && !c.isDead() {
 			// SFTP says only "Failure" for a full disk, a quota, an I/O
 			// error: the host's shell can tell which.
-			if _, _, derr := c.call(ctx, change, "write", tmp.path(), "diagnose_write", tmp.dir, tmp.inode); derr != nil {
+			if _, _, derr := c.call(ctx, change, "write", tmp.path, "diagnose_write", tmp.path, tmp.inode); derr != nil {
 				return derr
 			}
 		}
-		return sftpError(c, "write", tmp.path(), err)
+		return sftpError(c, "write", tmp.path, err)
 	}
 	return nil
 }
@@ -365,7 +362,7 @@ func (h *Host) uploadInChunks(ctx context.Context, c *conn, tmp tempFile, r io.R
 	for {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
-			if _, _, werr := c.callData(ctx, change, "write", tmp.path(), buf[:n], "receive_temp", tmp.dir, tmp.inode, strconv.Itoa(n)); werr != nil {
+			if _, _, werr := c.callData(ctx, change, "write", tmp.path, buf[:n], "receive_temp", tmp.path, tmp.inode, strconv.Itoa(n)); werr != nil {
 				return werr
 			}
 		}
