@@ -19,9 +19,11 @@ func host(t *testing.T, srv *sshd.Server, opts rssh.HostOptions) *rssh.Host {
 	return h
 }
 
+// sshd starts with umask 077, which its sessions inherit and new files
+// must get (they got 0644 whatever the umask).
 func TestOpsConformance(t *testing.T) {
 	t.Parallel()
-	srv := sshd.Start(t, sshd.Options{})
+	srv := sshd.Start(t, sshd.Options{Wrap: []string{"sh", "-c", "umask 077 && exec $SSHD"}})
 	opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
 		return host(t, srv, rssh.HostOptions{}), t.TempDir()
 	}})

@@ -63,8 +63,13 @@ type DirEntry struct {
 
 // WriteOptions tune WriteFile.
 type WriteOptions struct {
-	// Perm is the mode of a newly created file (default 0o644). The mode of
-	// an existing file is always kept.
+	// Perm is the mode a newly created file asks for, before the umask,
+	// as with open(2) (default DefaultPerm, 0o666): the file gets Perm
+	// less the umask of the user's shell on the host (ops/local: this
+	// process's; remote hosts: the command server's, which is the login
+	// shell's), or what a default ACL of its directory gives it, exactly
+	// as a file made by a command there would. An existing file always
+	// keeps its mode.
 	Perm fs.FileMode
 
 	// CreateParents creates missing parent directories first, as MkdirAll
@@ -98,13 +103,25 @@ type Guard struct {
 // WriteOperations changes files on one host.
 type WriteOperations interface {
 	// WriteFile replaces the named file with everything read from r,
-	// atomically: the content goes to a temporary file in the same
-	// directory, which is renamed over the target only when complete. A
-	// failed or cancelled write leaves the old file intact and removes the
-	// temporary file. The mode of an existing file is kept; a symlink is
-	// written through (the link stays, its target changes). The parent
-	// directory must exist (see MkdirAll); otherwise the error wraps
+	// atomically: the content goes to a temporary file next to the target
+	// (in a private directory of its own where others may rename entries
+	// in the target's directory), which is renamed over the target only
+	// when complete. A failed or cancelled write leaves the old file intact
+	// and removes the temporary file. Someone who may rename entries in the
+	// target's directory cannot turn the write onto another file. The
+	// parent directory must exist (see MkdirAll); otherwise the error wraps
 	// fs.ErrNotExist, unless opts.CreateParents.
+	//
+	// An existing file keeps its mode, its owner where the user may set
+	// it, its ACL and its extended attributes; where the host cannot keep
+	// the last two, the write is refused (see docs/tools.md).
+	//
+	// A device, FIFO or socket is not replaced (ErrNotRegular).
+	//
+	// A symlink is written through (the link stays, its target changes),
+	// except, as the kernel's fs.protected_symlinks would have it, a link
+	// in a sticky world-writable directory that belongs to neither the
+	// user nor that directory's owner (fs.ErrPermission).
 	WriteFile(ctx context.Context, name string, r io.Reader, opts WriteOptions) error
 
 	// MkdirAll creates a directory and any missing parents. An existing
@@ -227,10 +244,12 @@ var (
 	// (WriteOptions.Canonical) no longer names the file it would replace.
 	ErrMoved = errors.New("path now names another file than expected")
 
-	// ErrIsDir and ErrNotDir are wrapped in *fs.PathError for operations on
-	// the wrong kind of file.
-	ErrIsDir  = errors.New("is a directory")
-	ErrNotDir = errors.New("not a directory")
+	// ErrIsDir, ErrNotDir and ErrNotRegular are wrapped in *fs.PathError
+	// for operations on the wrong kind of file. ErrNotRegular: a device,
+	// FIFO or socket, which WriteFile does not replace.
+	ErrIsDir      = errors.New("is a directory")
+	ErrNotDir     = errors.New("not a directory")
+	ErrNotRegular = errors.New("not a regular file")
 )
 
 // CtxReader wraps r so that reads fail with ctx's error once ctx is done.
@@ -251,8 +270,10 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// DefaultPerm is the mode of files created by WriteFile when none is given.
-const DefaultPerm fs.FileMode = 0o644
+// DefaultPerm is the mode files created by WriteFile ask for when
+// WriteOptions.Perm is zero, before the host's umask: a file made with
+// umask 022 is 0644, with umask 077 0600.
+const DefaultPerm fs.FileMode = 0o666
 
 // GraceAfterExit is how long Exec waits for output after the command itself
 // exited, before it stops reading from children that inherited the pipes.

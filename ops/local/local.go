@@ -132,9 +132,10 @@ func (*FS) MkdirAll(ctx context.Context, name string) error {
 	return err
 }
 
-// WriteFile implements ops.WriteOperations: temp file in the target's
-// directory, copy, chmod to the old mode, fsync, optional Guard check,
-// rename.
+// WriteFile implements ops.WriteOperations: a temporary file in a private
+// directory of its own next to the target (see newTemp), filled, given
+// the old file's owner, mode, ACL and extended attributes, synced,
+// checked (Canonical, Guard) and renamed over the target.
 func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.WriteOptions) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -158,15 +159,15 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	switch {
 	case statErr == nil && old.IsDir():
 		return &fs.PathError{Op: "write", Path: name, Err: ops.ErrIsDir}
-	case statErr == nil:
-		perm = old.Mode().Perm() | old.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)
-	case !errors.Is(statErr, fs.ErrNotExist):
+	case statErr == nil && !old.Mode().IsRegular():
+		return &fs.PathError{Op: "write", Path: name, Err: ops.ErrNotRegular}
+	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
 		return statErr
 	}
 
-	dir, base := filepath.Split(target)
-	// A name of up to 255 bytes must leave room for the temporary one.
-	tmp, err := os.CreateTemp(dir, "."+base[:min(len(base), 200)]+".pi-remote-*")
+	// A new file asks for perm and gets it less the umask, as any file
+	// this process creates; an existing one's mode is set below.
+	tmp, err := newTemp(target, perm)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -176,28 +177,18 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	}
 	defer func() {
 		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			tmp.remove()
 		}
 	}()
-	if _, err = io.Copy(tmp, ops.CtxReader(ctx, r)); err != nil {
+	if _, err = io.Copy(tmp.f, ops.CtxReader(ctx, r)); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if statErr == nil {
-		// Keep ownership when we are allowed to (root); otherwise the file
-		// becomes ours, as with any editor's atomic save. Before the
-		// mode: chown clears the setuid and setgid bits.
-		if err = keepOwner(tmp, old); err != nil {
-			return err
+		if err = keepAttributes(tmp.f, target, old); err != nil {
+			return &fs.PathError{Op: "write", Path: name, Err: err}
 		}
 	}
-	if err = tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
+	if err = tmp.f.Sync(); err != nil {
 		return err
 	}
 	if err = ctx.Err(); err != nil {
@@ -217,7 +208,7 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 			return &fs.PathError{Op: "write", Path: name, Err: ops.ErrModified}
 		}
 	}
-	if err = os.Rename(tmp.Name(), target); err != nil {
+	if err = tmp.commit(filepath.Base(target)); err != nil {
 		if fi, serr := os.Stat(target); serr == nil && fi.IsDir() {
 			// A directory took the file's place since the check above.
 			return &fs.PathError{Op: "write", Path: name, Err: ops.ErrIsDir}
@@ -225,6 +216,20 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 		return err
 	}
 	return nil
+}
+
+// keepAttributes gives f, the new content of target, what old (target's
+// file info) has besides its content: its owner where we may set it
+// (first: chown clears the setuid and setgid bits), its mode, and its ACL
+// and extended attributes (copyXattrs).
+func keepAttributes(f *os.File, target string, old fs.FileInfo) error {
+	if err := keepOwner(f, old); err != nil {
+		return err
+	}
+	if err := f.Chmod(old.Mode().Perm() | old.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		return err
+	}
+	return copyXattrs(f, target)
 }
 
 // checkCanonical fails with ops.ErrMoved unless target, the file a write to
@@ -241,12 +246,15 @@ func checkCanonical(name, target, want string) error {
 }
 
 // followLinks follows the symlinks at the end of name, to a target that
-// may not exist.
+// may not exist. A link that followable refuses is a permission error.
 func followLinks(name string) (string, error) {
 	for range 40 {
 		link, err := os.Readlink(name)
 		if err != nil {
 			return name, nil // not a link, or nothing there yet: the write will tell
+		}
+		if !followable(name) {
+			return "", &fs.PathError{Op: "write", Path: name, Err: fmt.Errorf("%w: not following a symbolic link of another user in a shared sticky directory", fs.ErrPermission)}
 		}
 		if !filepath.IsAbs(link) {
 			link = filepath.Join(filepath.Dir(name), link)

@@ -3,8 +3,6 @@
 package local
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"syscall"
@@ -46,16 +44,4 @@ func signalName(s syscall.Signal) string {
 		return n
 	}
 	return s.String()
-}
-
-// keepOwner gives f the owner and group of old where we may.
-func keepOwner(f *os.File, old fs.FileInfo) error {
-	st, ok := old.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, fs.ErrPermission) {
-		return err
-	}
-	return nil
 }

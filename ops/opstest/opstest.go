@@ -13,6 +13,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,6 +72,16 @@ func q(s string) string { return shellquote.Quote(s) }
 func hostIsRoot(t *testing.T, o ops.Operations) bool {
 	t.Helper()
 	return run(t, o, "id -u") == "0\n"
+}
+
+// hostUmask is the umask of the host's commands: the one its new files
+// get.
+func hostUmask(t *testing.T, o ops.Operations) fs.FileMode {
+	t.Helper()
+	out := strings.TrimSpace(run(t, o, "umask"))
+	u, err := strconv.ParseUint(out, 8, 32)
+	require.NoError(t, err, "umask printed %q", out)
+	return fs.FileMode(u) & fs.ModePerm
 }
 
 // needNonRoot skips a test of permission errors when the backend is root:

@@ -105,11 +105,12 @@ func testWrite(t *testing.T, h Harness) {
 	o, root := h.New(t)
 	ctx := t.Context()
 
+	umask := hostUmask(t, o)
 	t.Run("create and overwrite", func(t *testing.T) {
 		name := path.Join(root, "a.txt")
 		write(t, o, name, "one")
 		assert.Equal(t, "one", read(t, o, name))
-		assert.Equal(t, ops.DefaultPerm, mode(t, o, name))
+		assert.Equal(t, ops.DefaultPerm&^umask, mode(t, o, name))
 		write(t, o, name, "two, longer")
 		assert.Equal(t, "two, longer", read(t, o, name))
 		write(t, o, name, "")
@@ -126,6 +127,24 @@ func testWrite(t *testing.T, h Harness) {
 		name := path.Join(root, "private")
 		require.NoError(t, o.WriteFile(ctx, name, strings.NewReader("s"), ops.WriteOptions{Perm: 0o600}))
 		assert.Equal(t, fs.FileMode(0o600), mode(t, o, name))
+	})
+	t.Run("a new file gets the mode the host's umask gives", func(t *testing.T) {
+		// As a file a command makes there (issue 29, item 7: 0644 under
+		// umask 077).
+		dir := path.Join(root, "umask")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		run(t, o, "cd "+q(dir)+" && : >by-shell")
+		byShell := mode(t, o, path.Join(dir, "by-shell"))
+		require.Equal(t, 0o666&^umask, byShell, "the shell's file, umask %04o", umask)
+		for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+			name := path.Join(dir, fmt.Sprintf("new%d", size))
+			require.NoError(t, o.WriteFile(ctx, name, strings.NewReader(strings.Repeat("u", size)), ops.WriteOptions{}))
+			assert.Equal(t, byShell, mode(t, o, name), "%d bytes, umask %04o", size, umask)
+			// Perm is what the file asks for; the umask still applies.
+			name = path.Join(dir, fmt.Sprintf("exec%d", size))
+			require.NoError(t, o.WriteFile(ctx, name, strings.NewReader(strings.Repeat("x", size)), ops.WriteOptions{Perm: 0o750}))
+			assert.Equal(t, 0o750&^umask, mode(t, o, name), "%d bytes, Perm 0750, umask %04o", size, umask)
+		}
 	})
 	t.Run("missing parent", func(t *testing.T) {
 		err := o.WriteFile(ctx, path.Join(root, "no", "such", "f"), strings.NewReader("x"), ops.WriteOptions{})
@@ -373,6 +392,121 @@ func testWrite(t *testing.T, h Harness) {
 		requirePathError(t, err, ops.ErrIsDir)
 		assert.Empty(t, listNames(t, o, name), "nothing was moved into the directory")
 		assert.Equal(t, []string{"x"}, listNames(t, o, dir))
+	})
+	t.Run("another user's symlink in a sticky shared directory is not followed", func(t *testing.T) {
+		// As the kernel's fs.protected_symlinks would not (issue 29,
+		// item 8: /tmp/report.txt -> ~victim/x was written through).
+		needRoot(t, o)
+		dir := path.Join(root, "protected")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		victim := path.Join(root, "victim.txt")
+		write(t, o, victim, "mine")
+		for _, tc := range []struct {
+			name, dirMode, dirOwner, linkOwner string
+			followed                           bool
+		}{
+			{"another user's link in a sticky world-writable directory", "1777", "0", "65534", false},
+			{"this user's own link there", "1777", "0", "0", true},
+			{"the link of the directory's owner", "1777", "65534", "65534", true},
+			{"another user's link in a directory without the sticky bit", "0777", "0", "65534", true},
+			{"another user's link in a sticky directory others may not write", "1755", "0", "65534", true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				run(t, o, "chown "+tc.dirOwner+" "+q(dir)+" && chmod "+tc.dirMode+" "+q(dir)+
+					" && rm -f "+q(path.Join(dir, "report.txt"))+" && ln -s "+q(victim)+" "+q(path.Join(dir, "report.txt"))+
+					" && chown -h "+tc.linkOwner+" "+q(path.Join(dir, "report.txt")))
+				for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+					write(t, o, victim, "mine")
+					content := strings.Repeat("w", size)
+					err := o.WriteFile(ctx, path.Join(dir, "report.txt"), strings.NewReader(content), ops.WriteOptions{})
+					if tc.followed {
+						require.NoError(t, err)
+						assert.Equal(t, content, read(t, o, victim))
+						continue
+					}
+					requirePathError(t, err, fs.ErrPermission)
+					assert.Equal(t, "mine", read(t, o, victim), "%d bytes", size)
+					assert.Equal(t, []string{"report.txt"}, listNames(t, o, dir), "no temporary file left behind")
+				}
+			})
+		}
+		run(t, o, "chmod 0755 "+q(dir))
+	})
+	t.Run("devices and FIFOs are not replaced", func(t *testing.T) {
+		// Issue 29, item 11: as root, write /dev/null made it a regular
+		// file.
+		dir := path.Join(root, "special")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		fifo := path.Join(dir, "fifo")
+		run(t, o, "mkfifo "+q(fifo)+" && ln -s fifo "+q(path.Join(dir, "to-fifo")))
+		targets := []string{fifo, path.Join(dir, "to-fifo"), "/dev/null"}
+		kinds := map[string]fs.FileMode{fifo: fs.ModeNamedPipe, "/dev/null": fs.ModeDevice | fs.ModeCharDevice}
+		for _, name := range targets {
+			for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+				for _, guard := range []*ops.Guard{nil, {Content: nil}} { // write, and edit's write
+					err := o.WriteFile(ctx, name, strings.NewReader(strings.Repeat("d", size)), ops.WriteOptions{Guard: guard})
+					requirePathError(t, err, ops.ErrNotRegular)
+				}
+			}
+		}
+		for name, kind := range kinds {
+			fi, err := o.Stat(ctx, name)
+			require.NoError(t, err)
+			assert.Equal(t, kind, fi.Mode().Type(), "%s is still what it was", name)
+		}
+		assert.Equal(t, []string{"fifo", "to-fifo"}, listNames(t, o, dir), "no temporary file left behind")
+	})
+	t.Run("the ACL and extended attributes of a replaced file are kept", func(t *testing.T) {
+		// Issue 29, item 10: a file whose ACL denied a user became
+		// readable by that user after one edit.
+		dir := path.Join(root, "acl")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		name := path.Join(dir, "f.txt")
+		write(t, o, name, "one")
+		if out := run(t, o, "for c in setfacl getfacl setfattr getfattr; do command -v $c; done | wc -l"); strings.TrimSpace(out) != "4" {
+			t.Skip("the host has no setfacl, getfacl, setfattr and getfattr to set an ACL and an extended attribute with")
+		}
+		var set strings.Builder
+		err := o.Exec(ctx, ops.Command{Script: "setfacl -m u:65534:--- " + q(name) + " && setfattr -n user.pi-remote -v kept " + q(name), Output: &set})
+		if err != nil {
+			t.Skipf("the host's file system takes no ACL or user extended attribute here: %s", &set)
+		}
+		attributes := func() string {
+			return run(t, o, "getfacl -cn "+q(name)+" && getfattr --only-values -n user.pi-remote "+q(name))
+		}
+		want := attributes()
+		require.Contains(t, want, "user:65534:---")
+		for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+			content := strings.Repeat("a", size)
+			write(t, o, name, content)
+			assert.Equal(t, want, attributes(), "after a write of %d bytes", size)
+			require.NoError(t, o.WriteFile(ctx, name, strings.NewReader("edited"), ops.WriteOptions{Guard: &ops.Guard{Content: []byte(content)}}))
+			assert.Equal(t, want, attributes(), "after an edit")
+		}
+		assert.Equal(t, []string{"f.txt"}, listNames(t, o, dir), "no temporary file left behind")
+	})
+	t.Run("a directory others may write", func(t *testing.T) {
+		// Where others may rename entries, a write works from a private
+		// directory of its own: the same results, nothing left behind.
+		dir := path.Join(root, "shared")
+		require.NoError(t, o.MkdirAll(ctx, dir))
+		restrict(t, o, dir, "0777")
+		name := path.Join(dir, "f.txt")
+		for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+			content := strings.Repeat("s", size)
+			write(t, o, name, "first")
+			run(t, o, "chmod 0640 "+q(name))
+			write(t, o, name, content)
+			assert.Equal(t, content, read(t, o, name))
+			assert.Equal(t, fs.FileMode(0o640), mode(t, o, name))
+			err := o.WriteFile(ctx, name, strings.NewReader("mine"), ops.WriteOptions{Guard: &ops.Guard{Content: []byte("what I read")}})
+			requirePathError(t, err, ops.ErrModified)
+			assert.Equal(t, content, read(t, o, name))
+			require.NoError(t, o.WriteFile(ctx, name, strings.NewReader("mine"), ops.WriteOptions{Guard: &ops.Guard{Content: []byte(content)}}))
+			assert.Equal(t, "mine", read(t, o, name))
+			assert.Equal(t, []string{"f.txt"}, listNames(t, o, dir), "no temporary file left behind")
+			run(t, o, "rm "+q(name))
+		}
 	})
 	t.Run("concurrent writers never tear", func(t *testing.T) {
 		name := path.Join(root, "race.txt")

@@ -74,6 +74,8 @@ func errnoError(code, msg string) error {
 		return ops.ErrNotDir
 	case "EISDIR":
 		return ops.ErrIsDir
+	case "ENOTREG":
+		return ops.ErrNotRegular
 	case "EACCES":
 		return fs.ErrPermission
 	case "EEXIST":

@@ -321,14 +321,28 @@ pid_alive() {
 	return 0
 }
 
-# remove_private DIR removes a server's private directory, and first the
-# temporary files of writes it created and never committed (a client that
-# lost its connection, or crashed, between create_temp and commit_temp):
-# DIR/temp.SUFFIX holds the path of each.
+# remove_private DIR removes a server's private directory, and first what
+# the writes it created and never committed left (a client that lost its
+# connection, or crashed, between create_temp and commit_temp):
+# DIR/temp.SUFFIX holds the temporary file of each and the inode number of
+# its directory. Only a file of the shape create_temp makes for SUFFIX, in
+# a directory that passes enter_temp's checks (this user's and 0700, or
+# one only root and this user may change; the same inode; not reached
+# through a link), is removed, when it is this user's, and then its
+# private directory.
 remove_private() {
 	for _rmp_temp in "$1"/temp.*; do
 		[ -f "$_rmp_temp" ] || continue
-		IFS= read -r _rmp_path <"$_rmp_temp" && rm -f -- "$_rmp_path"
+		_rmp_suffix=${_rmp_temp##*/temp.}
+		_rmp_path=
+		_rmp_inode=
+		{ IFS= read -r _rmp_path && IFS= read -r _rmp_inode; } <"$_rmp_temp"
+		case $_rmp_suffix:$_rmp_inode in
+		'':* | *[!0-9a-f]*:* | *: | *:*[!0-9]*) continue ;;
+		esac
+		case ${_rmp_path##*/} in
+		.?*".pi-remote-$_rmp_suffix") (enter_temp "$_rmp_path" "$_rmp_inode" >/dev/null && remove_if_ours) ;;
+		esac
 	done
 	rm -rf "$1"
 }
@@ -1915,14 +1929,25 @@ report_missing() {
 	fi
 }
 
-# follow_links PATH sets _f to PATH with every symlink at its end followed,
-# even to a target that does not exist (where a write creates the file).
+# follow_links PATH [guard] sets _f to PATH with every symlink at its end
+# followed, even to a target that does not exist (where a write creates
+# the file). With "guard" it follows, as the kernel's
+# fs.protected_symlinks would, no link that sits in a sticky
+# world-writable directory (/tmp) and belongs to neither this user nor
+# that directory's owner: there, another user's link could aim a write at
+# any file of this user's. On failure (that, or over 40 links) it sets
+# _fl_error to the error line and returns 1.
 follow_links() {
 	_f=$1
 	_fl_n=0
+	_fl_error='E ELOOP too many levels of symbolic links'
 	while [ -L "$_f" ]; do
 		_fl_n=$((_fl_n + 1))
 		[ "$_fl_n" -le 40 ] || return 1
+		if [ -n "$2" ] && ! followable "$_f"; then
+			_fl_error='E EACCES not following a symbolic link of another user in a shared sticky directory'
+			return 1
+		fi
 		_fl_link=$(readlink "$_f" && echo x) || return 1
 		_fl_link=${_fl_link%"${nl}x"}
 		case $_fl_link in
@@ -1930,6 +1955,28 @@ follow_links() {
 		*) _f=${_f%/*}/$_fl_link ;;
 		esac
 	done
+}
+
+# followable LINK: false when LINK sits in a sticky world-writable
+# directory and belongs to neither this user nor the directory's owner.
+followable() {
+	_fa_dir=${1%/*}
+	_fa_dir=${_fa_dir:-/}
+	# Most directories are not sticky: no ls for them.
+	[ -k "$_fa_dir" ] || return 0
+	set -f
+	# shellcheck disable=SC2046 # the fields of ls
+	set -- "$1" $(ls -ldnL -- "$_fa_dir" 2>/dev/null)
+	_fa_mode=$2
+	_fa_owner=$4
+	# shellcheck disable=SC2046
+	set -- $(ls -ldn -- "$1" 2>/dev/null)
+	set +f
+	case $_fa_mode in
+	d???????w*) ;;
+	*) return 0 ;;
+	esac
+	[ "$3" = "$uid" ] || [ "$3" = "$_fa_owner" ]
 }
 
 # resolve_path PATH: "OK", then the canonical path (every symlink and ".."
@@ -2044,14 +2091,44 @@ make_dirs() {
 	ensure_dir "$1" && echo OK
 }
 
-# copy_owner_and_mode FROM TO gives TO the owner, group and mode of FROM
-# (setuid, setgid and sticky bits included). The owner goes first: chown
-# clears the setuid and setgid bits.
+# A write puts its content in a temporary file .NAME.pi-remote-SUFFIX
+# (NAME is the target's, cut to 200 bytes) and acts on it only by that
+# name, relative to a directory held as the working directory once
+# checked (enter_temp), which nobody else may add, remove or rename
+# entries in; the directory held cannot be swapped. So no step can be
+# turned onto another file by someone who may rename entries in the
+# target's directory TARGETDIR (a symlink put in place of the temporary
+# file). Where only root and this user may rename entries in TARGETDIR
+# (it is theirs, and not writable by group or others unless sticky), the
+# file goes straight there ($_up empty: the target is ./NAME). Elsewhere
+# it goes in a private directory of its own, TARGETDIR/.NAME.pi-remote-SUFFIX
+# with mode 0700 ($_up "../": the target is ../NAME), removed with it.
+
+# copy_owner_and_mode FROM TO [ACL] gives TO the owner, group and mode of
+# FROM (setuid, setgid and sticky bits included), FROM being a regular
+# file. Unless ACL is "acl" (the caller copies it next), one with an ACL
+# (a "+" after the mode, where ls shows it) is refused, as its ACL would
+# be lost. The owner goes first: chown clears the setuid and setgid bits.
+# On failure it prints the error line and returns 1.
 copy_owner_and_mode() {
+	_com_acl=$3
 	set -f
 	# shellcheck disable=SC2046 # the fields of ls -l
 	set -- "$1" "$2" $(ls -ldn -- "$1")
 	set +f
+	case $3 in
+	-*+)
+		if [ "$_com_acl" != acl ]; then
+			echo 'E EIO not replacing the file: it has an ACL, which this host cannot copy (it has neither GNU cp, nor setfattr or setfacl)'
+			return 1
+		fi
+		;;
+	-*) ;;
+	*)
+		echo 'E ENOTREG not a regular file'
+		return 1
+		;;
+	esac
 	if [ "$5:$6" != "$uid_gid" ]; then
 		chown "$5:$6" "$2" 2>/dev/null
 	fi
@@ -2075,15 +2152,78 @@ copy_owner_and_mode() {
 		o??[tT]) _p=${_p}+t, ;;
 		esac
 	done
-	chmod "${_p%,}" "$2"
+	chmod "${_p%,}" "$2" 2>"$private/err" || {
+		error_from_stderr 'cannot copy the mode of the file'
+		return 1
+	}
+}
+
+# copy_attributes FROM TO gives TO, a write's new file, what FROM, the
+# regular file it replaces, has besides its content: owner and group
+# (where this user may set them), mode, ACL and extended attributes. GNU
+# cp does it all in one process (--attributes-only opens TO without
+# truncating it; an owner it may not set is left, and then the setuid and
+# setgid bits go; an attribute it cannot set fails the copy). Where cp is
+# not GNU's (its complaint names an option; noted in the private
+# directory for the next write), the owner and mode are copied, and the
+# ACL and extended attributes with getfattr and setfattr, or the ACL with
+# getfacl and setfacl, when the host has them. On failure it prints the
+# error line and returns 1: the write is refused rather than drop an ACL.
+copy_attributes() {
+	if [ -L "$1" ] || [ ! -f "$1" ]; then
+		echo 'E ENOTREG not a regular file'
+		return 1
+	fi
+	if [ ! -e "$private/plain-cp" ]; then
+		if cp --attributes-only --preserve=mode,ownership,xattr -- "$1" "$2" 2>"$private/err"; then
+			return 0
+		fi
+		_ca_line=
+		IFS= read -r _ca_line <"$private/err"
+		case $_ca_line in
+		*option*) : >"$private/plain-cp" ;;
+		# A file this user may not read: the owner and mode at least.
+		*'for reading'*) ;;
+		*)
+			echo "E EIO not replacing the file: cannot keep its attributes (${_ca_line#cp: })"
+			return 1
+			;;
+		esac
+	fi
+	_ca_tool=
+	if command -v getfattr >/dev/null 2>&1 && command -v setfattr >/dev/null 2>&1; then
+		_ca_tool=fattr
+	elif command -v getfacl >/dev/null 2>&1 && command -v setfacl >/dev/null 2>&1; then
+		_ca_tool=facl
+	fi
+	copy_owner_and_mode "$1" "$2" "${_ca_tool:+acl}" || return 1
+	if [ "$_ca_tool" = fattr ]; then
+		getfattr -d -m - -e hex -- "$1" >"$private/xattrs" 2>/dev/null
+		while IFS= read -r _ca_line; do
+			case $_ca_line in
+			'#'* | '' | security.selinux=*) continue ;;
+			esac
+			setfattr -n "${_ca_line%%=*}" -v "${_ca_line#*=}" -- "$2" 2>"$private/err" || {
+				error_from_stderr "not replacing the file: cannot keep its extended attribute ${_ca_line%%=*}"
+				return 1
+			}
+		done <"$private/xattrs"
+	elif [ "$_ca_tool" = facl ]; then
+		getfacl -- "$1" 2>/dev/null | setfacl --set-file=- -- "$2" 2>"$private/err" || {
+			error_from_stderr 'not replacing the file: cannot keep its ACL'
+			return 1
+		}
+	fi
 }
 
 # file_digest FILE EXPECTED prints what the client's contentDigest prints
 # for FILE's content, by the method EXPECTED's prefix names: a SHA-256 by
 # sha256sum, shasum or openssl, an MD5, or cksum's "CRC:SIZE"; on a host
-# with none of those, "bytes:COPY" compares with cmp against COPY, an
-# uploaded copy of the expected content, and removes it. A file that
-# cannot be read prints nothing, which matches no digest.
+# with none of those, "bytes:INODE:PATH" compares with cmp against the
+# temporary file PATH (see enter_temp), an uploaded copy of the expected
+# content, and removes it. A file that cannot be read prints
+# nothing, which matches no digest. Changes directory: run it in a
+# subshell.
 file_digest() {
 	case $2 in
 	sha256sum:*) sha256sum <"$1" | { read -r _h _ && echo "sha256sum:$_h"; } ;;
@@ -2092,24 +2232,209 @@ file_digest() {
 	md5sum:*) md5sum <"$1" | { read -r _h _ && echo "md5sum:$_h"; } ;;
 	cksum:*) cksum <"$1" | { read -r _c _s _ && echo "cksum:$_c:$_s"; } ;;
 	bytes:*)
-		# No digest tool: the expected content was uploaded to a file.
-		if cmp -s "$1" "${2#bytes:}"; then echo "$2"; else echo changed; fi
-		rm -f "${2#bytes:}"
+		_fd_copy=${2#bytes:}
+		_fd_file=$1
+		case $_fd_file in /*) ;; *) _fd_file=$PWD/$_fd_file ;; esac
+		enter_temp "${_fd_copy#*:}" "${_fd_copy%%:*}" >/dev/null || return
+		if cmp -s -- "$_fd_file" "$_tn"; then echo "$2"; else echo changed; fi
+		remove_here
 		;;
 	esac
 }
 
-# prepare_temp TARGET PERM SUFFIX PARENTS creates the temporary file of a
-# write next to TARGET (its symlink target) and sets _f (the file to
-# replace) and _t (the temporary file). PARENTS "p" creates missing parent
-# directories. On failure it prints the error line and returns 1.
+# temp_name SUFFIX sets _tn to the name of the private directory of a
+# write to _f, and of the temporary file in it.
+temp_name() {
+	# A name of up to 255 bytes must leave room for the temporary one.
+	_tn=${_f##*/}
+	while [ "${#_tn}" -gt 200 ]; do _tn=${_tn%?}; done
+	_tn=.$_tn.pi-remote-$1
+}
+
+# check_temp_dir [INODE]: true when the working directory is a write's
+# private directory: this user's own, mode 0700 (no ACL entry may grant
+# more: the group bits show the mask; a setgid bit passed on by the parent
+# is no matter) and, when INODE is given, the one create_temp made. Sets
+# _td_inode to its inode number; otherwise prints the error line.
+check_temp_dir() {
+	set -f
+	# shellcheck disable=SC2046 # the fields of ls -i
+	set -- "$1" $(ls -ldni . 2>/dev/null)
+	set +f
+	case $3 in
+	drwx--[-S]---*) ;;
+	*) set -- x ;;
+	esac
+	if [ "$#" -ge 5 ] && [ "$5" = "$uid" ] && { [ -z "$1" ] || [ "$1" = "$2" ]; }; then
+		_td_inode=$2
+		return 0
+	fi
+	echo 'E EACCES the private directory of the write is not the one it made'
+	return 1
+}
+
+# shared_dir_safe [INODE [chain]]: true when only root and this user may
+# rename entries in the working directory: it is theirs, and not writable
+# by group or others unless it is sticky (then others may add entries, not
+# rename or remove ours); and, when INODE is given, it is that directory.
+# Sets _td_inode to its inode number. With "chain", the same ls also
+# looks at every directory above (as .., ../.., ...: the ones the working
+# directory is in now), and _sd_chain is "yes" when they are all safe the
+# same way: then nobody else can change what the working directory's
+# path leads to (see create_temp).
+shared_dir_safe() {
+	_sd_want=$1
+	_sd_with=$2
+	set -- .
+	if [ "$_sd_with" = chain ]; then
+		_sd_up=..
+		_sd_path=${PWD%/}
+		while [ -n "$_sd_path" ]; do
+			set -- "$@" "$_sd_up"
+			_sd_up=$_sd_up/..
+			_sd_path=${_sd_path%/*}
+		done
+	fi
+	_sd_count=$#
+	# Through a pipe, not a file: a file's data would go to disk with the
+	# temporary file's fsync.
+	_sd_out=$(ls -ldni -- "$@" 2>/dev/null)
+	_sd_lines=0
+	_sd_above=yes
+	_td_inode=
+	while [ -n "$_sd_out" ]; do
+		_sd_line=${_sd_out%%"$nl"*}
+		case $_sd_out in
+		*"$nl"*) _sd_out=${_sd_out#*"$nl"} ;;
+		*) _sd_out= ;;
+		esac
+		_sd_lines=$((_sd_lines + 1))
+		set -f
+		# shellcheck disable=SC2086 # the fields of ls -i
+		set -- $_sd_line
+		set +f
+		_sd_safe=yes
+		case $4 in
+		0 | "$uid") ;;
+		*) _sd_safe= ;;
+		esac
+		case $2 in
+		d????????[tT]*) ;;
+		d????w* | d???????w*) _sd_safe= ;;
+		d*) ;;
+		*) _sd_safe= ;;
+		esac
+		# The working directory's line ends with its name, "."; the others
+		# with "..".
+		case $_sd_line in
+		*' .') [ -z "$_sd_safe" ] || _td_inode=$1 ;;
+		*) [ -n "$_sd_safe" ] || _sd_above= ;;
+		esac
+	done
+	_sd_chain=
+	[ -n "$_td_inode" ] || return 1
+	[ -z "$_sd_want" ] || [ "$_sd_want" = "$_td_inode" ] || return 1
+	# One line per directory: a name with a newline would make more.
+	if [ "$_sd_with" = chain ] && [ -n "$_sd_above" ] && [ "$_sd_lines" = "$_sd_count" ]; then
+		_sd_chain=yes
+	fi
+	return 0
+}
+
+# enter_temp PATH [INODE] enters the directory of PATH, a write's
+# temporary file as create_temp printed it (a physical path), and checks
+# it: a private directory (the directory has the file's name: see
+# check_temp_dir) or the target's own (shared_dir_safe), the one of inode
+# INODE when given. INODE "-" is create_temp's word for a target's
+# directory whose whole path only root and this user may change: nothing
+# to check. Sets _tn to the temporary file's name and _up. Otherwise it
+# prints the error line and returns 1.
+enter_temp() {
+	_et_dir=${1%/*}
+	_tn=${1##*/}
+	if cd -P -- "${_et_dir:-/}" 2>/dev/null && [ "${PWD%/}" = "$_et_dir" ]; then
+		if [ "${_et_dir##*/}" = "$_tn" ]; then
+			_up=../
+			check_temp_dir "$2"
+			return
+		fi
+		_up=
+		[ "$2" != - ] || return 0
+		shared_dir_safe "$2" && return 0
+	elif [ ! -e "$_et_dir" ] && [ ! -L "$_et_dir" ]; then
+		echo 'E ENOENT the temporary file of the write is gone'
+		return 1
+	fi
+	echo 'E EACCES the directory of the temporary file is not the one the write chose'
+	return 1
+}
+
+# remove_here removes the temporary file of a write (in the working
+# directory, entered by enter_temp or prepare_temp) and its private
+# directory if it has one, leaving the directory above as the working
+# directory.
+remove_here() {
+	if [ -e "$_tn" ] || [ -L "$_tn" ]; then rm -f -- "$_tn"; fi
+	[ -n "$_up" ] || return 0
+	cd -P .. && rmdir -- "$_tn" 2>/dev/null
+}
+
+# remove_if_ours removes the temporary file of a write in the target's
+# own directory (entered by enter_temp) when it is a regular file of this
+# user's: there, unlike in a private directory, another user may have
+# made one of that name since (a sticky directory).
+remove_if_ours() {
+	[ -z "$_up" ] || {
+		remove_here
+		return
+	}
+	[ -f "$_tn" ] && [ ! -L "$_tn" ] || return 0
+	set -f
+	# shellcheck disable=SC2046 # the fields of ls -l
+	set -- $(ls -ldn -- "$_tn" 2>/dev/null)
+	set +f
+	[ "$3" != "$uid" ] || rm -f -- "$_tn"
+}
+
+# restrict_umask PERM narrows the umask to PERM (octal, three digits):
+# what the shell creates then has PERM less the umask the server started
+# with, as open(2) with mode PERM would give it (0666 changes nothing).
+restrict_umask() {
+	[ "$1" != 666 ] || return 0
+	_ru_perm=$1
+	_ru_spec=
+	for _ru_who in o g u; do
+		_ru_digit=${_ru_perm#"${_ru_perm%?}"}
+		_ru_perm=${_ru_perm%?}
+		_ru_off=
+		case $_ru_digit in [0-3]) _ru_off=r ;; esac
+		case $_ru_digit in [0145]) _ru_off=${_ru_off}w ;; esac
+		case $_ru_digit in [0246]) _ru_off=${_ru_off}x ;; esac
+		[ -z "$_ru_off" ] || _ru_spec=$_ru_spec,$_ru_who-$_ru_off
+	done
+	[ -z "$_ru_spec" ] || umask "${_ru_spec#,}"
+}
+
+# prepare_temp TARGET PERM SUFFIX PARENTS [chain] enters the directory of TARGET
+# (its symlink target, see follow_links), or, where others may rename
+# entries there, a private directory made in it, and creates the
+# temporary file of a write to TARGET there: with the attributes of the file it
+# will replace (copy_attributes), or, for a new file, mode PERM (octal)
+# less the umask. Sets _f (the file to replace), _pt_base (its name) and
+# _tn. PARENTS "p" creates missing parent directories; "chain" has the
+# directories above looked at too (shared_dir_safe). On failure it prints
+# the error line and returns 1, having removed what it made.
 prepare_temp() {
-	follow_links "$1" || {
-		echo 'E ELOOP too many levels of symbolic links'
+	follow_links "$1" guard || {
+		echo "$_fl_error"
 		return 1
 	}
 	if [ -d "$_f" ]; then
 		echo 'E EISDIR is a directory'
+		return 1
+	fi
+	if [ -e "$_f" ] && [ ! -f "$_f" ]; then
+		echo 'E ENOTREG not a regular file'
 		return 1
 	fi
 	_pt_dir=${_f%/*}
@@ -2120,40 +2445,58 @@ prepare_temp() {
 		report_missing "$_f"
 		return 1
 	fi
-	temp_path "$3"
-	umask 077
+	_pt_base=${_f##*/}
+	temp_name "$3"
+	if ! cd -P -- "$_pt_dir" 2>"$private/err"; then
+		error_from_stderr "cannot enter $_pt_dir"
+		return 1
+	fi
+	_up=
+	if ! shared_dir_safe "" "$5"; then
+		_up=../
+		if ! mkdir -m 700 -- "$_tn" 2>"$private/err"; then
+			error_from_stderr "cannot create a temporary directory in $_pt_dir"
+			return 1
+		fi
+		_pt_here=${PWD%/}/$_tn
+		# Entered by its name in the directory held: nothing else to trust.
+		if ! cd -P -- "$_tn" 2>/dev/null || [ "$PWD" != "$_pt_here" ]; then
+			echo 'E EACCES the private directory of the write is not the one it made'
+			return 1
+		fi
+		check_temp_dir || return 1
+	fi
+	_pt_old=
+	if [ -e "$_up$_pt_base" ] || [ -L "$_up$_pt_base" ]; then
+		_pt_old=yes
+	else
+		restrict_umask "$2"
+	fi
 	set -C
 	# "command" keeps a failed redirection from ending the shell.
-	if ! command : 2>|"$private/err" >"$_t"; then
+	if ! command : 2>|"$private/err" >"$_tn"; then
 		set +C
 		error_from_stderr "cannot create a temporary file in $_pt_dir"
+		remove_here
 		return 1
 	fi
 	set +C
-	if [ -e "$_f" ]; then
-		copy_owner_and_mode "$_f" "$_t" || {
-			rm -f "$_t"
-			echo "E EIO cannot copy the mode of $_f"
+	if [ -n "$_pt_old" ]; then
+		copy_attributes "$_up$_pt_base" "$_tn" || {
+			remove_here
 			return 1
 		}
 	else
-		chmod "$2" "$_t"
+		case $2 in
+		*[1357]*) chmod +x -- "$_tn" ;;
+		esac
 	fi
 }
 
-# temp_path SUFFIX sets _t to the temporary file of a write to _f.
-temp_path() {
-	_tp_dir=${_f%/*}
-	_tp_dir=${_tp_dir:-/}
-	# A name of up to 255 bytes must leave room for the temporary one.
-	_tp_base=${_f##*/}
-	while [ "${#_tp_base}" -gt 200 ]; do _tp_base=${_tp_base%?}; done
-	_t=${_tp_dir%/}/.$_tp_base.pi-remote-$1
-}
-
-# append_bytes FILE FORMAT appends printf FORMAT to FILE; on failure it
-# removes FILE and prints the error line (printf does not say why it
-# failed: cat, given the same bytes, does).
+# append_bytes FILE FORMAT appends printf FORMAT to FILE, the temporary
+# file in the private directory entered; on failure it removes both and
+# prints the error line (printf does not say why it failed: cat, given
+# the same bytes, does).
 append_bytes() {
 	# shellcheck disable=SC2059 # the format is the content, encoded by the client
 	if printf "$2" >>"$1" 2>/dev/null; then
@@ -2161,66 +2504,83 @@ append_bytes() {
 	fi
 	# shellcheck disable=SC2059
 	printf "$2" 2>/dev/null | cat 2>"$private/err" >>"$1"
-	rm -f "$1"
+	remove_here
 	error_from_stderr "cannot write $1"
 	return 1
 }
 
-# commit_temp TARGET TEMP DIGEST [CANONICAL] renames TEMP over TARGET (its
-# symlink target) once TEMP is on disk, when TARGET still has DIGEST
-# (empty: no check) and the file it replaces has the canonical path
-# CANONICAL (when given: see same_file). Prints "OK" or the error line;
-# TEMP is gone either way.
-commit_temp() {
-	[ ! -e "$private/temp.${2##*.pi-remote-}" ] || rm -f "$private/temp.${2##*.pi-remote-}"
-	follow_links "$1" || {
-		rm -f "$2"
-		echo 'E ELOOP too many levels of symbolic links'
-		return
-	}
-	if [ -n "$4" ] && ! same_file "$4"; then
-		rm -f "$2"
+# commit_here NAME DIGEST [CANONICAL] renames the temporary file, in the
+# directory entered, over $_up/NAME (the target), once the file is on
+# disk, when NAME still has DIGEST (empty: no check) and has the canonical
+# path CANONICAL (when given: see same_file). The private directory, if
+# any, goes either way. Prints "OK" or the error line.
+commit_here() {
+	if [ -n "$3" ] && ! same_file "$1" "$3"; then
+		remove_here
 		return
 	fi
-	if [ -n "$3" ] && [ "$(file_digest "$_f" "$3")" != "$3" ]; then
-		rm -f "$2"
+	if [ -n "$2" ] && [ "$(file_digest "$_up$1" "$2")" != "$2" ]; then
+		remove_here
 		echo 'E EMODIFIED file changed on disk'
 		return
 	fi
-	if [ -d "$_f" ]; then
-		rm -f "$2"
+	if [ -d "$_up$1" ]; then
+		remove_here
 		echo 'E EISDIR is a directory'
 		return
 	fi
-	if [ -n "$sync_file" ]; then sync "$2"; fi
-	if ! mv -f "$2" "$_f" 2>"$private/err"; then
-		rm -f "$2"
-		error_from_stderr 'rename failed'
-		return
+	if [ -n "$sync_file" ]; then sync "$_tn"; fi
+	# -T: a directory put in NAME's place is an error, not where the file
+	# goes.
+	if ! mv -fT -- "$_tn" "$_up$1" 2>"$private/err"; then
+		_ch_line=
+		IFS= read -r _ch_line <"$private/err"
+		case $_ch_line in
+		*option*) move_over "$1" || return ;;
+		*)
+			remove_here
+			if [ -d "$_up$1" ]; then
+				echo 'E EISDIR is a directory'
+			else
+				error_from_message "${_ch_line:-rename failed}"
+			fi
+			return
+			;;
+		esac
 	fi
-	# A directory that replaced TARGET after the check above received
-	# TEMP instead: take it back out.
-	if [ -d "$_f" ] && [ -e "$_f/${2##*/}" ]; then
-		rm -f "$_f/${2##*/}"
-		echo 'E EISDIR is a directory'
-		return
-	fi
+	remove_here
 	echo OK
 }
 
-# same_file CANONICAL: true when _f (a write's target, its symlinks
-# followed) has the canonical path CANONICAL, the one the client's
-# mutation queue holds for it; otherwise prints the error line (EMOVED: the
-# client asks again which file the path names). Changes directory: for
-# call's subshell only.
-same_file() {
-	_sf_dir=${_f%/*}
-	if ! cd -P -- "${_sf_dir:-/}" 2>/dev/null; then
-		echo 'E EMOVED the parent directory cannot be resolved'
+# move_over NAME renames the temporary file over $_up/NAME with an mv that
+# lacks -T: a directory that took NAME's place since commit_here's check
+# receives the file, which is taken back out. On failure it prints the
+# error line and returns 1, having removed the temporary file.
+move_over() {
+	if ! mv -f -- "$_tn" "$_up$1" 2>"$private/err"; then
+		remove_here
+		error_from_stderr 'rename failed'
 		return 1
 	fi
-	_sf_path=${PWD%/}/${_f##*/}
-	[ "$_sf_path" = "$1" ] && return 0
+	if [ -d "$_up$1" ] && [ -e "$_up$1/$_tn" ]; then
+		rm -f -- "$_up$1/$_tn"
+		remove_here
+		echo 'E EISDIR is a directory'
+		return 1
+	fi
+}
+
+# same_file NAME CANONICAL: true when $_up/NAME (a write's target, its
+# symlinks followed) has the canonical path CANONICAL, the one the client's mutation queue holds for
+# it; otherwise prints the error line (EMOVED: the client asks again which
+# file the path names).
+same_file() {
+	if [ -n "$_up" ]; then
+		_sf_path=${PWD%/*}/$1
+	else
+		_sf_path=${PWD%/}/$1
+	fi
+	[ "$_sf_path" = "$2" ] && return 0
 	echo "E EMOVED the path now names $_sf_path"
 	return 1
 }
@@ -2229,47 +2589,90 @@ same_file() {
 # whole write of a small content, given as a printf format, in one request.
 write_inline() {
 	prepare_temp "$1" "$2" "$4" "$6" || return
-	append_bytes "$_t" "$5" || return
-	commit_temp "$1" "$_t" "$3" "$7"
+	append_bytes "$_tn" "$5" || return
+	commit_here "$_pt_base" "$3" "$7"
 }
 
-# create_temp TARGET PERM SUFFIX PARENTS: "OK", then the path of a new
-# empty temporary file for TARGET (filled by the client, then committed;
-# or removed with this server when it is neither committed nor removed).
+# create_temp TARGET PERM SUFFIX PARENTS: "OK", then "INODE VIA PATH":
+# the temporary file PATH of a new write, and the inode number of its
+# directory, which the requests after this one check (see enter_temp).
+# Where only root and this user may change any directory on PATH (see
+# shared_dir_safe), PATH leads to the file whatever others do: INODE is
+# "-" (nothing to check) and VIA "sftp", the client may fill the file
+# over SFTP, which resolves PATH itself; otherwise VIA is "server", only
+# through receive_temp. Committed with commit_temp or removed with
+# remove_temp; otherwise removed with this server (remove_private).
 create_temp() {
-	prepare_temp "$1" "$2" "$3" "$4" || return
-	# Removed with the private directory unless committed or removed.
-	printf '%s\n' "$_t" >"$private/temp.$3"
-	printf 'OK\n%s' "$_t"
+	prepare_temp "$1" "$2" "$3" "$4" chain || return
+	printf '%s\n%s\n' "${PWD%/}/$_tn" "$_td_inode" >"$private/temp.$3"
+	if [ -z "$_up" ] && [ "$_sd_chain" = yes ]; then
+		printf 'OK\n- sftp %s' "${PWD%/}/$_tn"
+	else
+		printf 'OK\n%s server %s' "$_td_inode" "${PWD%/}/$_tn"
+	fi
 }
 
-# receive_temp TEMP COUNT appends to TEMP the COUNT raw bytes that follow
-# the request on the request stream. They are always all read, so the next
-# request comes whole even when the write fails (TEMP is removed then).
-# head -c reads no further than the client sent: it sends nothing more
-# until the answer.
+# receive_temp PATH INODE COUNT appends to the temporary file PATH (see
+# enter_temp) the COUNT raw bytes that follow the request on the request
+# stream. They are always all read, so the next request comes whole even
+# when the write fails (the temporary file is removed then). head -c reads no further than the client sent: it sends nothing
+# more until the answer.
 receive_temp() {
+	if ! enter_temp "$1" "$2"; then
+		head -c "$3" <&3 >/dev/null
+		return
+	fi
 	rm -f "$private/failed"
-	head -c "$2" <&3 | {
-		cat 2>"$private/err" >>"$1" || {
+	head -c "$3" <&3 | {
+		cat 2>"$private/err" >>"$_tn" || {
 			command : >"$private/failed"
 			cat >/dev/null
 		}
 	}
 	if [ -e "$private/failed" ]; then
-		rm -f "$1"
+		remove_here
 		error_from_stderr "cannot write $1"
 	else
 		echo OK
 	fi
 }
 
-# diagnose_write TEMP says why writing to TEMP fails, for a client whose
-# own write (over SFTP, which reports most errors as a plain failure) did:
-# it appends one byte with cat and prints cat's complaint as the error
-# line, or "OK" when the write now succeeds.
+# commit_temp TARGET PATH INODE DIGEST [CANONICAL] commits the write whose
+# temporary file is PATH (see enter_temp and commit_here) over TARGET (its
+# symlink target), which must still be in the directory the write chose.
+# Prints "OK" or the error line; the temporary file is gone either way.
+commit_temp() {
+	[ ! -e "$private/temp.${2##*.pi-remote-}" ] || rm -f "$private/temp.${2##*.pi-remote-}"
+	_ct_dir=-
+	if ! follow_links "$1" guard; then
+		_ct_error=$_fl_error
+	else
+		_ct_error='E EMOVED the path now names a file in another directory'
+		_ct_dir=${_f%/*}
+		if cd -P -- "${_ct_dir:-/}" 2>/dev/null; then
+			_ct_dir=${PWD%/}
+		else
+			_ct_dir=-
+		fi
+	fi
+	enter_temp "$2" "$3" || return
+	if [ -n "$_up" ]; then _ct_temp=${PWD%/*}; else _ct_temp=${PWD%/}; fi
+	if [ "$_ct_dir" = "$_ct_temp" ]; then
+		commit_here "${_f##*/}" "$4" "$5"
+		return
+	fi
+	echo "$_ct_error"
+	remove_here
+}
+
+# diagnose_write PATH INODE says why writing to the temporary file PATH
+# fails, for a client whose own write (over SFTP,
+# which reports most errors as a plain failure) did: it appends one byte
+# with cat and prints cat's complaint as the error line, or "OK" when the
+# write now succeeds.
 diagnose_write() {
-	if printf x 2>/dev/null | cat 2>"$private/err" >>"$1"; then
+	enter_temp "$1" "$2" || return
+	if printf x 2>/dev/null | cat 2>"$private/err" >>"$_tn"; then
 		echo OK
 	else
 		error_from_stderr "cannot write $1"
@@ -2278,21 +2681,29 @@ diagnose_write() {
 
 # settle_write TARGET DIGEST SUFFIX... settles a write whose connection
 # was lost: the temporary files it may have made (named by their
-# SUFFIXes) are removed first, so that its commit, if it has not happened,
+# SUFFIXes), and their private directories, are removed first, so that its commit, if it has not happened,
 # never will; then TARGET (its symlink target) is compared with DIGEST,
 # the new content's. Prints "OK applied", "OK absent", or "OK unknown"
 # when there is no digest to compare ("-": the commit was never sent).
 settle_write() {
-	follow_links "$1" || {
-		echo 'E ELOOP too many levels of symbolic links'
+	follow_links "$1" guard || {
+		echo "$_fl_error"
 		return
 	}
 	_sw_digest=$2
 	shift 2
-	for _sw_suffix in "$@"; do
-		temp_path "$_sw_suffix"
-		rm -f -- "$_t"
-	done
+	_sw_dir=${_f%/*}
+	if cd -P -- "${_sw_dir:-/}" 2>/dev/null; then
+		_sw_here=${PWD%/}
+		for _sw_suffix in "$@"; do
+			temp_name "$_sw_suffix"
+			if [ -d "$_tn" ]; then
+				(enter_temp "$_sw_here/$_tn/$_tn" >/dev/null && remove_here)
+			elif [ -f "$_tn" ]; then
+				(enter_temp "$_sw_here/$_tn" >/dev/null && remove_if_ours)
+			fi
+		done
+	fi
 	case $_sw_digest in
 	-) echo 'OK absent' ;;
 	'' | bytes:*) echo 'OK unknown' ;;
@@ -2306,9 +2717,12 @@ settle_write() {
 	esac
 }
 
-# remove_temp TEMP: "OK" once TEMP is gone.
+# remove_temp PATH INODE: "OK" once the write whose temporary file is
+# PATH has left nothing (what enter_temp does not find the write's is
+# left alone).
 remove_temp() {
-	rm -f -- "$1" "$private/temp.${1##*.pi-remote-}"
+	[ ! -e "$private/temp.${1##*.pi-remote-}" ] || rm -f "$private/temp.${1##*.pi-remote-}"
+	if enter_temp "$1" "$2" >/dev/null; then remove_if_ours; fi
 	echo OK
 }
 

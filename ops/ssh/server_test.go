@@ -743,14 +743,19 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			t.Run("raw data after a request is read exactly", func(t *testing.T) {
 				l := startLocal(t, sh, true)
 				dir := t.TempDir()
-				tmp := filepath.Join(dir, "tmp")
-				require.NoError(t, os.WriteFile(tmp, nil, 0o600))
+				var out bytes.Buffer
+				require.Equal(t, "0", l.do(t, &out, "call", "create_temp", filepath.Join(dir, "f"), "666", "0123", "-"))
+				status, payload, _ := strings.Cut(out.String(), "\n")
+				require.Equal(t, "OK", status)
+				fields := strings.SplitN(payload, " ", 3)
+				require.Len(t, fields, 3)
+				inode, tmp := fields[0], fields[2]
 				data := make([]byte, 3<<20)
 				for i := range data {
 					data[i] = byte(i * 7)
 				}
-				var out bytes.Buffer
-				require.NoError(t, l.send(request{fn: "call", args: []string{"receive_temp", tmp, fmt.Sprint(len(data))}, data: data}))
+				out.Reset()
+				require.NoError(t, l.send(request{fn: "call", args: []string{"receive_temp", tmp, inode, fmt.Sprint(len(data))}, data: data}))
 				_, err := l.readUntilMarker(&out)
 				require.NoError(t, err)
 				assert.Equal(t, "OK\n", out.String())
@@ -760,7 +765,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// A failed write still reads its data: the next request
 				// comes whole.
 				out.Reset()
-				require.NoError(t, l.send(request{fn: "call", args: []string{"receive_temp", filepath.Join(dir, "no", "such"), "5"}, data: []byte("12345")}))
+				require.NoError(t, l.send(request{fn: "call", args: []string{"receive_temp", filepath.Join(dir, "no", "such"), inode, "5"}, data: []byte("12345")}))
 				_, err = l.readUntilMarker(&out)
 				require.NoError(t, err)
 				assert.True(t, strings.HasPrefix(out.String(), "E ENOENT"), "got %q", out.String())
@@ -792,7 +797,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				journal := filepath.Join(shim, "journal")
 				real, err := exec.LookPath("sync")
 				require.NoError(t, err)
-				script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >>" + journal + "\nexec " + real + " \"$@\"\n"
+				script := "#!/bin/sh\nprintf '%s\\n' \"$PWD/$*\" >>" + journal + "\nexec " + real + " \"$@\"\n"
 				require.NoError(t, os.WriteFile(filepath.Join(shim, "sync"), []byte(script), 0o755))
 				l := startLocal(t, sh, true, "PATH="+shim+":"+os.Getenv("PATH"))
 				target := filepath.Join(t.TempDir(), "f")

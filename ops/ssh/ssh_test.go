@@ -30,9 +30,11 @@ func harness(opts sshtest.Options, hopts rssh.HostOptions) opstest.Harness {
 	}}
 }
 
+// Commands start with umask 077, which new files must get too (they got
+// 0644 whatever the umask).
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	opstest.Run(t, harness(sshtest.Options{}, rssh.HostOptions{}))
+	opstest.Run(t, harness(sshtest.Options{Umask: "077"}, rssh.HostOptions{}))
 }
 
 // A bare POSIX host: no SFTP subsystem, no GNU find, no setsid.

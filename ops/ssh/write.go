@@ -29,10 +29,17 @@ const (
 
 // WriteFile implements ops.WriteOperations: a temporary file next to the
 // target (the symlink's target when name is a link), given the old file's
-// owner and mode, filled, synced, checked against the guard digest on the
-// host, and renamed over the target. A small content travels inside that
-// one request; a larger one fills the temporary file over SFTP (or in
-// chunks through the server) between a create and a commit request.
+// owner, mode, ACL and extended attributes, filled, synced, checked
+// against the guard digest on the host, and renamed over the target. A
+// small content travels inside that one request; a larger one fills the
+// temporary file over SFTP (or in chunks through the server) between a
+// create and a commit request. The host acts on the temporary file only
+// by its name inside a directory nobody else may change (the target's own
+// when only root and the user may rename entries there, else a private
+// one: see server.sh), so whoever may rename entries in the target's
+// directory cannot turn the write onto another file; SFTP, which goes by
+// path, is used only when nobody but root and this user may rename
+// anything on that path.
 //
 // A request that reached the host is waited for even when ctx ends: when
 // WriteFile returns, the write has happened or never will.
@@ -122,7 +129,7 @@ func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops
 	if perm == 0 {
 		perm = ops.DefaultPerm
 	}
-	octal := strconv.FormatUint(uint64(perm.Perm()), 8)
+	octal := fmt.Sprintf("%03o", perm.Perm())
 	parents := "-"
 	if opts.CreateParents {
 		parents = "p"
@@ -137,7 +144,7 @@ func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops
 		case "bytes":
 			// No digest tool: the expected content goes to the host, and
 			// the commit compares the file with it (and removes it).
-			_, expected, err := c.call(ctx, change, "write", name, "create_temp", name, "600", a.suffix(), parents)
+			expected, err := h.createTemp(ctx, c, name, "600", a.suffix(), parents)
 			if err != nil {
 				return err
 			}
@@ -145,12 +152,12 @@ func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops
 				if err == nil || errors.Is(err, ops.ErrConnectionLost) {
 					return // the commit removed it, or settleWrite will
 				}
-				h.removeTemp(ctx, name, string(expected))
+				h.removeTemp(ctx, name, expected)
 			}()
-			if err := h.upload(ctx, c, string(expected), bytes.NewReader(opts.Guard.Content)); err != nil {
+			if err := h.upload(ctx, c, expected, bytes.NewReader(opts.Guard.Content)); err != nil {
 				return err
 			}
-			digest = "bytes:" + string(expected)
+			digest = "bytes:" + expected.inode + ":" + expected.path
 		case "":
 			return fmt.Errorf("write %s: cannot check that the file did not change: the host has none of sha256sum, shasum, openssl, md5sum, cksum and cmp", name)
 		default:
@@ -182,18 +189,18 @@ func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops
 	if sum != nil {
 		content = io.TeeReader(content, sum)
 	}
-	_, tmp, err := c.call(ctx, change, "write", name, "create_temp", name, octal, a.suffix(), parents)
+	tmp, err := h.createTemp(ctx, c, name, octal, a.suffix(), parents)
 	if err != nil {
 		return err
 	}
-	err = h.upload(ctx, c, string(tmp), content)
+	err = h.upload(ctx, c, tmp, content)
 	if err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
 		if !errors.Is(err, ops.ErrConnectionLost) {
 			// Leave no temporary file behind, even when ctx is what ended.
-			h.removeTemp(ctx, name, string(tmp))
+			h.removeTemp(ctx, name, tmp)
 		}
 		return err
 	}
@@ -201,16 +208,39 @@ func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops
 		a.digest = sum.sum()
 	}
 	a.committing = true
-	_, _, err = c.call(ctx, change, "write", name, "commit_temp", name, string(tmp), digest, opts.Canonical)
+	_, _, err = c.call(ctx, change, "write", name, "commit_temp", name, tmp.path, tmp.inode, digest, opts.Canonical)
 	return err
+}
+
+// tempFile is a write's temporary file on the host, as create_temp made
+// it: its path, and the inode number of its directory, which the requests
+// after create_temp check.
+type tempFile struct {
+	path, inode string
+	// sftp: the file may be filled over SFTP (nobody else may rename
+	// anything on its path); otherwise only through the command server.
+	sftp bool
+}
+
+// createTemp asks for a new temporary file for name (see create_temp).
+func (h *Host) createTemp(ctx context.Context, c *conn, name, perm, suffix, parents string) (tempFile, error) {
+	_, payload, err := c.call(ctx, change, "write", name, "create_temp", name, perm, suffix, parents)
+	if err != nil {
+		return tempFile{}, err
+	}
+	f := strings.SplitN(string(payload), " ", 3)
+	if len(f) != 3 || !strings.HasPrefix(f[2], "/") {
+		return tempFile{}, fmt.Errorf("write %s: unexpected answer from host: %q", name, payload)
+	}
+	return tempFile{path: f[2], inode: f[0], sftp: f[1] == "sftp"}, nil
 }
 
 // removeTemp removes a write's temporary file, within a few seconds (on a
 // new connection if this one is gone) and even when ctx has ended.
-func (h *Host) removeTemp(ctx context.Context, name, tmp string) {
+func (h *Host) removeTemp(ctx context.Context, name string, tmp tempFile) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	h.call(cctx, change, "write", name, "remove_temp", tmp)
+	h.call(cctx, change, "write", name, "remove_temp", tmp.path, tmp.inode)
 }
 
 // settleWrite waits for the host to answer again (until deadline) and
@@ -259,10 +289,15 @@ func (h *Host) settleWrite(ctx context.Context, name string, a *writeAttempt, de
 	}
 }
 
-// upload fills the (existing, empty) temporary file tmp with r.
-func (h *Host) upload(ctx context.Context, c *conn, tmp string, r io.Reader) error {
+// upload fills the (existing, empty) temporary file tmp with r: over SFTP
+// when the host has it and create_temp found it safe, otherwise through
+// the command servers.
+func (h *Host) upload(ctx context.Context, c *conn, tmp tempFile, r io.Reader) error {
 	src := &sourceReader{r: ops.CtxReader(ctx, r)}
 	r = src
+	if !tmp.sftp {
+		return h.uploadInChunks(ctx, c, tmp, r)
+	}
 	sc, done, err := c.useSFTP(ctx)
 	if err != nil {
 		return err
@@ -271,9 +306,9 @@ func (h *Host) upload(ctx context.Context, c *conn, tmp string, r io.Reader) err
 		return h.uploadInChunks(ctx, c, tmp, r)
 	}
 	defer done()
-	f, err := withCtx(ctx, c, func() (*sftp.File, error) { return sc.OpenFile(tmp, os.O_WRONLY|os.O_TRUNC) })
+	f, err := withCtx(ctx, c, func() (*sftp.File, error) { return sc.OpenFile(tmp.path, os.O_WRONLY|os.O_TRUNC) })
 	if err != nil {
-		return sftpError(c, "write", tmp, err)
+		return sftpError(c, "write", tmp.path, err)
 	}
 	_, err = withCtx(ctx, c, func() (int64, error) { return f.ReadFromWithConcurrency(r, 0) })
 	cerr := f.Close()
@@ -291,11 +326,11 @@ func (h *Host) upload(ctx context.Context, c *conn, tmp string, r io.Reader) err
 		if errors.As(err, &se) && se.FxCode() == sftp.ErrSSHFxFailure && !c.isDead() {
 			// SFTP says only "Failure" for a full disk, a quota, an I/O
 			// error: the host's shell can tell which.
-			if _, _, derr := c.call(ctx, change, "write", tmp, "diagnose_write", tmp); derr != nil {
+			if _, _, derr := c.call(ctx, change, "write", tmp.path, "diagnose_write", tmp.path, tmp.inode); derr != nil {
 				return derr
 			}
 		}
-		return sftpError(c, "write", tmp, err)
+		return sftpError(c, "write", tmp.path, err)
 	}
 	return nil
 }
@@ -322,12 +357,12 @@ const uploadChunk = 4 << 20
 // uploadInChunks appends r to tmp through the command servers: each
 // request is followed by up to uploadChunk raw bytes that the host reads
 // exactly (receive_temp). It needs no session of its own.
-func (h *Host) uploadInChunks(ctx context.Context, c *conn, tmp string, r io.Reader) error {
+func (h *Host) uploadInChunks(ctx context.Context, c *conn, tmp tempFile, r io.Reader) error {
 	buf := make([]byte, uploadChunk)
 	for {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
-			if _, _, werr := c.callData(ctx, change, "write", tmp, buf[:n], "receive_temp", tmp, strconv.Itoa(n)); werr != nil {
+			if _, _, werr := c.callData(ctx, change, "write", tmp.path, buf[:n], "receive_temp", tmp.path, tmp.inode, strconv.Itoa(n)); werr != nil {
 				return werr
 			}
 		}

@@ -47,11 +47,15 @@ type Server struct {
 	open        map[*gossh.ServerConn]int // session channels open per connection
 	mostOpen    int                       // the most ever open on one connection
 	closeEarly  int                       // session channels still to close at once
+	umask       string                    // Options.Umask
 }
 
 // Options change the server's behaviour.
 type Options struct {
 	NoSFTP bool // no sftp subsystem, as on hosts that lack it
+	// Umask, when set (octal, "077"), is the umask commands start with,
+	// as a user's login would set it; otherwise they have this process's.
+	Umask string
 }
 
 // Start runs a server until the test ends.
@@ -74,7 +78,7 @@ func Start(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{HostKey: hostSigner.PublicKey(), ClientKey: filepath.Join(dir, "id_ed25519"), KnownHosts: filepath.Join(dir, "known_hosts")}
+	s := &Server{HostKey: hostSigner.PublicKey(), ClientKey: filepath.Join(dir, "id_ed25519"), KnownHosts: filepath.Join(dir, "known_hosts"), umask: opts.Umask}
 	if err := os.WriteFile(s.ClientKey, pem.EncodeToMemory(block), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +221,11 @@ func (s *Server) count() {
 
 func (s *Server) handle(sess glssh.Session) {
 	s.count()
-	cmd := exec.Command(shell, "-c", sess.RawCommand())
+	script := sess.RawCommand()
+	if s.umask != "" {
+		script = "umask " + s.umask + "; " + script
+	}
+	cmd := exec.Command(shell, "-c", script)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = sess, sess, sess.Stderr()
 	newSession(cmd)
 	if err := cmd.Start(); err != nil {

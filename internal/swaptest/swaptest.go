@@ -1,0 +1,188 @@
+//go:build linux
+
+// Package swaptest races a backend's writes against another user who may
+// rename entries in the directory written to: the attacker (command
+// swapper, run as nobody) swaps every new entry there for a symbolic link
+// to a canary file that only root may change, and a new directory for a
+// link to a directory of the attacker's full of such links. Writes may
+// fail under that attack; the canary must never change.
+//
+// It needs root (to run the attacker as another user) and a backend whose
+// host is this machine: ops/local, ops/ssh against the in-process server
+// or a local sshd.
+package swaptest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/ops"
+)
+
+// Attempts is how many times Run writes each of its three files.
+const Attempts = 200
+
+// Attacker is the account the attacker runs as.
+const Attacker = "nobody"
+
+// RequireRoot fails in CI and skips elsewhere when the test is not root.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("must run as root in CI: the attacker runs as another user")
+	}
+	t.Skip("needs root: the attacker runs as another user")
+}
+
+// Run writes, Attempts times each, a small file (one request on remote
+// hosts), a large one (over SFTP or in chunks) and an edit (a guarded
+// write) in a directory the attacker owns, with o as root, and checks
+// after every round that the canary kept its owner, mode and content.
+func Run(t *testing.T, o ops.Operations) {
+	RequireRoot(t)
+	uid, gid := attackerIDs(t)
+	area, err := os.MkdirTemp("", "pi-remote-swap-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(area) })
+	require.NoError(t, os.Chmod(area, 0o755))
+	dir, evil := filepath.Join(area, "attacker"), filepath.Join(area, "evil")
+	for _, d := range []string{dir, evil} {
+		require.NoError(t, os.Mkdir(d, 0o755))
+		require.NoError(t, os.Chown(d, uid, gid))
+	}
+	canaryDir := t.TempDir()
+	canary := filepath.Join(canaryDir, "canary")
+	const canaryText = "root's own\n"
+	require.NoError(t, os.WriteFile(canary, []byte(canaryText), 0o600))
+
+	ctx := t.Context()
+	small, large, edited := filepath.Join(dir, "small.txt"), filepath.Join(dir, "large.bin"), filepath.Join(dir, "edit.txt")
+	big := bytes.Repeat([]byte("0123456789abcdef"), 100<<10/16) // over the inline limit of remote backends
+	require.NoError(t, o.WriteFile(ctx, edited, strings.NewReader("line 0\n"), ops.WriteOptions{}))
+	swaps := start(t, dir, canary, evil, filepath.Base(small), filepath.Base(large), filepath.Base(edited))
+
+	var failed [3]int // small, large, edit
+	for i := range Attempts {
+		if o.WriteFile(ctx, small, strings.NewReader(fmt.Sprintf("small %d\n", i)), ops.WriteOptions{}) != nil {
+			failed[0]++
+		}
+		if o.WriteFile(ctx, large, bytes.NewReader(big), ops.WriteOptions{}) != nil {
+			failed[1]++
+		}
+		if edit(ctx, o, edited, i) != nil {
+			failed[2]++
+		}
+		var st syscall.Stat_t
+		require.NoError(t, syscall.Stat(canary, &st))
+		got, err := os.ReadFile(canary)
+		require.NoError(t, err)
+		require.Equal(t, describe(0, 0, 0o600, []byte(canaryText)), describe(st.Uid, st.Gid, st.Mode&0o7777, got),
+			"the canary after round %d (failed so far: %d small, %d large, %d edits)", i, failed[0], failed[1], failed[2])
+	}
+	t.Logf("failed under attack: %d small, %d large, %d edits of %d each; %d swaps", failed[0], failed[1], failed[2], Attempts, swaps())
+	assert.Positive(t, swaps(), "the attacker swapped nothing: the test proved nothing")
+}
+
+// describe is a file's owner, mode, size and first bytes.
+func describe(uid, gid, mode uint32, content []byte) string {
+	return fmt.Sprintf("%d:%d %04o %d bytes %q", uid, gid, mode, len(content), content[:min(len(content), 40)])
+}
+
+// edit does what the edit tool does: read, then a write guarded by what
+// was read.
+func edit(ctx context.Context, o ops.Operations, name string, i int) error {
+	rc, err := o.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	old, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return err
+	}
+	return o.WriteFile(ctx, name, strings.NewReader(fmt.Sprintf("line %d\n", i)), ops.WriteOptions{Guard: &ops.Guard{Content: old}})
+}
+
+func attackerIDs(t *testing.T) (int, int) {
+	t.Helper()
+	u, err := user.Lookup(Attacker)
+	require.NoError(t, err)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return uid, gid
+}
+
+// start builds the swapper and runs it as Attacker until the test ends; it
+// returns once the swapper watches dir. The function it returns counts the
+// swaps so far.
+func start(t *testing.T, dir, canary, evil string, spared ...string) func() int {
+	t.Helper()
+	uid, gid := attackerIDs(t)
+	bin := filepath.Join(filepath.Dir(evil), "swapper")
+	build := exec.Command("go", "build", "-o", bin, "github.com/pi-remote/pi-remote/internal/swaptest/swapper")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "building the swapper: %s", out)
+	require.NoError(t, os.Chmod(bin, 0o755))
+
+	cmd := exec.Command(bin, append([]string{dir, canary, evil}, spared...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	var (
+		mu    sync.Mutex
+		swaps int
+	)
+	ready := make(chan bool, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			switch line := sc.Text(); {
+			case line == "ready":
+				ready <- true
+			case strings.HasPrefix(line, "swapped "):
+				mu.Lock()
+				swaps++
+				mu.Unlock()
+			}
+		}
+		ready <- false
+	}()
+	stop := func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		<-done
+	}
+	if !<-ready {
+		stop()
+		t.Fatalf("the swapper did not start: %s", &stderr)
+	}
+	t.Cleanup(stop)
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return swaps
+	}
+}

@@ -1,0 +1,20 @@
+package ssh_test
+
+import (
+	"testing"
+
+	"github.com/pi-remote/pi-remote/internal/swaptest"
+	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/ops/ssh/sshtest"
+)
+
+// Another user who may rename entries in the directory written to cannot
+// turn a write against a file of root's: inline, over SFTP, and an edit.
+func TestWriteSurvivesSwaps(t *testing.T) {
+	t.Parallel()
+	swaptest.RequireRoot(t)
+	srv := sshtest.Start(t, sshtest.Options{})
+	h := rssh.New(srv.Config(), rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
+	swaptest.Run(t, h)
+}
