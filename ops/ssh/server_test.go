@@ -704,7 +704,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					l := startLocal(t, sh, setsid)
 					marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
 					t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
-					require.NoError(t, l.send(call("run_job", newJob(fmt.Sprintf("sleep %s & sleep %s & echo started; wait", marker, marker))...)))
+					require.NoError(t, l.send(call("run_job", newJob(fmt.Sprintf("echo started; sleep %s & sleep %s & wait", marker, marker))...)))
 					require.Eventually(t, func() bool { return len(sleeping(t, marker)) == 2 }, 5*time.Second, 10*time.Millisecond)
 					require.NoError(t, l.cancel())
 					var out bytes.Buffer
