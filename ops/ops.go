@@ -42,7 +42,9 @@ type ReadOperations interface {
 	// Open opens the named file for streaming reads. Only what the caller
 	// reads is transferred, so reading the head of a huge file is cheap.
 	// Reads after ctx is done fail with ctx's error. The caller must Close.
-	// Opening a directory is an error wrapping ErrIsDir.
+	// Opening a directory is an error wrapping ErrIsDir; a FIFO, device or
+	// socket (reads that may block or never end), one wrapping
+	// ErrNotRegular, at once: Open never waits for a FIFO's writer.
 	Open(ctx context.Context, name string) (io.ReadCloser, error)
 
 	// ReadDir lists a directory in one request (no round trip per entry).

@@ -68,6 +68,8 @@ func fileError(p string, err error) (loop.Result, error) {
 		return errorResult("%s is a directory. Use ls to list it.", p)
 	case errors.Is(err, ops.ErrNotDir):
 		return errorResult("A parent of %s is not a directory.", p)
+	case errors.Is(err, ops.ErrNotRegular):
+		return errorResult("%s is not a regular file (a device, FIFO or socket): read, edit and write work on regular files only. Use bash if you must use it.", p)
 	case errors.Is(err, ops.ErrConnectionLost):
 		return errorResult("Connection to the host was lost: %v. The next call reconnects.", err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -46,18 +46,23 @@ func (*FS) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(name)
+	f, err := openForRead(name)
 	if err != nil {
 		return nil, err
 	}
+	// What was opened is checked, not the name: it may have changed.
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	if fi.IsDir() {
+	switch {
+	case fi.IsDir():
 		f.Close()
 		return nil, &fs.PathError{Op: "open", Path: name, Err: ops.ErrIsDir}
+	case !fi.Mode().IsRegular():
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: ops.ErrNotRegular}
 	}
 	return ctxFile{Reader: ops.CtxReader(ctx, f), f: f}, nil
 }

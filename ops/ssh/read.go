@@ -53,8 +53,8 @@ func (h *Host) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 // readHeadSize is how much of a file Open asks for with read_head.
 const readHeadSize = 256 << 10
 
-// errStreamOnly: read_head did not read the file (not a regular file, or
-// the host's head failed); open_file will, or says why not.
+// errStreamOnly: read_head did not read the file (the host's head
+// failed); open_file will, or says why not.
 var errStreamOnly = errors.New("read with open_file")
 
 // readHead reads the first readHeadSize bytes of name with read_head;
@@ -76,7 +76,7 @@ func (h *Host) readHead(ctx context.Context, name string) (head []byte, whole bo
 			return err
 		}
 		status, payload, _ := bytes.Cut(buf.Bytes(), []byte("\n"))
-		if final != "0" || strings.HasPrefix(string(status), "E ENOTREG ") {
+		if final != "0" {
 			return errStreamOnly
 		}
 		if _, _, err := checkStatus("open", name, string(status), nil); err != nil {

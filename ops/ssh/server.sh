@@ -1861,14 +1861,18 @@ read_head() {
 
 # open_file PATH [OFFSET]: "OK" and the bytes of PATH (from byte OFFSET on)
 # as they are read (a job, so the client may stop it), or "E CODE
-# message". The final status is 0, or "E CODE message" when reading failed
-# part way.
+# message" ("E ENOTREG" as read_head's). The final status is 0, or "E CODE
+# message" when reading failed part way.
 open_file() {
 	if ! digits "${2:-0}"; then
 		finish '!PROTOCOL malformed request'
 		return
 	fi
-	if readable "$1"; then
+	if ! readable "$1"; then
+		:
+	elif [ ! -f "$1" ]; then
+		echo 'E ENOTREG not a regular file'
+	else
 		echo OK
 		if [ "${2:-0}" -gt 0 ]; then
 			# The rest of a read whose connection was lost.

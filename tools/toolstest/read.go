@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/tools"
@@ -60,6 +61,17 @@ func testRead(t *testing.T, h Harness) {
 	t.Run("missing and directory", func(t *testing.T) {
 		f.fails("read", map[string]any{"path": "nope.txt"}, "File not found: nope.txt")
 		f.fails("read", map[string]any{"path": "home"}, "is a directory")
+	})
+	t.Run("devices and FIFOs are neither read nor edited nor replaced", func(t *testing.T) {
+		// A FIFO nobody writes would hold the call for ever: the writer
+		// that comes after 5 s only ends a wait that should not begin.
+		fifo := shellquote.Quote(f.path("fifo"))
+		f.run("mkfifo " + fifo + " && { (sleep 5; : <>" + fifo + ") >/dev/null 2>&1 & }")
+		for _, p := range []string{"fifo", "/dev/null", "/dev/zero"} {
+			f.fails("read", map[string]any{"path": p}, p+" is not a regular file")
+			f.fails("edit", edits(p, "a", "b"), p+" is not a regular file")
+			f.fails("write", map[string]any{"path": p, "content": "x"}, "not a regular file")
+		}
 	})
 	t.Run("path rules", func(t *testing.T) {
 		assert.Equal(t, "in home\n", f.ok("read", map[string]any{"path": "~/notes.md"}), "~ is the host's home")
