@@ -134,7 +134,7 @@ func TestBusyboxHost(t *testing.T) {
 				opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
 					h := host(t, b.srv, rssh.HostOptions{})
 					return h, b.scratch(t, h)
-				}})
+				}, NoAttributeTools: true})
 			})
 			t.Run("tools", func(t *testing.T) {
 				toolstest.Run(t, toolstest.Harness{New: func(t *testing.T) ops.Operations {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +31,11 @@ type Harness struct {
 	// its host (absolute, slash-separated) that the test may fill. It
 	// registers its own cleanup with t.
 	New func(t *testing.T) (ops.Operations, string)
+	// NoAttributeTools says the host has no setfacl, getfacl, setfattr and
+	// getfattr (a BusyBox-only host, a slim container): the test that an
+	// ACL and an extended attribute survive a write is skipped there.
+	// Elsewhere their absence fails the test in CI (CI installs them).
+	NoAttributeTools bool
 }
 
 // Run runs the whole suite as subtests of t.
@@ -117,4 +123,14 @@ func requirePathError(t *testing.T, err error, target error) {
 	var pe *fs.PathError
 	assert.True(t, errors.As(err, &pe), "got %T (%v), want *fs.PathError", err, err)
 	assert.ErrorIs(t, err, target)
+}
+
+// skipOrFail skips t saying why, or fails it in CI (CI=true), where every
+// tool a test needs is installed and a skip would hide that one is not.
+func skipOrFail(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
 }
