@@ -30,6 +30,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/pi-remote/pi-remote/ops"
 )
@@ -77,7 +78,7 @@ func Run(t *testing.T, o ops.Operations) {
 	small, large, edited := filepath.Join(dir, "small.txt"), filepath.Join(dir, "large.bin"), filepath.Join(dir, "edit.txt")
 	big := bytes.Repeat([]byte("0123456789abcdef"), 100<<10/16) // over the inline limit of remote backends
 	require.NoError(t, o.WriteFile(ctx, edited, strings.NewReader("line 0\n"), ops.WriteOptions{}))
-	swaps := start(t, dir, canary, evil, filepath.Base(small), filepath.Base(large), filepath.Base(edited))
+	swaps := start(t, area, dir, canary, evil, filepath.Base(small), filepath.Base(large), filepath.Base(edited))
 
 	var failed [3]int // small, large, edit
 	for i := range Attempts {
@@ -99,6 +100,67 @@ func Run(t *testing.T, o ops.Operations) {
 	}
 	t.Logf("failed under attack: %d small, %d large, %d edits of %d each; %d swaps", failed[0], failed[1], failed[2], Attempts, swaps())
 	assert.Positive(t, swaps(), "the attacker swapped nothing: the test proved nothing")
+}
+
+// RunExchange edits, Attempts times, a file of root's (mode 0600) in a
+// directory the attacker owns, while the attacker exchanges it, again and
+// again, with a link to a file of its own that everyone may read and
+// write (swapper -exchange). An edit that read the secret content may
+// fail; it must never leave that content in a file the attacker may read:
+// the new file's owner and mode (and ACL) are those of the file it
+// replaces, never those of the file the attacker put in its place
+// meanwhile.
+func RunExchange(t *testing.T, o ops.Operations) {
+	RequireRoot(t)
+	uid, gid := attackerIDs(t)
+	area, err := os.MkdirTemp("", "pi-remote-exchange-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(area) })
+	require.NoError(t, os.Chmod(area, 0o755))
+	dir := filepath.Join(area, "attacker")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	require.NoError(t, os.Chown(dir, uid, gid))
+	bait, secret := filepath.Join(dir, "bait"), filepath.Join(dir, "secret.txt")
+	require.NoError(t, os.WriteFile(bait, []byte("bait\n"), 0o666))
+	require.NoError(t, os.Chmod(bait, 0o666))
+	require.NoError(t, os.Chown(bait, uid, gid))
+	require.NoError(t, os.WriteFile(secret, []byte("SECRET 0\n"), 0o600))
+	swaps := start(t, area, "-exchange", dir, filepath.Base(secret), bait)
+
+	ctx := t.Context()
+	edited := 0
+	// At least Attempts rounds, and on until the attacker has made 100
+	// exchanges (a fast backend edits 200 times in less).
+	for i := 0; i < Attempts || (swaps() < 10 && i < 50*Attempts); i++ {
+		if rc, err := o.Open(ctx, secret); err == nil {
+			old, err := io.ReadAll(rc)
+			rc.Close()
+			if err == nil && bytes.HasPrefix(old, []byte("SECRET")) &&
+				o.WriteFile(ctx, secret, strings.NewReader(fmt.Sprintf("SECRET %d\n", i+1)), ops.WriteOptions{Guard: &ops.Guard{Content: old}}) == nil {
+				edited++
+			}
+		}
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			var st syscall.Stat_t
+			if syscall.Lstat(p, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+				continue
+			}
+			content, err := os.ReadFile(p)
+			if err != nil || !bytes.HasPrefix(content, []byte("SECRET")) {
+				continue
+			}
+			require.Equal(t, "0:0 0600", fmt.Sprintf("%d:%d %04o", st.Uid, st.Gid, st.Mode&0o7777),
+				"round %d: %s holds the secret (%q) with the wrong owner or mode", i, e.Name(), content)
+			_, err = unix.Lgetxattr(p, "system.posix_acl_access", nil)
+			require.Error(t, err, "round %d: %s holds the secret with an ACL", i, e.Name())
+		}
+	}
+	t.Logf("%d of %d edits went through; %d exchanges", edited, Attempts, swaps()*10)
+	assert.Positive(t, swaps(), "the attacker exchanged nothing: the test proved nothing")
+	assert.Positive(t, edited, "no edit went through: the test proved nothing")
 }
 
 // describe is a file's owner, mode, size and first bytes.
@@ -130,19 +192,19 @@ func attackerIDs(t *testing.T) (int, int) {
 	return uid, gid
 }
 
-// start builds the swapper and runs it as Attacker until the test ends; it
-// returns once the swapper watches dir. The function it returns counts the
-// swaps so far.
-func start(t *testing.T, dir, canary, evil string, spared ...string) func() int {
+// start builds the swapper in area and runs it as Attacker with args
+// until the test ends; it returns once the swapper is ready. The function
+// it returns counts the swaps so far.
+func start(t *testing.T, area string, args ...string) func() int {
 	t.Helper()
 	uid, gid := attackerIDs(t)
-	bin := filepath.Join(filepath.Dir(evil), "swapper")
+	bin := filepath.Join(area, "swapper")
 	build := exec.Command("go", "build", "-o", bin, "github.com/pi-remote/pi-remote/internal/swaptest/swapper")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "building the swapper: %s", out)
 	require.NoError(t, os.Chmod(bin, 0o755))
 
-	cmd := exec.Command(bin, append([]string{dir, canary, evil}, spared...)...)
+	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -137,6 +137,11 @@ func (*FS) MkdirAll(ctx context.Context, name string) error {
 	return err
 }
 
+// testHookResolved and testHookHeld let a test act as another user
+// between a write's steps: once the target's symlinks are followed, and
+// once it is held.
+var testHookResolved, testHookHeld = func(string) {}, func(string) {}
+
 // WriteFile implements ops.WriteOperations: a temporary file in a private
 // directory of its own next to the target (see newTemp), filled, given
 // the old file's owner, mode, ACL and extended attributes, synced,
@@ -160,10 +165,17 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	if perm == 0 {
 		perm = ops.DefaultPerm
 	}
-	old, statErr := os.Stat(target)
+	testHookResolved(target)
+	held, old, statErr := holdTarget(target)
+	if held != nil {
+		defer held.Close()
+	}
 	switch {
 	case statErr == nil && old.IsDir():
 		return &fs.PathError{Op: "write", Path: name, Err: ops.ErrIsDir}
+	case statErr == nil && old.Mode()&fs.ModeSymlink != 0:
+		// followLinks found a file here: someone put a link in its place.
+		return &fs.PathError{Op: "write", Path: name, Err: fmt.Errorf("%w: %s became a symbolic link", ops.ErrMoved, target)}
 	case statErr == nil && !old.Mode().IsRegular():
 		return &fs.PathError{Op: "write", Path: name, Err: ops.ErrNotRegular}
 	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
@@ -189,7 +201,8 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if statErr == nil {
-		if err = keepAttributes(tmp.f, target, old); err != nil {
+		testHookHeld(target)
+		if err = keepAttributes(tmp.f, held, old); err != nil {
 			return &fs.PathError{Op: "write", Path: name, Err: err}
 		}
 	}
@@ -223,18 +236,19 @@ func (*FS) WriteFile(ctx context.Context, name string, r io.Reader, opts ops.Wri
 	return nil
 }
 
-// keepAttributes gives f, the new content of target, what old (target's
-// file info) has besides its content: its owner where we may set it
-// (first: chown clears the setuid and setgid bits), its mode, and its ACL
-// and extended attributes (copyXattrs).
-func keepAttributes(f *os.File, target string, old fs.FileInfo) error {
+// keepAttributes gives f, the new content of the file held (see
+// holdTarget), what that file has besides its content (old, its file
+// info): its owner where we may set it (first: chown clears the setuid
+// and setgid bits), its mode, and its ACL and extended attributes
+// (copyXattrs).
+func keepAttributes(f, held *os.File, old fs.FileInfo) error {
 	if err := keepOwner(f, old); err != nil {
 		return err
 	}
 	if err := f.Chmod(old.Mode().Perm() | old.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
 		return err
 	}
-	return copyXattrs(f, target)
+	return copyXattrs(f, held)
 }
 
 // checkCanonical fails with ops.ErrMoved unless target, the file a write to

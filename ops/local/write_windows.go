@@ -49,4 +49,11 @@ func followable(string) bool { return true }
 
 // copyXattrs does nothing: Windows files have no extended attributes to
 // keep here.
-func copyXattrs(*os.File, string) error { return nil }
+func copyXattrs(_, _ *os.File) error { return nil }
+
+// holdTarget looks at target, the file a write will replace, without
+// following a symlink (held is nil: Windows keeps no attributes here).
+func holdTarget(target string) (held *os.File, _ fs.FileInfo, _ error) {
+	fi, err := os.Lstat(target)
+	return nil, fi, err
+}

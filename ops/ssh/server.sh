@@ -2173,7 +2173,40 @@ copy_owner_and_mode() {
 # ACL and extended attributes with getfattr and setfattr, or the ACL with
 # getfacl and setfacl, when the host has them. On failure it prints the
 # error line and returns 1: the write is refused rather than drop an ACL.
+#
+# In a write's private directory (others may rename entries next to it)
+# the attributes come from "held", a hard link made there to FROM: it
+# names the file that was at FROM when it was made (link(2) does not
+# follow a symlink), whatever another user renames into FROM's place
+# afterwards. Where no such link may be made (a file system without hard
+# links; another user's file this user may not both read and write, under
+# fs.protected_hardlinks), FROM must show the same inode, owner and mode
+# after the copy as before it.
 copy_attributes() {
+	_ca_line=
+	if [ -n "$_up" ]; then
+		if ln -- "$1" held 2>/dev/null; then
+			if [ -L held ]; then
+				rm -f held
+				echo 'E EMOVED another file took the place of the file while it was written'
+				return 1
+			fi
+			copy_attributes_from held "$2"
+			_ca_status=$?
+			rm -f held
+			return "$_ca_status"
+		fi
+		_ca_line=$(ls -ldni -- "$1" 2>/dev/null)
+	fi
+	copy_attributes_from "$1" "$2" || return 1
+	if [ -n "$_ca_line" ] && [ "$(ls -ldni -- "$1" 2>/dev/null)" != "$_ca_line" ]; then
+		echo 'E EMOVED another file took the place of the file while it was written'
+		return 1
+	fi
+}
+
+# copy_attributes_from FROM TO: the copy of copy_attributes.
+copy_attributes_from() {
 	if [ -L "$1" ] || [ ! -f "$1" ]; then
 		echo 'E ENOTREG not a regular file'
 		return 1
@@ -2380,6 +2413,7 @@ enter_temp() {
 remove_here() {
 	if [ -e "$_tn" ] || [ -L "$_tn" ]; then rm -f -- "$_tn"; fi
 	[ -n "$_up" ] || return 0
+	if [ -e held ] || [ -L held ]; then rm -f held; fi
 	cd -P .. && rmdir -- "$_tn" 2>/dev/null
 }
 

@@ -12,6 +12,15 @@
 //
 // SPARED names are left alone (the files being written: a link there is
 // the documented "write through a symlink", not an attack on the write).
+//
+//	swapper -exchange DIR NAME BAIT
+//
+// exchanges instead, for ever, the entry NAME in DIR with a symbolic link
+// to BAIT, a file of the attacker's (renameat2 RENAME_EXCHANGE): the file
+// written is at NAME most of the time, and otherwise under the link's
+// name. A write that replaces the link at NAME leaves two files: the
+// older is moved away and the link made anew. It prints "ready", then
+// "swapped 10" every 10 exchanges.
 package main
 
 import (
@@ -20,12 +29,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 func main() {
+	if len(os.Args) == 5 && os.Args[1] == "-exchange" {
+		if err := exchange(os.Args[2], os.Args[3], os.Args[4]); err != nil {
+			fmt.Fprintln(os.Stderr, "swapper:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) < 4 {
 		fmt.Fprintln(os.Stderr, "usage: swapper DIR CANARY EVIL [SPARED...]")
 		os.Exit(2)
@@ -104,4 +121,51 @@ func (s *swapper) swap(name string) {
 		return
 	}
 	fmt.Fprintf(s.out, "swapped %s\n", name)
+}
+
+// exchange runs the -exchange attack for ever.
+func exchange(dir, name, bait string) error {
+	out := bufio.NewWriter(os.Stdout)
+	target, link := filepath.Join(dir, name), filepath.Join(dir, "swap-link")
+	if err := os.Symlink(bait, link); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "ready")
+	out.Flush()
+	for n := 1; ; n++ {
+		if err := unix.Renameat2(unix.AT_FDCWD, target, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE); err != nil {
+			return err
+		}
+		var a, b unix.Stat_t
+		if unix.Lstat(target, &a) == nil && unix.Lstat(link, &b) == nil &&
+			a.Mode&unix.S_IFMT != unix.S_IFLNK && b.Mode&unix.S_IFMT != unix.S_IFLNK {
+			// Both are files: keep the newer at NAME.
+			older := link
+			if a.Mtim.Nano() < b.Mtim.Nano() {
+				older = target
+			}
+			if err := os.Rename(older, filepath.Join(dir, fmt.Sprintf("swap-moved-%d", n))); err != nil {
+				return err
+			}
+			if older == target {
+				if err := os.Rename(link, target); err != nil {
+					return err
+				}
+			}
+			if err := os.Symlink(bait, link); err != nil {
+				return err
+			}
+		}
+		// The file stays at NAME four times as long as the link: most
+		// edits may go through, and the link shows up in their midst.
+		if a.Mode&unix.S_IFMT == unix.S_IFLNK {
+			time.Sleep(250 * time.Microsecond)
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+		if n%10 == 0 {
+			fmt.Fprintln(out, "swapped 10")
+			out.Flush()
+		}
+	}
 }
