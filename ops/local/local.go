@@ -265,9 +265,13 @@ func checkCanonical(name, target, want string) error {
 }
 
 // followLinks follows the symlinks at the end of name, to a target that
-// may not exist. A link that followable refuses is a permission error.
+// may not exist. A link that followable refuses, at the end or on the way
+// there (see refusedLinkOnTheWay), is a permission error.
 func followLinks(name string) (string, error) {
 	for range 40 {
+		if at := refusedLinkOnTheWay(name); at != "" {
+			return "", &fs.PathError{Op: "write", Path: name, Err: fmt.Errorf("%w: not following %s, a symbolic link of another user in a shared sticky directory", fs.ErrPermission, at)}
+		}
 		link, err := os.Readlink(name)
 		if err != nil {
 			return name, nil // not a link, or nothing there yet: the write will tell
@@ -281,4 +285,21 @@ func followLinks(name string) (string, error) {
 		name = link
 	}
 	return "", &fs.PathError{Op: "write", Path: name, Err: syscall.ELOOP}
+}
+
+// refusedLinkOnTheWay returns the first directory on the way to name's
+// last element that is a symlink followable refuses, as the kernel's
+// fs.protected_symlinks would refuse it on any element of a path; "" when
+// there is none.
+func refusedLinkOnTheWay(name string) string {
+	for i := len(filepath.VolumeName(name)) + 1; i < len(name); i++ {
+		if !os.IsPathSeparator(name[i]) || os.IsPathSeparator(name[i-1]) {
+			continue
+		}
+		dir := name[:i]
+		if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 && !followable(dir) {
+			return dir
+		}
+	}
+	return ""
 }

@@ -412,22 +412,32 @@ func testWrite(t *testing.T, h Harness) {
 			{"another user's link in a sticky directory others may not write", "1755", "0", "65534", true},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				// The link is the file's name, a directory on the way to it
+				// (as the kernel checks every name of a path), or reached
+				// from a link of the user's own elsewhere.
+				report, reports := path.Join(dir, "report.txt"), path.Join(dir, "reports")
+				own := path.Join(root, "own-link")
 				run(t, o, "chown "+tc.dirOwner+" "+q(dir)+" && chmod "+tc.dirMode+" "+q(dir)+
-					" && rm -f "+q(path.Join(dir, "report.txt"))+" && ln -s "+q(victim)+" "+q(path.Join(dir, "report.txt"))+
-					" && chown -h "+tc.linkOwner+" "+q(path.Join(dir, "report.txt")))
-				for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
-					write(t, o, victim, "mine")
-					content := strings.Repeat("w", size)
-					err := o.WriteFile(ctx, path.Join(dir, "report.txt"), strings.NewReader(content), ops.WriteOptions{})
-					if tc.followed {
-						require.NoError(t, err)
-						assert.Equal(t, content, read(t, o, victim))
-						continue
+					" && rm -f "+q(report)+" "+q(reports)+" "+q(own)+
+					" && ln -s "+q(victim)+" "+q(report)+" && chown -h "+tc.linkOwner+" "+q(report)+
+					" && ln -s "+q(root)+" "+q(reports)+" && chown -h "+tc.linkOwner+" "+q(reports)+
+					" && ln -s "+q(path.Join(reports, "victim.txt"))+" "+q(own))
+				for _, name := range []string{report, path.Join(reports, "victim.txt"), own} {
+					for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
+						write(t, o, victim, "mine")
+						content := strings.Repeat("w", size)
+						err := o.WriteFile(ctx, name, strings.NewReader(content), ops.WriteOptions{})
+						if tc.followed {
+							require.NoError(t, err, name)
+							assert.Equal(t, content, read(t, o, victim), name)
+							continue
+						}
+						requirePathError(t, err, fs.ErrPermission)
+						assert.Equal(t, "mine", read(t, o, victim), "%s, %d bytes", name, size)
+						assert.Equal(t, []string{"report.txt", "reports"}, listNames(t, o, dir), "no temporary file left behind")
 					}
-					requirePathError(t, err, fs.ErrPermission)
-					assert.Equal(t, "mine", read(t, o, victim), "%d bytes", size)
-					assert.Equal(t, []string{"report.txt"}, listNames(t, o, dir), "no temporary file left behind")
 				}
+				run(t, o, "rm -f "+q(own))
 			})
 		}
 		run(t, o, "chmod 0755 "+q(dir))

@@ -1945,7 +1945,12 @@ follow_links() {
 	_f=$1
 	_fl_n=0
 	_fl_error='E ELOOP too many levels of symbolic links'
-	while [ -L "$_f" ]; do
+	while :; do
+		if [ -n "$2" ] && ! dirs_followable "$_f"; then
+			_fl_error='E EACCES not following a symbolic link of another user in a shared sticky directory on the way to the file'
+			return 1
+		fi
+		[ -L "$_f" ] || break
 		_fl_n=$((_fl_n + 1))
 		[ "$_fl_n" -le 40 ] || return 1
 		if [ -n "$2" ] && ! followable "$_f"; then
@@ -1958,6 +1963,31 @@ follow_links() {
 		/*) _f=$_fl_link ;;
 		*) _f=${_f%/*}/$_fl_link ;;
 		esac
+	done
+}
+
+# dirs_followable PATH: false when a directory on the way to PATH's last
+# name is reached through a symbolic link that followable refuses (as the
+# kernel's fs.protected_symlinks would on every name of a path). Only
+# links are looked at more closely.
+dirs_followable() {
+	case $1 in
+	/*) _df_at='' _df_rest=${1#/} ;;
+	*) _df_at=. _df_rest=$1 ;;
+	esac
+	while :; do
+		case $_df_rest in
+		*/*)
+			_df_part=${_df_rest%%/*}
+			_df_rest=${_df_rest#*/}
+			;;
+		*) return 0 ;;
+		esac
+		[ -n "$_df_part" ] || continue
+		_df_at=$_df_at/$_df_part
+		if [ -L "$_df_at" ] && ! followable "$_df_at"; then
+			return 1
+		fi
 	done
 }
 
