@@ -2213,7 +2213,7 @@ copy_owner_and_mode() {
 # fs.protected_hardlinks), FROM must show the same inode, owner and mode
 # after the copy as before it.
 copy_attributes() {
-	_ca_line=
+	_ca_before=
 	if [ -n "$_up" ]; then
 		if ln -- "$1" held 2>/dev/null; then
 			if [ -L held ]; then
@@ -2226,10 +2226,10 @@ copy_attributes() {
 			rm -f held
 			return "$_ca_status"
 		fi
-		_ca_line=$(ls -ldni -- "$1" 2>/dev/null)
+		_ca_before=$(ls -ldni -- "$1" 2>/dev/null)
 	fi
 	copy_attributes_from "$1" "$2" || return 1
-	if [ -n "$_ca_line" ] && [ "$(ls -ldni -- "$1" 2>/dev/null)" != "$_ca_line" ]; then
+	if [ -n "$_ca_before" ] && [ "$(ls -ldni -- "$1" 2>/dev/null)" != "$_ca_before" ]; then
 		echo 'E EMOVED another file took the place of the file while it was written'
 		return 1
 	fi
