@@ -15,7 +15,10 @@
 #   S<path>  <reason>    a file left out, and why:
 #     owner UID          the file, or the symbolic link to it, is owned by
 #                        UID, neither the user nor root
-#     writable           the group or others may write the file
+#     writable           the group or others may write the file (a
+#                        group-writable file whose group is the user's
+#                        own private group, named after the user, as
+#                        under Debian's umask 002, counts as the user's)
 #     dir-owner UID      its directory is owned by UID, who may replace it
 #     dir-writable       the group or others may write its directory, and
 #                        it is not sticky: they may replace the file
@@ -38,6 +41,10 @@ describe_host() {
 	exec 2>/dev/null
 	printf '%s\0%s\0%s\0' "$(id -un)" "$(hostname || uname -n)" "$(uname -sm)"
 	dh_uid=$(id -u)
+	# A primary group named after the user is the user's own (Debian's
+	# user private groups, whose umask 002 makes files group-writable).
+	dh_private_gid=
+	if [ "$(id -gn)" = "$(id -un)" ]; then dh_private_gid=$(id -g); fi
 	dh_dir=$PWD
 	while :; do
 		if cd "$dh_dir"; then
@@ -64,7 +71,7 @@ describe_context_file() {
 			elif ! is_ours "$lmo_uid"; then
 				printf 'S%s\0dir-owner %s\0' "$dcf_path" "$lmo_uid"
 				return
-			elif others_may_write "$lmo_mode" && ! is_sticky "$lmo_mode"; then
+			elif others_may_write "$lmo_mode" "$lmo_gid" && ! is_sticky "$lmo_mode"; then
 				printf 'S%s\0dir-writable\0' "$dcf_path"
 				return
 			elif ! list_mode_owner -ld "$dcf_name"; then
@@ -90,7 +97,7 @@ describe_open_file() {
 		printf 'S%s\0unchecked\0' "$1"
 	elif ! is_ours "$lmo_uid"; then
 		printf 'S%s\0owner %s\0' "$1" "$lmo_uid"
-	elif others_may_write "$lmo_mode"; then
+	elif others_may_write "$lmo_mode" "$lmo_gid"; then
 		printf 'S%s\0writable\0' "$1"
 	else
 		printf 'F%s\0' "$1"
@@ -101,15 +108,16 @@ describe_open_file() {
 	return 1
 }
 
-# list_mode_owner OPTIONS PATH: the mode (lmo_mode) and the owner's uid
-# (lmo_uid) of PATH as `ls -n OPTIONS` lists it; false when ls lists
-# nothing.
+# list_mode_owner OPTIONS PATH: the mode (lmo_mode), the owner's uid
+# (lmo_uid) and the group's gid (lmo_gid) of PATH as `ls -n OPTIONS` lists
+# it; false when ls lists nothing.
 list_mode_owner() {
 	# shellcheck disable=SC2046 # the listing is split into its fields
 	set -- $(ls -n "$1" -- "$2" 2>/dev/null)
-	[ $# -ge 3 ] || return 1
+	[ $# -ge 4 ] || return 1
 	lmo_mode=$1
 	lmo_uid=$3
+	lmo_gid=$4
 }
 
 # is_ours UID: whether UID is the user's or root's.
@@ -117,13 +125,15 @@ is_ours() {
 	[ "$1" = "$dh_uid" ] || [ "$1" = 0 ]
 }
 
-# others_may_write MODE: whether MODE, as ls lists it, lets the group or
-# others write.
+# others_may_write MODE GID: whether MODE, as ls lists it, lets others
+# write, or the group GID unless it is the user's private group
+# (dh_private_gid).
 others_may_write() {
 	case $1 in
-	?????w* | ????????w*) return 0 ;;
+	????????w*) return 0 ;;
+	?????w*) [ "$2" != "$dh_private_gid" ] ;;
+	*) return 1 ;;
 	esac
-	return 1
 }
 
 # is_sticky MODE: whether MODE, as ls lists it, has the sticky bit.

@@ -30,6 +30,7 @@ type plant struct {
 	link    string      // the target of a symbolic link
 	mode    os.FileMode // of a file (0644 when zero)
 	nobody  bool        // owned by the other user
+	group   bool        // in the other user's group (the user's own otherwise)
 }
 
 // contextCase is a tree of context files and what Describe makes of it.
@@ -37,6 +38,8 @@ type contextCase struct {
 	name         string
 	shared       os.FileMode // the mode of "shared"
 	sharedNobody bool        // "shared" is the other user's
+	sharedGroup  bool        // "shared" is in the other user's group
+	privateGroup bool        // only for a user whose group is named after it
 	plants       []plant
 	// want are the files found, root first: path, then the content or
 	// (skipped) the reason code of context.sh ("owner" gets the other
@@ -47,11 +50,11 @@ type contextCase struct {
 // needsRoot says whether the case plants the other user's files.
 func (c contextCase) needsRoot() bool {
 	for _, p := range c.plants {
-		if p.nobody {
+		if p.nobody || p.group {
 			return true
 		}
 	}
-	return c.sharedNobody
+	return c.sharedNobody || c.sharedGroup
 }
 
 // contextCases: files another user wrote, or could replace, are left out;
@@ -79,9 +82,16 @@ var contextCases = []contextCase{
 		want:   [][3]string{{"shared/AGENTS.md", "", "dir-writable"}},
 	},
 	{
-		name: "a group-writable directory that is not sticky", shared: 0o775,
+		name: "a group-writable directory that is not sticky", shared: 0o775, sharedGroup: true,
 		plants: []plant{{path: "shared/AGENTS.md", content: "replaceable\n"}},
 		want:   [][3]string{{"shared/AGENTS.md", "", "dir-writable"}},
+	},
+	{
+		// Debian's user private groups and umask 002: the group is the
+		// user's alone.
+		name: "group-writable in the user's own private group", shared: 0o775, privateGroup: true,
+		plants: []plant{{path: "shared/AGENTS.md", content: "mine, umask 002\n", mode: 0o664}},
+		want:   [][3]string{{"shared/AGENTS.md", "mine, umask 002\n"}},
 	},
 	{
 		name: "one's own file in a sticky world-writable directory", shared: 0o1777,
@@ -90,7 +100,7 @@ var contextCases = []contextCase{
 	},
 	{
 		name: "a file others may write", shared: 0o755,
-		plants: []plant{{path: "shared/AGENTS.md", content: "anyone's\n", mode: 0o666}, {path: "shared/repo/CLAUDE.md", content: "group's\n", mode: 0o664}},
+		plants: []plant{{path: "shared/AGENTS.md", content: "anyone's\n", mode: 0o666}, {path: "shared/repo/CLAUDE.md", content: "group's\n", mode: 0o664, group: true}},
 		want:   [][3]string{{"shared/AGENTS.md", "", "writable"}, {"shared/repo/CLAUDE.md", "", "writable"}},
 	},
 	{
@@ -120,6 +130,15 @@ var contextCases = []contextCase{
 // anyone but root the cases that need it are skipped (failed in CI).
 func otherUser(t *testing.T, c contextCase) (int, int) {
 	t.Helper()
+	if c.privateGroup {
+		u, err := user.Current()
+		require.NoError(t, err)
+		g, err := user.LookupGroupId(u.Gid)
+		require.NoError(t, err)
+		if g.Name != u.Username {
+			t.Skipf("the user's group %s is not named after the user", g.Name)
+		}
+	}
 	if !c.needsRoot() {
 		return -1, -1
 	}
@@ -161,11 +180,17 @@ func (c contextCase) build(t *testing.T, uid, gid int) (string, string) {
 		if p.nobody {
 			require.NoError(t, os.Lchown(full, uid, gid))
 		}
+		if p.group {
+			require.NoError(t, os.Lchown(full, -1, gid))
+		}
 	}
 	shared := filepath.Join(base, "shared")
 	require.NoError(t, os.Chmod(shared, c.shared&os.ModePerm|stickyBit(c.shared)))
 	if c.sharedNobody {
 		require.NoError(t, os.Chown(shared, uid, gid))
+	}
+	if c.sharedGroup {
+		require.NoError(t, os.Chown(shared, -1, gid))
 	}
 	return base, cwd
 }
