@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pi-remote/pi-remote/tools"
@@ -61,6 +62,9 @@ type LoadedSettings struct {
 	ProjectDir string
 	// Trusted says whether the user trusts ProjectDir.
 	Trusted bool
+	// Refused says why the project's file (ProjectFile) was not read at
+	// all: another user could have written it (see projectFileRefusal).
+	Refused string
 	// Ignored are the keys of the project's file that were not applied,
 	// in projectKeys order.
 	Ignored []IgnoredKey
@@ -98,11 +102,15 @@ func LoadSettings(home, projectDir string, trustProject bool) (LoadedSettings, e
 	if sameFile(projectFile, SettingsFile(home)) {
 		return l, nil // the user's own file, run in the home directory
 	}
-	project, found, err := readSettingsFile(projectFile)
+	project, found, refused, err := readProjectSettings(projectFile)
 	if err != nil || !found {
 		return l, err
 	}
 	l.ProjectFile = projectFile
+	if refused != "" {
+		l.Refused = refused
+		return l, nil
+	}
 	l.Trusted = trustProject || user.trusts(home, l.ProjectDir)
 	for _, k := range projectKeys() {
 		if !k.set(project) || (l.Trusted && !k.UserOnly) || (!l.Trusted && k.Untrusted != nil && k.Untrusted(user, project)) {
@@ -272,18 +280,47 @@ func sameFile(a, b string) bool {
 // readSettingsFile reads one settings file; found is false when it does
 // not exist.
 func readSettingsFile(p string) (s Settings, found bool, err error) {
-	data, err := os.ReadFile(p)
+	s, found, _, err = readSettings(p, false)
+	return s, found, err
+}
+
+// readProjectSettings reads a project's settings file, unless another
+// user could have written it: then refused says why, and nothing is read.
+func readProjectSettings(p string) (s Settings, found bool, refused string, err error) {
+	return readSettings(p, true)
+}
+
+func readSettings(p string, project bool) (s Settings, found bool, refused string, err error) {
+	// Not blocking on a FIFO: a file that is not regular is an error.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Settings{}, false, nil
+		return Settings{}, false, "", nil
 	}
 	if err != nil {
-		return Settings{}, false, err
+		return Settings{}, false, "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Settings{}, false, "", err
+	}
+	if project {
+		if refused := projectFileRefusal(f, fi); refused != "" {
+			return Settings{}, true, refused, nil
+		}
+	}
+	if !fi.Mode().IsRegular() {
+		return Settings{}, false, "", fmt.Errorf("%s: not a regular file", p)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return Settings{}, false, "", err
 	}
 	s, err = parseSettings(data)
 	if err != nil {
-		return Settings{}, false, fmt.Errorf("%s:%v", p, err)
+		return Settings{}, false, "", fmt.Errorf("%s:%v", p, err)
 	}
-	return s, true, nil
+	return s, true, "", nil
 }
 
 // lineError is an error at a line of a settings file.

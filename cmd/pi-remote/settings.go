@@ -17,6 +17,9 @@ import (
 // settings are agent.Settings as the commands use them.
 type settings struct {
 	agent.Settings
+	// projectHost says that the project's settings chose the host and
+	// were not applied (see apply).
+	projectHost bool
 }
 
 // loadSettings reads the user's and the project's settings files (the
@@ -35,10 +38,17 @@ func loadSettings(trustProject bool, warn io.Writer) (settings, error) {
 	if err != nil {
 		return settings{}, err
 	}
+	if l.Refused != "" {
+		fmt.Fprintf(warn, "pi-remote: not using the settings in %s: %s\n", l.ProjectFile, l.Refused)
+	}
 	if len(l.Ignored) > 0 {
 		fmt.Fprint(warn, ignoredNotice(l, agent.SettingsFile(home)))
 	}
-	return settings{l.Settings}, nil
+	s := settings{Settings: l.Settings}
+	for _, k := range l.Ignored {
+		s.projectHost = s.projectHost || k.Key == "host"
+	}
+	return s, nil
 }
 
 // ignoredNotice tells the user which keys of the project's settings were
@@ -103,6 +113,11 @@ func (s settings) apply(cmd *cobra.Command, g *globalOptions) error {
 		}
 	}
 	if f := cmd.Flags().Lookup("host"); f != nil && !f.Changed {
+		if s.projectHost && len(s.Host) == 0 {
+			// Running here instead of where the project meant would be a
+			// surprise the warning above might not prevent.
+			return usageErrorf("settings: the project's settings choose the host to work on, and were not applied (see above): trust the project, or pass --host (--host local for this machine)")
+		}
 		for _, h := range s.Host {
 			if err := f.Value.Set(h); err != nil {
 				return usageErrorf("settings: host: %v", err)

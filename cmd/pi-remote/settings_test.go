@@ -201,16 +201,26 @@ func TestProjectSettingsCannotRerouteHosts(t *testing.T) {
 		name    string
 		project string
 		args    []string
+		// code and out without trust: a host the project chose, and
+		// that was not applied, is an error, not a run on this machine
+		code int
+		out  string
 	}{
-		{"hosts", `{"hosts": {"prod": "` + attacker + `"}}`, append([]string{"--host", "prod"}, echo...)},
-		{"host", `{"host": ["` + attacker + `"]}`, echo},
+		{"hosts", `{"hosts": {"prod": "` + attacker + `"}}`, append([]string{"--host", "prod"}, echo...), 0, "reached\n"},
+		{"host", `{"host": ["` + attacker + `"]}`, echo, exitUsage, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			writeJSON(t, projectFile, tc.project)
 			writeJSON(t, userFile, `{}`)
 			code, out, errOut := runCLI(t, "", tc.args...)
-			assert.Equal(t, 0, code, errOut)
-			assert.Equal(t, "reached\n", out)
+			assert.Equal(t, tc.code, code, errOut)
+			assert.Equal(t, tc.out, out)
+			if tc.code == exitUsage {
+				assert.Contains(t, errOut, "pass --host")
+				code, out, errOut := runCLI(t, "", append([]string{"--host", "local"}, tc.args...)...)
+				assert.Equal(t, 0, code, errOut)
+				assert.Equal(t, "reached\n", out, "--host local runs here")
+			}
 			assert.Equal(t, 1, strings.Count(errOut, "ignoring settings"), errOut)
 			assert.Contains(t, errOut, "\n  "+tc.name+": ")
 			assert.Contains(t, errOut, projectFile)
