@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/tools"
 )
 
 func newRPCCmd(ios iostreams, g *globalOptions) *cobra.Command {
@@ -325,6 +327,15 @@ func (s *rpcServer) tool(c rpcCommand) {
 			m["host"] = c.Host
 			args, _ = json.Marshal(m)
 		}
+	}
+	// One of the seven that is not active (--tools) is told how to make it
+	// so, before it takes its place in the order of calls.
+	if active := s.setup.cfg.Active; active != nil && slices.Contains(tools.AllNames, c.Name) && !slices.Contains(active, c.Name) {
+		text := fmt.Sprintf("Tool %q is not active. Active tools: %s. Start rpc with --tools %s to use it.",
+			c.Name, strings.Join(active, ", "), strings.Join(append(slices.Clone(active), c.Name), ","))
+		r := loop.ErrorResult(text)
+		s.reply(c, map[string]any{"content": r.Content, "details": r.Details, "isError": r.IsError}, nil)
+		return
 	}
 	id := fmt.Sprintf("rpc-%d", s.toolSeq.Add(1))
 	if len(c.ID) > 0 {

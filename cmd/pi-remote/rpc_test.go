@@ -54,10 +54,11 @@ func TestRPCToolCommandRunsOnlyActiveTools(t *testing.T) {
 		active     bool
 		want       string
 	}{
-		{"bash", `{"command":"touch made-by-bash"}`, false, `Tool "bash" not found. Available tools: read, ls.`},
-		{"write", `{"path":"made-by-write","content":"x"}`, false, `Tool "write" not found. Available tools: read, ls.`},
-		{"edit", `{"path":"hello.txt","edits":[{"oldText":"hi","newText":"edited"}]}`, false, `Tool "edit" not found. Available tools: read, ls.`},
-		{"grep", `{"pattern":"hi"}`, false, `Tool "grep" not found. Available tools: read, ls.`},
+		{"bash", `{"command":"touch made-by-bash"}`, false, `Tool "bash" is not active. Active tools: read, ls. Start rpc with --tools read,ls,bash to use it.`},
+		{"write", `{"path":"made-by-write","content":"x"}`, false, `Tool "write" is not active. Active tools: read, ls. Start rpc with --tools read,ls,write to use it.`},
+		{"edit", `{"path":"hello.txt","edits":[{"oldText":"hi","newText":"edited"}]}`, false, `Tool "edit" is not active. Active tools: read, ls. Start rpc with --tools read,ls,edit to use it.`},
+		{"grep", `{"pattern":"hi"}`, false, `Tool "grep" is not active. Active tools: read, ls. Start rpc with --tools read,ls,grep to use it.`},
+		{"Bash", `{"command":"touch made-by-Bash"}`, false, `Tool "Bash" not found. Available tools: read, ls.`},
 		{"read", `{"path":"hello.txt"}`, true, "hi\n"},
 		{"ls", `{}`, true, "hello.txt"},
 	}
