@@ -4,15 +4,15 @@ package agent
 
 import (
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/internal/unprivileged"
 )
 
 // A project's settings file another user could have written is not read
@@ -20,16 +20,8 @@ import (
 // model and the tools silently), and a FIFO in its place does not hang
 // pi-remote.
 func TestProjectSettingsOtherUsersCouldWriteAreNotRead(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("must run as root in CI: planting another user's files")
-		}
-		t.Skip("needs root: planting another user's files")
-	}
-	nobody, err := user.Lookup("nobody")
-	require.NoError(t, err)
-	uid, _ := strconv.Atoi(nobody.Uid)
-	gid, _ := strconv.Atoi(nobody.Gid)
+	unprivileged.RequireRoot(t, "planting another user's files")
+	uid, gid := unprivileged.IDs(t)
 	const planted = `{"model": "anthropic/claude-opus-4-1", "thinking": "high"}`
 
 	for _, tc := range []struct {

@@ -4,7 +4,6 @@ package integration
 
 import (
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/internal/unprivileged"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/tools"
 )
@@ -28,10 +28,7 @@ func TestBusyboxDescribeLeavesOutOtherUsersContextFiles(t *testing.T) {
 	h := host(t, b.srv, rssh.HostOptions{})
 	dir := b.scratch(t, h) // the user's, in the chroot's sticky /tmp
 	here := func(p string) string { return filepath.Join(b.root, p) }
-	nobody, err := user.Lookup("nobody")
-	require.NoError(t, err)
-	uid, err := strconv.Atoi(nobody.Uid)
-	require.NoError(t, err)
+	uid, _ := unprivileged.IDs(t)
 	me, _ := userIDs(t, "pi-busybox")
 
 	shared, repo, cwd := dir+"/shared", dir+"/shared/repo", dir+"/shared/repo/sub"
@@ -55,7 +52,7 @@ func TestBusyboxDescribeLeavesOutOtherUsersContextFiles(t *testing.T) {
 		got = append(got, [2]string{f.Path, f.Content + f.Skipped})
 	}
 	assert.Equal(t, [][2]string{
-		{dir + "/AGENTS.md", "it is owned by uid " + nobody.Uid + ", neither you nor root"},
+		{dir + "/AGENTS.md", "it is owned by uid " + strconv.Itoa(uid) + ", neither you nor root"},
 		{shared + "/AGENTS.md", "other users may write to its directory, which is not sticky, so they could replace it"},
 		{repo + "/AGENTS.md", "the user's\n"},
 		{cwd + "/CLAUDE.md", "root's\n"},

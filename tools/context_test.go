@@ -16,6 +16,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/internal/shellquote"
+	"github.com/pi-remote/pi-remote/internal/unprivileged"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/local"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
@@ -142,18 +143,8 @@ func otherUser(t *testing.T, c contextCase) (int, int) {
 	if !c.needsRoot() {
 		return -1, -1
 	}
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("must run as root in CI: planting another user's files")
-		}
-		t.Skip("needs root: planting another user's files")
-	}
-	u, err := user.Lookup("nobody")
-	require.NoError(t, err)
-	uid, err := strconv.Atoi(u.Uid)
-	require.NoError(t, err)
-	gid, err := strconv.Atoi(u.Gid)
-	require.NoError(t, err)
+	unprivileged.RequireRoot(t, "planting another user's files")
+	uid, gid := unprivileged.IDs(t)
 	return uid, gid
 }
 

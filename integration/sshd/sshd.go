@@ -30,6 +30,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/pi-remote/pi-remote/internal/unprivileged"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
 )
 
@@ -58,13 +59,7 @@ func Require(t testing.TB) string {
 // RequireRoot fails in CI and skips elsewhere when the test is not root.
 func RequireRoot(t testing.TB, why string) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("must run as root in CI: %s", why)
-	}
-	t.Skipf("needs root: %s", why)
+	unprivileged.RequireRoot(t, why)
 }
 
 // Options shape one server.

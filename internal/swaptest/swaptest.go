@@ -20,9 +20,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,6 +30,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/pi-remote/pi-remote/internal/unprivileged"
 	"github.com/pi-remote/pi-remote/ops"
 )
 
@@ -39,18 +38,12 @@ import (
 const Attempts = 200
 
 // Attacker is the account the attacker runs as.
-const Attacker = "nobody"
+const Attacker = unprivileged.User
 
 // RequireRoot fails in CI and skips elsewhere when the test is not root.
 func RequireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("must run as root in CI: the attacker runs as another user")
-	}
-	t.Skip("needs root: the attacker runs as another user")
+	unprivileged.RequireRoot(t, "the attacker runs as another user")
 }
 
 // Run writes, Attempts times each, a small file (one request on remote
@@ -58,17 +51,8 @@ func RequireRoot(t testing.TB) {
 // write) in a directory the attacker owns, with o as root, and checks
 // after every round that the canary kept its owner, mode and content.
 func Run(t *testing.T, o ops.Operations) {
-	RequireRoot(t)
-	uid, gid := attackerIDs(t)
-	area, err := os.MkdirTemp("", "pi-remote-swap-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(area) })
-	require.NoError(t, os.Chmod(area, 0o755))
-	dir, evil := filepath.Join(area, "attacker"), filepath.Join(area, "evil")
-	for _, d := range []string{dir, evil} {
-		require.NoError(t, os.Mkdir(d, 0o755))
-		require.NoError(t, os.Chown(d, uid, gid))
-	}
+	area, dirs := attackerArea(t, "attacker", "evil")
+	dir, evil := dirs[0], dirs[1]
 	canaryDir := t.TempDir()
 	canary := filepath.Join(canaryDir, "canary")
 	const canaryText = "root's own\n"
@@ -111,15 +95,9 @@ func Run(t *testing.T, o ops.Operations) {
 // replaces, never those of the file the attacker put in its place
 // meanwhile.
 func RunExchange(t *testing.T, o ops.Operations) {
-	RequireRoot(t)
-	uid, gid := attackerIDs(t)
-	area, err := os.MkdirTemp("", "pi-remote-exchange-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(area) })
-	require.NoError(t, os.Chmod(area, 0o755))
-	dir := filepath.Join(area, "attacker")
-	require.NoError(t, os.Mkdir(dir, 0o755))
-	require.NoError(t, os.Chown(dir, uid, gid))
+	area, dirs := attackerArea(t, "attacker")
+	dir := dirs[0]
+	uid, gid := unprivileged.IDs(t)
 	bait, secret := filepath.Join(dir, "bait"), filepath.Join(dir, "secret.txt")
 	require.NoError(t, os.WriteFile(bait, []byte("bait\n"), 0o666))
 	require.NoError(t, os.Chmod(bait, 0o666))
@@ -163,6 +141,26 @@ func RunExchange(t *testing.T, o ops.Operations) {
 	assert.Positive(t, edited, "no edit went through: the test proved nothing")
 }
 
+// attackerArea makes, for a test that needs root (RequireRoot), a
+// directory everyone may enter, removed when the test ends, holding a
+// directory of the attacker's for each name.
+func attackerArea(t *testing.T, names ...string) (area string, dirs []string) {
+	t.Helper()
+	RequireRoot(t)
+	uid, gid := unprivileged.IDs(t)
+	area, err := os.MkdirTemp("", "pi-remote-swap-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(area) })
+	require.NoError(t, os.Chmod(area, 0o755))
+	for _, name := range names {
+		d := filepath.Join(area, name)
+		require.NoError(t, os.Mkdir(d, 0o755))
+		require.NoError(t, os.Chown(d, uid, gid))
+		dirs = append(dirs, d)
+	}
+	return area, dirs
+}
+
 // describe is a file's owner, mode, size and first bytes.
 func describe(uid, gid, mode uint32, content []byte) string {
 	return fmt.Sprintf("%d:%d %04o %d bytes %q", uid, gid, mode, len(content), content[:min(len(content), 40)])
@@ -183,21 +181,12 @@ func edit(ctx context.Context, o ops.Operations, name string, i int) error {
 	return o.WriteFile(ctx, name, strings.NewReader(fmt.Sprintf("line %d\n", i)), ops.WriteOptions{Guard: &ops.Guard{Content: old}})
 }
 
-func attackerIDs(t *testing.T) (int, int) {
-	t.Helper()
-	u, err := user.Lookup(Attacker)
-	require.NoError(t, err)
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return uid, gid
-}
-
 // start builds the swapper in area and runs it as Attacker with args
 // until the test ends; it returns once the swapper is ready. The function
 // it returns counts the swaps so far.
 func start(t *testing.T, area string, args ...string) func() int {
 	t.Helper()
-	uid, gid := attackerIDs(t)
+	uid, gid := unprivileged.IDs(t)
 	bin := filepath.Join(area, "swapper")
 	build := exec.Command("go", "build", "-o", bin, "github.com/pi-remote/pi-remote/internal/swaptest/swapper")
 	out, err := build.CombinedOutput()

@@ -1,7 +1,9 @@
 // Package unprivileged re-runs a test of the running test binary as an
 // unprivileged user. Suites that check permission errors skip those checks
 // as root (permission bits do not stop root), and CI runs as root: this is
-// how they run there anyway.
+// how they run there anyway. The same user is the other user of tests
+// that need one (an attacker, the owner of planted files): RequireRoot
+// and IDs.
 package unprivileged
 
 import (
@@ -81,6 +83,36 @@ func Rerun(t *testing.T, name string) {
 		t.Fatalf("%s as %s: %v\n%s", name, User, err, out.String())
 	}
 	t.Logf("%s passed as %s (%d skipped subtests)", name, User, strings.Count(out.String(), "--- SKIP"))
+}
+
+// RequireRoot skips t when the test binary is not root, and fails it in
+// CI, which runs as root; why says what needs root (making files of
+// another user's, running a process as one).
+func RequireRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("must run as root in CI: %s", why)
+	}
+	t.Skipf("needs root: %s", why)
+}
+
+// IDs are the uid and gid of User.
+func IDs(t testing.TB) (uid, gid int) {
+	t.Helper()
+	u, err := user.Lookup(User)
+	if err != nil {
+		t.Fatalf("looking up %s: %v", User, err)
+	}
+	if uid, err = strconv.Atoi(u.Uid); err == nil {
+		gid, err = strconv.Atoi(u.Gid)
+	}
+	if err != nil {
+		t.Fatalf("the ids of %s: %v", User, err)
+	}
+	return uid, gid
 }
 
 func copyFile(from, to string) error {

@@ -5,7 +5,6 @@ package ssh
 import (
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,33 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/internal/unprivileged"
 )
-
-// requireRoot skips a test that needs root (to plant another user's
-// files) when not root, and fails it in CI, which runs as root.
-func requireRoot(t *testing.T, why string) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("must run as root in CI: %s", why)
-	}
-	t.Skipf("needs root: %s", why)
-}
-
-// otherUser is the uid and gid of the user "nobody", the other user of
-// these tests.
-func otherUser(t *testing.T) (int, int) {
-	t.Helper()
-	u, err := user.Lookup("nobody")
-	require.NoError(t, err)
-	uid, err := strconv.Atoi(u.Uid)
-	require.NoError(t, err)
-	gid, err := strconv.Atoi(u.Gid)
-	require.NoError(t, err)
-	return uid, gid
-}
 
 // thisHost is this host as server.sh records it: its name and its boot id.
 func thisHost(t *testing.T) (string, string) {
@@ -82,8 +57,8 @@ func plantDir(t *testing.T, dir string, mode os.FileMode, uid, gid int, files ma
 // host before it rebooted, go.
 func TestServerStartSweepsOnlyItsOwnPrivateDirectories(t *testing.T) {
 	t.Parallel()
-	requireRoot(t, "planting directories of another user")
-	uid, gid := otherUser(t)
+	unprivileged.RequireRoot(t, "planting directories of another user")
+	uid, gid := unprivileged.IDs(t)
 	name, _ := thisHost(t)
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
@@ -139,8 +114,8 @@ func TestServerStartSweepsOnlyItsOwnPrivateDirectories(t *testing.T) {
 // server's: its directory stays.
 func TestServerStartKeepsTheDirectoryOfAPidOfAnotherUser(t *testing.T) {
 	t.Parallel()
-	requireRoot(t, "running a server as another user")
-	uid, gid := otherUser(t)
+	unprivileged.RequireRoot(t, "running a server as another user")
+	uid, gid := unprivileged.IDs(t)
 	name, boot := thisHost(t)
 	// A process of root's, alive, that the server may not signal.
 	alive := exec.Command("sleep", "300")

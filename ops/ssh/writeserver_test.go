@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,24 +19,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// nobodyIDs are the uid and gid of the "other user" of these tests; they
-// need root to make files of that user's.
-func nobodyIDs(t *testing.T) (int, int) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("must run as root in CI: the test makes files of another user's")
-		}
-		t.Skip("needs root: the test makes files of another user's")
-	}
-	u, err := user.Lookup("nobody")
-	require.NoError(t, err)
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return uid, gid
-}
+	"github.com/pi-remote/pi-remote/internal/unprivileged"
+)
 
 // answer sends a request to a file function and splits its answer into
 // the function's status line and its payload.
@@ -54,7 +38,8 @@ func TestServerWritesAgainstSwaps(t *testing.T) {
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
-			uid, gid := nobodyIDs(t)
+			unprivileged.RequireRoot(t, "the test makes files of another user's")
+			uid, gid := unprivileged.IDs(t)
 			// Another user's directory, and a file of ours elsewhere.
 			dir := filepath.Join(t.TempDir(), "theirs")
 			require.NoError(t, os.Mkdir(dir, 0o755))
@@ -135,7 +120,8 @@ func TestServerRemovesOnlyItsOwnTemporaryFiles(t *testing.T) {
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
-			uid, gid := nobodyIDs(t)
+			unprivileged.RequireRoot(t, "the test makes files of another user's")
+			uid, gid := unprivileged.IDs(t)
 			dir := t.TempDir()
 			shared := filepath.Join(dir, "shared")
 			require.NoError(t, os.Mkdir(shared, 0o777))
