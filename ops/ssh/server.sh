@@ -1817,9 +1817,10 @@ save_output() {
 	fi
 }
 
-# readable PATH: true for a file this user may read that is not a
-# directory; otherwise false, having printed "E CODE message" (what
-# read_head and open_file answer then).
+# readable PATH: true for a regular file this user may read; otherwise
+# false, having printed "E CODE message" (what read_head and open_file
+# answer then: "E ENOTREG" for a FIFO or a device, whose reads may not
+# end).
 readable() {
 	if [ -d "$1" ]; then
 		echo 'E EISDIR is a directory'
@@ -1827,6 +1828,8 @@ readable() {
 		report_missing "$1"
 	elif [ ! -r "$1" ]; then
 		echo 'E EACCES permission denied'
+	elif [ ! -f "$1" ]; then
+		echo 'E ENOTREG not a regular file'
 	else
 		return 0
 	fi
@@ -1837,9 +1840,7 @@ readable() {
 # when it is shorter), or "E CODE message"; then the status 0, or "E CODE
 # message" when reading failed part way (or head lacks -c). Not a job: it
 # reads no more than BYTES of a regular file, so it may be sent behind
-# other requests; the client reads a longer file with open_file. What is
-# not a regular file (a FIFO, a device: reads that may not end) is "E
-# ENOTREG".
+# other requests; the client reads a longer file with open_file.
 read_head() {
 	if ! digits "$2"; then
 		finish '!PROTOCOL malformed request'
@@ -1847,8 +1848,6 @@ read_head() {
 	fi
 	if ! readable "$1"; then
 		:
-	elif [ ! -f "$1" ]; then
-		echo 'E ENOTREG not a regular file'
 	else
 		echo OK
 		if ! LC_ALL=C head -c "$2" -- "$1" 2>"$private/err"; then
@@ -1861,7 +1860,7 @@ read_head() {
 
 # open_file PATH [OFFSET]: "OK" and the bytes of PATH (from byte OFFSET on)
 # as they are read (a job, so the client may stop it), or "E CODE
-# message" ("E ENOTREG" as read_head's). The final status is 0, or "E CODE
+# message" (see readable). The final status is 0, or "E CODE
 # message" when reading failed part way.
 open_file() {
 	if ! digits "${2:-0}"; then
@@ -1870,8 +1869,6 @@ open_file() {
 	fi
 	if ! readable "$1"; then
 		:
-	elif [ ! -f "$1" ]; then
-		echo 'E ENOTREG not a regular file'
 	else
 		echo OK
 		if [ "${2:-0}" -gt 0 ]; then
