@@ -1846,9 +1846,7 @@ read_head() {
 		finish '!PROTOCOL malformed request'
 		return
 	fi
-	if ! readable "$1"; then
-		:
-	else
+	if readable "$1"; then
 		echo OK
 		if ! LC_ALL=C head -c "$2" -- "$1" 2>"$private/err"; then
 			finish "$(error_from_stderr 'read failed')"
@@ -1867,9 +1865,7 @@ open_file() {
 		finish '!PROTOCOL malformed request'
 		return
 	fi
-	if ! readable "$1"; then
-		:
-	else
+	if readable "$1"; then
 		echo OK
 		if [ "${2:-0}" -gt 0 ]; then
 			# The rest of a read whose connection was lost.
