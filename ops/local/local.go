@@ -288,17 +288,41 @@ func followLinks(name string) (string, error) {
 }
 
 // refusedLinkOnTheWay returns the first directory on the way to name's
-// last element that is a symlink followable refuses, as the kernel's
-// fs.protected_symlinks would refuse it on any element of a path; "" when
-// there is none.
+// last element that is a symlink followable refuses, on name itself or on
+// the way through the target of a link on it, as the kernel's
+// fs.protected_symlinks judges every link it follows; "" when there is
+// none.
 func refusedLinkOnTheWay(name string) string {
+	for hops := 0; hops <= 40; hops++ {
+		dir := linkOnTheWay(name)
+		if dir == "" {
+			return ""
+		}
+		if !followable(dir) {
+			return dir
+		}
+		target, err := os.Readlink(dir)
+		if err != nil {
+			return "" // gone meanwhile: the write will tell
+		}
+		if !filepath.IsAbs(target) {
+			// Not cleaned: ".." in target is the kernel's to resolve.
+			target = filepath.Dir(dir) + string(filepath.Separator) + target
+		}
+		name = target + name[len(dir):]
+	}
+	return "" // too many links: the write's ELOOP will tell
+}
+
+// linkOnTheWay returns the first directory on the way to name's last
+// element that is a symlink, or "".
+func linkOnTheWay(name string) string {
 	for i := len(filepath.VolumeName(name)) + 1; i < len(name); i++ {
 		if !os.IsPathSeparator(name[i]) || os.IsPathSeparator(name[i-1]) {
 			continue
 		}
-		dir := name[:i]
-		if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 && !followable(dir) {
-			return dir
+		if fi, err := os.Lstat(name[:i]); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return name[:i]
 		}
 	}
 	return ""

@@ -413,16 +413,18 @@ func testWrite(t *testing.T, h Harness) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				// The link is the file's name, a directory on the way to it
-				// (as the kernel checks every name of a path), or reached
-				// from a link of the user's own elsewhere.
+				// (as the kernel checks every link it follows), or reached
+				// from a link of the user's own elsewhere: to the file, or
+				// (relative) to the directory.
 				report, reports := path.Join(dir, "report.txt"), path.Join(dir, "reports")
-				own := path.Join(root, "own-link")
+				own, ownDir := path.Join(root, "own-link"), path.Join(root, "own-dir-link")
 				run(t, o, "chown "+tc.dirOwner+" "+q(dir)+" && chmod "+tc.dirMode+" "+q(dir)+
-					" && rm -f "+q(report)+" "+q(reports)+" "+q(own)+
+					" && rm -f "+q(report)+" "+q(reports)+" "+q(own)+" "+q(ownDir)+
 					" && ln -s "+q(victim)+" "+q(report)+" && chown -h "+tc.linkOwner+" "+q(report)+
 					" && ln -s "+q(root)+" "+q(reports)+" && chown -h "+tc.linkOwner+" "+q(reports)+
-					" && ln -s "+q(path.Join(reports, "victim.txt"))+" "+q(own))
-				for _, name := range []string{report, path.Join(reports, "victim.txt"), own} {
+					" && ln -s "+q(path.Join(reports, "victim.txt"))+" "+q(own)+
+					" && ln -s protected/reports "+q(ownDir))
+				for _, name := range []string{report, path.Join(reports, "victim.txt"), own, path.Join(ownDir, "victim.txt")} {
 					for _, size := range []int{10, 200 << 10} { // inline and bulk paths of remote backends
 						write(t, o, victim, "mine")
 						content := strings.Repeat("w", size)
@@ -437,7 +439,7 @@ func testWrite(t *testing.T, h Harness) {
 						assert.Equal(t, []string{"report.txt", "reports"}, listNames(t, o, dir), "no temporary file left behind")
 					}
 				}
-				run(t, o, "rm -f "+q(own))
+				run(t, o, "rm -f "+q(own)+" "+q(ownDir))
 			})
 		}
 		run(t, o, "chmod 0755 "+q(dir))

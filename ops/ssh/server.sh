@@ -1961,9 +1961,11 @@ follow_links() {
 
 # dirs_followable PATH: false when a directory on the way to PATH's last
 # name is reached through a symbolic link that followable refuses (as the
-# kernel's fs.protected_symlinks would on every name of a path). Only
-# links are looked at more closely.
+# kernel's fs.protected_symlinks would on every link it follows): a link
+# on PATH itself, or on the way through a link's target. Only links are
+# looked at more closely.
 dirs_followable() {
+	_df_hops=0
 	case $1 in
 	/*) _df_at='' _df_rest=${1#/} ;;
 	*) _df_at=. _df_rest=$1 ;;
@@ -1978,9 +1980,18 @@ dirs_followable() {
 		esac
 		[ -n "$_df_part" ] || continue
 		_df_at=$_df_at/$_df_part
-		if [ -L "$_df_at" ] && ! followable "$_df_at"; then
-			return 1
-		fi
+		[ -L "$_df_at" ] || continue
+		followable "$_df_at" || return 1
+		# On through the link's target, whose own links are judged too
+		# (over 40: the kernel's ELOOP will tell).
+		_df_hops=$((_df_hops + 1))
+		[ "$_df_hops" -le 40 ] || return 0
+		_df_link=$(readlink "$_df_at" && echo x) || return 0
+		_df_link=${_df_link%"${nl}x"}
+		case $_df_link in
+		/*) _df_at='' _df_rest=${_df_link#/}/$_df_rest ;;
+		*) _df_at=${_df_at%/*} _df_rest=$_df_link/$_df_rest ;;
+		esac
 	done
 }
 
@@ -2208,7 +2219,7 @@ copy_owner_and_mode() {
 copy_attributes() {
 	_ca_before=
 	if [ -n "$_up" ]; then
-		if ln -- "$1" held 2>/dev/null; then
+		if hold_link "$1"; then
 			if [ -L held ]; then
 				rm -f held
 				echo 'E EMOVED another file took the place of the file while it was written'
@@ -2226,6 +2237,19 @@ copy_attributes() {
 		echo 'E EMOVED another file took the place of the file while it was written'
 		return 1
 	fi
+}
+
+# hold_link FROM makes "held", a hard link to FROM itself: to a symlink
+# in FROM's place, not to its target (ln -P; BSD ln follows by default).
+# BusyBox ln has no -P, and its link(2) does not follow on Linux.
+hold_link() {
+	ln -P -- "$1" held 2>"$private/err" && return 0
+	_hl_line=
+	IFS= read -r _hl_line <"$private/err"
+	case $_hl_line in
+	*option*) ln -- "$1" held 2>/dev/null ;;
+	*) return 1 ;;
+	esac
 }
 
 # copy_attributes_from FROM TO: the copy of copy_attributes.
