@@ -337,9 +337,7 @@ remove_private() {
 		_rmp_path=
 		_rmp_inode=
 		{ IFS= read -r _rmp_path && IFS= read -r _rmp_inode; } <"$_rmp_temp"
-		case $_rmp_suffix:$_rmp_inode in
-		'':* | *[!0-9a-f]*:* | *: | *:*[!0-9]*) continue ;;
-		esac
+		if ! hex "$_rmp_suffix" || ! digits "$_rmp_inode"; then continue; fi
 		case ${_rmp_path##*/} in
 		.?*".pi-remote-$_rmp_suffix") (enter_temp "$_rmp_path" "$_rmp_inode" >/dev/null && remove_if_ours) ;;
 		esac
@@ -2418,7 +2416,9 @@ shared_dir_safe() {
 	_sd_chain=
 	[ -n "$_td_inode" ] || return 1
 	[ -z "$_sd_want" ] || [ "$_sd_want" = "$_td_inode" ] || return 1
-	# One line per directory: a name with a newline would make more.
+	# One line per directory asked for (ls names each by the operand
+	# given, never by the directory's own name): fewer means ls failed on
+	# one.
 	if [ "$_sd_with" = chain ] && [ -n "$_sd_above" ] && [ "$_sd_lines" = "$_sd_count" ]; then
 		_sd_chain=yes
 	fi

@@ -230,7 +230,7 @@ func (h *Host) createTemp(ctx context.Context, c *conn, name, perm, suffix, pare
 	}
 	f := strings.SplitN(string(payload), " ", 3)
 	if len(f) != 3 || !strings.HasPrefix(f[2], "/") {
-		return tempFile{}, fmt.Errorf("write %s: unexpected answer from host: %q", name, payload)
+		return tempFile{}, c.mismatch(fmt.Errorf("%w: write %s: create_temp answered %q", errProtocol, name, payload))
 	}
 	return tempFile{path: f[2], inode: f[0], sftp: f[1] == "sftp"}, nil
 }
