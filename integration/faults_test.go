@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/pi-remote/pi-remote/integration/netfault"
 	"github.com/pi-remote/pi-remote/integration/sshd"
@@ -147,6 +150,40 @@ func TestFaultBlackholeWithinKeepaliveBound(t *testing.T) {
 	// answer in turn.)
 	assert.Less(t, elapsed, 7500*time.Millisecond)
 	assert.GreaterOrEqual(t, elapsed, 5*time.Second, "not before the bound: the link may only be slow")
+	p.Blackhole(false)
+}
+
+// The README's promise, as a user meets it: `pi-remote tool bash` with
+// re-attaching off, its link black-holed mid-command, exits (code 3: the
+// connection) 15 s after the last byte from the host, plus at most a second
+// (and a little slack for a busy machine). It took 31 s when telling a lost
+// connection from the tool's own failure dialled the black-holed host
+// again, for the connect timeout.
+func TestFaultBlackholeEndsTheCLIWithinTheBound(t *testing.T) {
+	t.Parallel()
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	marker := fmt.Sprintf("60.%d", time.Now().UnixNano()%1000000007)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	require.NoError(t, os.WriteFile(kh, []byte(knownhosts.Line([]string{knownhosts.Normalize(p.Addr)}, srv.HostKeys[0])+"\n"), 0o600))
+	cmd := exec.Command(binary, "--host", srv.User+"@"+p.Addr, "--identity", srv.ClientKey, "--known-hosts", kh, "--ssh-config", "none",
+		"--reattach-timeout", "0", "--cwd", t.TempDir(), "tool", "bash", fmt.Sprintf(`{"command":"sleep %s"}`, marker))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NotEmpty(c, sleepers(t, marker), "the command runs")
+	}, 20*time.Second, 50*time.Millisecond)
+	p.Blackhole(true)
+	err := cmd.Wait()
+	ended := time.Now()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%s", out.String())
+	assert.Equal(t, 3, exit.ExitCode(), "%s", out.String())
+	since := ended.Sub(p.LastReply())
+	t.Logf("exited %v after the last byte from the host", since.Round(100*time.Millisecond))
+	assert.Less(t, since, 17500*time.Millisecond)
 	p.Blackhole(false)
 }
 

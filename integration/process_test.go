@@ -96,8 +96,9 @@ func TestMaxSessionsAdapts(t *testing.T) {
 
 // jobsLeft lists what jobs left in the jobs directory of the cache
 // directory cache: the files of jobs, and in the host's own directory
-// (.host.BOOT.NAME) anything but the marks of the sweeps (FIFOs made
-// ahead for jobs), as paths under the jobs directory.
+// (.host.BOOT.NAME) anything but the marks of the sweeps and the epochs
+// of clients' connections (FIFOs made ahead for jobs, servers' busy
+// marks), as paths under the jobs directory.
 func jobsLeft(cache string) []string {
 	jobs := filepath.Join(cache, "pi-remote", "jobs")
 	entries, _ := os.ReadDir(jobs)
@@ -109,7 +110,16 @@ func jobsLeft(cache string) []string {
 		}
 		inside, _ := os.ReadDir(filepath.Join(jobs, e.Name()))
 		for _, f := range inside {
-			if f.Name() != "swept" && f.Name() != "sweeping" {
+			switch {
+			case f.Name() == "swept" || f.Name() == "sweeping":
+			case strings.HasPrefix(f.Name(), "client."):
+				marks, _ := os.ReadDir(filepath.Join(jobs, e.Name(), f.Name()))
+				for _, m := range marks {
+					if !strings.HasPrefix(m.Name(), "epoch.") {
+						left = append(left, filepath.Join(e.Name(), f.Name(), m.Name()))
+					}
+				}
+			default:
 				left = append(left, filepath.Join(e.Name(), f.Name()))
 			}
 		}
@@ -130,7 +140,8 @@ func sleepers(t *testing.T, arg string) []string {
 
 // A client killed mid-command leaves its job to its lease: with a lease of
 // 5 s, the job's whole process group is gone within the lease and a few
-// seconds, and so are its files.
+// seconds. Its output and status stay for a client that comes back, and
+// pi-remote jobs says it was killed by its lease.
 func TestLeaseExpiryKillsAnOrphanedJob(t *testing.T) {
 	t.Parallel()
 	cache := hostCache(t)
@@ -138,7 +149,7 @@ func TestLeaseExpiryKillsAnOrphanedJob(t *testing.T) {
 	marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
 	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
 
-	args := append(srv.Flags(), "--cwd", t.TempDir(), "--lease-ttl", "5s", "tool", "bash",
+	args := append(srv.Flags(), "--cwd", t.TempDir(), "--lease-ttl", "5s", "--reattach-timeout", "5s", "tool", "bash",
 		fmt.Sprintf(`{"command":"sleep %s & sleep %s; echo never"}`, marker, marker))
 	client := exec.Command(binary, args...)
 	require.NoError(t, client.Start())
@@ -155,13 +166,33 @@ func TestLeaseExpiryKillsAnOrphanedJob(t *testing.T) {
 	assert.Len(t, sleepers(t, marker), 2, "the job outlives its client for a while")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Empty(c, sleepers(t, marker), "the whole group is killed")
-		assert.Empty(c, jobFiles(), "and its files removed")
 	}, 15*time.Second, 100*time.Millisecond)
 	t.Logf("gone %v after the client was killed (lease 5s)", time.Since(killed).Round(100*time.Millisecond))
 	assert.Less(t, time.Since(killed), 9*time.Second)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Contains(c, strings.Join(jobFiles(), " "), ".status", "its status is kept for its client")
+	}, 5*time.Second, 100*time.Millisecond)
 	code, out, stderr := cli(t, "", append(srv.Flags(), "jobs")...)
 	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, "no jobs\n", out, "pi-remote jobs no longer lists it")
+	assert.Contains(t, out, "killed by its lease (no client renewed it)", "pi-remote jobs says why it ended")
+}
+
+// Close forgets every job whose result its client collected, however
+// many: none is left listed on the host.
+func TestCloseForgetsEveryCollectedJob(t *testing.T) {
+	t.Parallel()
+	cache := hostCache(t)
+	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
+	h := rssh.New(srv.Config(), rssh.HostOptions{})
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Go(func() { assert.NoError(t, h.Exec(t.Context(), ops.Command{Script: "true"})) })
+	}
+	wg.Wait()
+	require.NoError(t, h.Close())
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, jobsLeft(cache))
+	}, 10*time.Second, 100*time.Millisecond)
 }
 
 // A command that writes without end is stopped at the output cap, and the

@@ -124,11 +124,16 @@ func (t *target) close() {
 	}
 }
 
-// lost says whether a remote host's connection is gone (checked with one
-// round trip), to tell a tool's own failure from a lost connection.
+// lost says whether a remote host's connection is gone, to tell a tool's
+// own failure from a lost connection: at once when the host saw its
+// connection die (a new dial to a black-holed host would take the connect
+// timeout), else checked with one round trip.
 func (t *target) lost(ctx context.Context) bool {
 	if t.host == nil {
 		return false
+	}
+	if t.host.Down() {
+		return true
 	}
 	_, err := t.host.Ping(ctx)
 	return err != nil && isConnectionFailure(err)
@@ -210,6 +215,11 @@ func openTargets(ctx context.Context, g *globalOptions) (targets, error) {
 		if _, spec := splitHostFlag(v); spec != "local" {
 			sshHosts++
 		}
+	}
+	if h := g.host; sshHosts > 0 && h.reattach > 0 && h.leaseTTL < h.reattach {
+		// The lease would kill a command whose client still waits to
+		// attach to it again.
+		return nil, usageErrorf("--lease-ttl %s is shorter than --reattach-timeout %s: a command would be killed while its client still waits for the host; raise the lease or lower the re-attach timeout", h.leaseTTL, h.reattach)
 	}
 	for _, v := range g.host.hosts {
 		name, spec := splitHostFlag(v)

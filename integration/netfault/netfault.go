@@ -1,7 +1,8 @@
 // Package netfault is a TCP proxy for tests that puts faults between a
 // client and a server on loopback: added latency, a bandwidth limit per
 // direction, a black hole (bytes stop flowing, connections stay open), and
-// resets. netem is not available on every kernel; this works anywhere.
+// resets, and a partition that heals late. netem is not available on every
+// kernel; this works anywhere.
 package netfault
 
 import (
@@ -26,11 +27,17 @@ type Proxy struct {
 	refuse  bool             // new connections are reset at once
 	conns   map[*pair]bool
 
-	accepted atomic.Int64
-	bytes    atomic.Int64
+	accepted  atomic.Int64
+	bytes     atomic.Int64
+	lastReply atomic.Int64 // unix nanoseconds of the last bytes forwarded to a client
 }
 
-type pair struct{ client, server *net.TCPConn }
+type pair struct {
+	client, server *net.TCPConn
+	// parted is closed when the partition this pair is caught in heals
+	// (nil: it is caught in none); see Partition.
+	parted chan struct{}
+}
 
 // Start listens on a loopback port until the test ends.
 func Start(t testing.TB, target string) *Proxy {
@@ -94,6 +101,24 @@ func (p *Proxy) hold(dir int, on bool) {
 	}
 }
 
+// Partition stops the connections open now, both ways, as a partition of
+// the network does; connections made later are not caught in it. heal
+// ends it: what each side sent meanwhile is delivered then, even when that
+// side has since closed or reset its connection, as a kernel that
+// retransmits into a healed route does; and the server's side of such a
+// connection is not closed (the server never saw a FIN) until the test
+// ends.
+func (p *Proxy) Partition() (heal func()) {
+	parted := make(chan struct{})
+	p.mu.Lock()
+	for c := range p.conns {
+		c.parted = parted
+	}
+	p.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { close(parted) }) }
+}
+
 // Reset closes every current connection with a TCP reset.
 func (p *Proxy) Reset() {
 	p.mu.Lock()
@@ -121,6 +146,9 @@ func (p *Proxy) Accepted() int64 { return p.accepted.Load() }
 
 // Bytes is how many bytes were forwarded, both ways.
 func (p *Proxy) Bytes() int64 { return p.bytes.Load() }
+
+// LastReply is when bytes from the server last reached a client.
+func (p *Proxy) LastReply() time.Time { return time.Unix(0, p.lastReply.Load()) }
 
 func (p *Proxy) serve() {
 	for {
@@ -164,8 +192,8 @@ func (p *Proxy) handle(client *net.TCPConn) {
 	p.conns[pr] = true
 	p.mu.Unlock()
 	var wg sync.WaitGroup
-	wg.Go(func() { p.pipe(pr.server, pr.client, up) })
-	wg.Go(func() { p.pipe(pr.client, pr.server, down) })
+	wg.Go(func() { p.pipe(pr, pr.server, pr.client, up) })
+	wg.Go(func() { p.pipe(pr, pr.client, pr.server, down) })
 	wg.Wait()
 	pr.client.Close()
 	pr.server.Close()
@@ -184,10 +212,10 @@ type chunk struct {
 	data []byte
 }
 
-// pipe copies src to dst in direction dir, releasing each chunk after the
-// one-way delay, no faster than the direction's rate, and holding
-// everything while the black hole is on.
-func (p *Proxy) pipe(dst, src *net.TCPConn, dir int) {
+// pipe copies src to dst in direction dir of pr, releasing each chunk after
+// the one-way delay, no faster than the direction's rate, and holding
+// everything while the black hole is on or pr is caught in a partition.
+func (p *Proxy) pipe(pr *pair, dst, src *net.TCPConn, dir int) {
 	queue := make(chan chunk, 256)
 	go func() {
 		defer close(queue)
@@ -221,9 +249,12 @@ func (p *Proxy) pipe(dst, src *net.TCPConn, dir int) {
 	for c := range queue {
 		for {
 			p.mu.Lock()
-			delay, unblock := p.delay, p.unblock[dir]
+			delay, unblock, parted := p.delay, p.unblock[dir], pr.parted
 			p.mu.Unlock()
 			<-unblock
+			if parted != nil {
+				<-parted
+			}
 			if wait := time.Until(c.at.Add(delay)); wait > 0 {
 				time.Sleep(wait)
 			}
@@ -235,6 +266,16 @@ func (p *Proxy) pipe(dst, src *net.TCPConn, dir int) {
 			}
 		}
 		if _, err := dst.Write(c.data); err != nil {
+			p.mu.Lock()
+			late := pr.parted != nil
+			p.mu.Unlock()
+			if late && dir == down {
+				// The client is gone: the server's side stays open, its
+				// output dropped, as when nobody acknowledges it.
+				for range queue {
+				}
+				return
+			}
 			src.Close()
 			dst.Close()
 			for range queue {
@@ -242,6 +283,15 @@ func (p *Proxy) pipe(dst, src *net.TCPConn, dir int) {
 			return
 		}
 		p.bytes.Add(int64(len(c.data)))
+		if dir == down {
+			p.lastReply.Store(time.Now().UnixNano())
+		}
+	}
+	p.mu.Lock()
+	late := pr.parted != nil
+	p.mu.Unlock()
+	if late && dir == up {
+		return
 	}
 	dst.CloseWrite()
 }

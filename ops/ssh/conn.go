@@ -20,8 +20,9 @@ import (
 // once (the link went silent, the transport closed, Close) and is never
 // revived; Host dials a new one.
 type conn struct {
-	host *Host
-	d    *dialed
+	host  *Host
+	d     *dialed
+	epoch uint64 // the how-manieth connection of host this is (Host.epochs)
 
 	dead     chan struct{}
 	deadOnce sync.Once
@@ -58,7 +59,7 @@ type conn struct {
 }
 
 func newConn(h *Host, d *dialed) *conn {
-	c := &conn{host: h, d: d, dead: make(chan struct{}), limit: h.maxSessions(), max: h.maxSessions(), freed: make(chan struct{})}
+	c := &conn{host: h, d: d, epoch: h.epochs.Add(1), dead: make(chan struct{}), limit: h.maxSessions(), max: h.maxSessions(), freed: make(chan struct{})}
 	go func() {
 		err := d.client.Wait()
 		if err == nil {
@@ -78,6 +79,15 @@ func (c *conn) kill(err error) {
 		close(c.dead)
 		c.d.close()
 	})
+}
+
+// abort kills a connection declared dead. Its socket is reset rather than
+// closed: what the kernel still holds for the host is dropped, where a
+// close would have it delivered once a partition heals, to servers that
+// sshd still thinks connected (server.sh's fence_start stops those too).
+func (c *conn) abort(err error) {
+	c.d.reset()
+	c.kill(err)
 }
 
 func (c *conn) isDead() bool {
@@ -140,14 +150,14 @@ func (c *conn) keepalive(interval time.Duration, count int) {
 		}
 		idle := c.d.idle()
 		if idle >= limit {
-			c.kill(fmt.Errorf("no answer from the host for %s (%d keepalives)", idle.Round(time.Second), count))
+			c.abort(fmt.Errorf("no answer from the host for %s (%d keepalives)", idle.Round(time.Second), count))
 			return
 		}
 		if idle >= interval && inFlight.CompareAndSwap(false, true) {
 			go func() {
 				defer inFlight.Store(false)
 				if _, _, err := c.d.client.SendRequest("keepalive@openssh.com", true, nil); err != nil {
-					c.kill(fmt.Errorf("keepalive failed: %v", err))
+					c.abort(fmt.Errorf("keepalive failed: %v", err))
 				}
 			}()
 		}

@@ -43,6 +43,16 @@ func (d *dialed) close() {
 	}
 }
 
+// reset makes the close of a direct TCP connection a reset (SO_LINGER 0):
+// the data not yet acknowledged is dropped. (A connection through jump
+// hosts is a channel of the first hop's: its bytes are that hop's to
+// deliver.)
+func (d *dialed) reset() {
+	if tc, ok := d.reads.Conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+}
+
 // dial connects to c through its jump chain. The whole dial, handshakes
 // included, is bounded by ctx and c.ConnectTimeout: x/crypto's own timeout
 // covers only the TCP connect.

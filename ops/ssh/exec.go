@@ -113,6 +113,10 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	if msg, ok := strings.CutPrefix(status, "!EIO "); ok {
 		return fmt.Errorf("command server: %s", msg)
 	}
+	if tomb, ok := strings.CutPrefix(status, "!GONE "); ok {
+		h.gotResult(id)
+		return h.goneError(id, tomb, h.leaseTTL())
+	}
 	ended, err := parseJobStatus(status)
 	if err != nil {
 		return err
@@ -121,13 +125,35 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	if cmd.SaveOutput != nil {
 		cmd.SaveOutput.Saved = ended.saved
 	}
-	return ended.err(h.opts.OutputCap)
+	return ended.err(h.opts.OutputCap, h.leaseTTL())
+}
+
+// goneError is the error for job id that left only its tombstone on the
+// host ("!GONE TOMB"): it ended, or was lost, while no client was there,
+// and its output was swept once its lease (ttl; 0: unknown) ran out
+// uncollected. Such a job is never started again.
+func (h *Host) goneError(id, tomb string, ttl time.Duration) error {
+	if tomb == "lost" {
+		return fmt.Errorf("job %s was lost on the host (its waiter was killed, or the host rebooted) and its files were swept; it was not run again", id)
+	}
+	how := "its exit status is unknown"
+	if js, err := parseJobStatus(tomb); err == nil {
+		how = "it exited with code " + strconv.Itoa(js.code)
+		if js.stopped != "" {
+			how = "it was " + js.reason(h.opts.OutputCap, ttl)
+		}
+	}
+	lease := "its lease"
+	if ttl > 0 {
+		lease += " of " + ttl.String()
+	}
+	return fmt.Errorf("job %s ended while no client was connected (%s), and its output was swept once %s ran out uncollected; it was not run again", id, how, lease)
 }
 
 // jobStatus is the status attach_job sends for an ended job.
 type jobStatus struct {
 	code    int
-	stopped string // "capped", "lease", "killed", or ""
+	stopped string // "capped", "lease", "killed", "lost", or ""
 	saved   bool
 }
 
@@ -143,7 +169,7 @@ func parseJobStatus(s string) (jobStatus, error) {
 	}
 	for _, w := range f[1:] {
 		switch w {
-		case "capped", "lease", "killed":
+		case "capped", "lease", "killed", "lost":
 			js.stopped = w
 		case "saved":
 			js.saved = true
@@ -156,15 +182,16 @@ func parseJobStatus(s string) (jobStatus, error) {
 }
 
 // err is what Exec returns for the ended job: nil, or an *ops.ExitError.
-func (js jobStatus) err(outputCap int64) error {
+func (js jobStatus) err(outputCap int64, leaseTTL time.Duration) error {
 	if js.code == 0 {
 		return nil
 	}
-	return &ops.ExitError{Code: js.code, Reason: js.reason(outputCap)}
+	return &ops.ExitError{Code: js.code, Reason: js.reason(outputCap, leaseTTL)}
 }
 
-// reason says why the host stopped the job, for ops.ExitError.
-func (js jobStatus) reason(outputCap int64) string {
+// reason says why the host stopped the job, for ops.ExitError; leaseTTL
+// is the job's lease (0: unknown to this client).
+func (js jobStatus) reason(outputCap int64, leaseTTL time.Duration) string {
 	switch js.stopped {
 	case "capped":
 		if outputCap <= 0 {
@@ -172,9 +199,14 @@ func (js jobStatus) reason(outputCap int64) string {
 		}
 		return fmt.Sprintf("its output passed the cap of %d MiB", outputCap>>20)
 	case "lease":
-		return "its lease ran out (no client renewed it)"
+		if leaseTTL <= 0 {
+			return "killed by its lease (no client renewed it)"
+		}
+		return fmt.Sprintf("killed by its lease after %s without a client", leaseTTL)
 	case "killed":
 		return "killed with pi-remote jobs kill"
+	case "lost":
+		return "its exit status was lost (a process that waited for it on the host was killed)"
 	}
 	return ""
 }

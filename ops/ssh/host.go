@@ -79,6 +79,12 @@ type Host struct {
 	cfg  Config
 	opts HostOptions
 
+	// fenceID names this client to the host's servers, and epochs counts
+	// its connections: a server of a connection given up on acts on
+	// nothing once a newer one started a server (server.sh's fence_start).
+	fenceID string
+	epochs  atomic.Uint64
+
 	mu       sync.Mutex
 	cur      *conn
 	dialing  chan struct{} // non-nil while a dial runs; closed when it ends
@@ -125,7 +131,7 @@ func New(cfg Config, opts HostOptions) *Host {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
 	}
-	return &Host{cfg: cfg, opts: opts}
+	return &Host{cfg: cfg, opts: opts, fenceID: randomHex(8)}
 }
 
 // Config is the resolved configuration of the host.
@@ -153,10 +159,17 @@ func (h *Host) Close() error {
 	h.mu.Lock()
 	c := h.cur
 	h.mu.Unlock()
-	if ids := h.toForget(); len(ids) > 0 && c != nil && !c.isDead() {
+	if c != nil && !c.isDead() {
+		// Every collected job, a request per toForget's share, within
+		// the one bound.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, _, err := c.call(ctx, change, "forget", "", "forget", ids...)
-		h.forgetDone(ids, err == nil)
+		for ids := h.toForget(); len(ids) > 0; ids = h.toForget() {
+			_, _, err := c.call(ctx, change, "forget", "", "forget", ids...)
+			h.forgetDone(ids, err == nil)
+			if err != nil {
+				break
+			}
+		}
 		cancel()
 	}
 	h.mu.Lock()
@@ -368,6 +381,14 @@ func (h *Host) Connect(ctx context.Context) (Info, error) {
 func (h *Host) SessionsOpened() int64 { return h.sessions.Load() }
 
 // Ping costs one round trip; it fails when the connection is gone.
+// Down says, without a round trip, whether the host's connection was lost:
+// one was made, and the last one is dead (no new one is up yet).
+func (h *Host) Down() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.wasUp && (h.cur == nil || h.cur.isDead())
+}
+
 func (h *Host) Ping(ctx context.Context) (time.Duration, error) {
 	c, err := h.conn(ctx)
 	if err != nil {

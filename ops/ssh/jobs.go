@@ -60,7 +60,7 @@ func (h *Host) Jobs(ctx context.Context) ([]Job, error) {
 			}
 			j.State, j.Code = "exited", js.code
 			if js.stopped != "" {
-				j.State, j.Why = "stopped", js.reason(h.opts.OutputCap)
+				j.State, j.Why = "stopped", js.reason(h.opts.OutputCap, 0)
 			}
 		}
 		jobs = append(jobs, j)
@@ -104,6 +104,8 @@ func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		// A person watching the job is its client: the lease holds.
+		defer renewLease(s, ttl)()
 		status, err = c.serve(ctx, s, query, sent, call("attach_job", id, strconv.FormatInt(sent.n, 10), "", "", "", strconv.Itoa(int(ttl.Seconds()))))
 		return err
 	})
@@ -116,11 +118,14 @@ func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
 	if msg, ok := strings.CutPrefix(status, "!EIO "); ok {
 		return fmt.Errorf("job %s: %s", id, msg)
 	}
+	if tomb, ok := strings.CutPrefix(status, "!GONE "); ok {
+		return h.goneError(id, tomb, 0)
+	}
 	js, err := parseJobStatus(status)
 	if err != nil {
 		return err
 	}
-	return js.err(h.opts.OutputCap)
+	return js.err(h.opts.OutputCap, 0)
 }
 
 // StopJob kills job id when it runs, or removes its record when it has

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -373,7 +374,7 @@ func (c *conn) serverFor(ctx context.Context, n need) (*server, error) {
 			return s, err
 		}
 		c.host.sessions.Add(1)
-		s, err = startServer(ctx, c.d.client, !c.host.opts.NoSetsid)
+		s, err = c.startServer(ctx)
 		switch {
 		case err == nil:
 			c.mu.Lock()
@@ -472,7 +473,7 @@ func (c *conn) grow(ctx context.Context) {
 		c.mu.Unlock()
 	}()
 	c.host.sessions.Add(1)
-	s, err := startServer(ctx, c.d.client, !c.host.opts.NoSetsid)
+	s, err := c.startServer(ctx)
 	if err != nil {
 		if isOpenRefused(err) {
 			c.refused()
@@ -599,4 +600,9 @@ func (c *conn) openSFTP(ctx context.Context) error {
 	c.sftp, c.sftpSess = client, sess
 	c.mu.Unlock()
 	return nil
+}
+
+// startServer starts a server on the connection, fenced by its epoch.
+func (c *conn) startServer(ctx context.Context) (*server, error) {
+	return startServer(ctx, c.d.client, !c.host.opts.NoSetsid, c.host.fenceID, strconv.FormatUint(c.epoch, 10))
 }

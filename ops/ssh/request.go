@@ -266,7 +266,7 @@ func jobAnswerMatches(status string) bool {
 	case "!ENOENT", "!ENOTDIR", "!EACCES", "!NOJOB", "!DETACHED", "!ATTACH":
 		return true
 	}
-	if strings.HasPrefix(status, "!EIO ") {
+	if strings.HasPrefix(status, "!EIO ") || strings.HasPrefix(status, "!GONE ") {
 		return true
 	}
 	_, err := parseJobStatus(status)

@@ -112,7 +112,11 @@ var errClosedEarly = errors.New("the host closed a new session channel before th
 // the channel's opening and one round trip (x/crypto's Session.Start would
 // wait a round trip for the exec reply first). A host that refuses the
 // command closes the channel, which the handshake sees.
-func startServer(ctx context.Context, client *gossh.Client, useSetsid bool) (*server, error) {
+//
+// fence is the client's id and the connection's epoch (see serve and
+// fence_start in server.sh): a server of a connection the client gave up
+// on acts on nothing once a newer connection has started a server.
+func startServer(ctx context.Context, client *gossh.Client, useSetsid bool, fence ...string) (*server, error) {
 	ch, reqs, err := client.OpenChannel("session", nil)
 	if err != nil {
 		return nil, err
@@ -136,7 +140,7 @@ func startServer(ctx context.Context, client *gossh.Client, useSetsid bool) (*se
 		}
 		return fail(err)
 	}
-	if err := s.handshake(ctx, useSetsid); err != nil {
+	if err := s.handshake(ctx, useSetsid, fence...); err != nil {
 		// A channel closed with no exit status and not a word on stderr
 		// ran nothing.
 		if (errors.Is(err, io.EOF) || errors.Is(err, errServerExited)) && ctx.Err() == nil {
@@ -170,10 +174,10 @@ func drainSessionRequests(reqs <-chan *gossh.Request) bool {
 }
 
 // handshake sends the program to a bootstrap that runs on the other end of
-// s's pipes and waits until it is ready.
-func (s *server) handshake(ctx context.Context, useSetsid bool) error {
+// s's pipes and waits until it is ready. fence: see startServer.
+func (s *server) handshake(ctx context.Context, useSetsid bool, fence ...string) error {
 	s.marker = []byte("\x1e@pi-remote:" + randomHex(12) + ":")
-	call := "serve " + shellquote.Join(string(s.marker), graceSeconds, yesNo(useSetsid), randomHex(6))
+	call := "serve " + shellquote.Join(append([]string{string(s.marker), graceSeconds, yesNo(useSetsid), randomHex(6)}, fence...)...)
 	stop := context.AfterFunc(ctx, func() { s.end() })
 	_, err := io.WriteString(s.stdin, serverProgram+call+"\n"+programEnd+"\n")
 	var status string

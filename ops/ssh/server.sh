@@ -65,11 +65,12 @@ job_files='out lease status pid waiter server label lease.watched lease.check si
 job_words=
 for _jw_suffix in $job_files; do job_words="$job_words \"\$jobs/\$_rmf_arg.$_jw_suffix\""; done
 
-# serve MARKER GRACE SETSID SUFFIX: the server's main loop. GRACE is how
-# long (seconds) a command's background children may go on writing output
-# after the command exits; SETSID (yes/no) says whether commands get their
-# own session when the host has setsid; SUFFIX (hex) names the private
-# directory.
+# serve MARKER GRACE SETSID SUFFIX [CLIENT EPOCH]: the server's main loop.
+# GRACE is how long (seconds) a command's background children may go on
+# writing output after the command exits; SETSID (yes/no) says whether
+# commands get their own session when the host has setsid; SUFFIX (hex)
+# names the private directory. CLIENT (hex) names the client, EPOCH
+# (a number) its connection: see fence_start.
 serve() {
 	marker=$1
 	grace=$2
@@ -131,6 +132,19 @@ serve() {
 	# once a boot.
 	host_dir=$jobs/.host.$boot_id.$host_name
 	[ -d "$host_dir" ] || mkdir -m 700 -- "$host_dir" 2>/dev/null
+	fence=
+	if [ -n "$5" ]; then
+		if ! hex "$5" || ! digits "$6"; then
+			printf '%sFAIL the client or connection is malformed\n' "$marker"
+			exit 1
+		fi
+		fence=$host_dir/client.$5
+		epoch=$6
+		if ! fence_start; then
+			printf '%sFAIL a newer connection of this client took over\n' "$marker"
+			exit 1
+		fi
+	fi
 	sweep_jobs </dev/null >/dev/null 2>&1 &
 	_rj_stream=
 	# run_jobs' FIFO, once made (held open on fd 6).
@@ -185,6 +199,69 @@ serve() {
 	exit 0
 }
 
+# fence_start, as a server starts for connection EPOCH of its client
+# (serve's CLIENT), fences off the client's earlier connections: a
+# connection the client declared dead may still deliver requests that were
+# on their way (the kernel sends what it holds once a partition heals, and
+# sshd never saw the connection end), and such a request must not act
+# after the client settled or retried it on the new connection. The
+# client's directory $fence holds epoch.N for each connection N that
+# started a server, and busy.PID for each of its servers (see fence_in).
+# A server of an epoch that is not the newest exits at once; the first
+# of a new epoch marks it, then waits (at most about 10 s) for each
+# server busy with an act to finish it. (A server's own mark is made by
+# its first request, once its exit trap would remove it.) From then on every server of an
+# earlier epoch sees the newer one before it acts (fence_in), and exits.
+# Each writes its own mark before it reads the other's, so one of them
+# sees both.
+fence_start() {
+	[ -d "$fence" ] || mkdir -m 700 -- "$fence" 2>/dev/null
+	[ -d "$fence" ] && newest_epoch || return 1
+	[ ! -e "$fence/epoch.$epoch" ] || return 0
+	: >"$fence/epoch.$epoch" || return 1
+	for _fs_busy in "$fence"/busy.*; do
+		_fs_pid=${_fs_busy##*/busy.}
+		if [ "$_fs_pid" = $$ ] || ! digits "$_fs_pid"; then continue; fi
+		_fs_tries=0
+		while [ "$_fs_tries" -lt 1000 ]; do
+			_fs_state=
+			read -r _fs_state <"$_fs_busy" 2>/dev/null
+			if [ "$_fs_state" != b ] || ! pid_alive "$_fs_pid"; then break; fi
+			sleep 0.01 2>/dev/null || sleep 1
+			_fs_tries=$((_fs_tries + 1))
+		done
+	done
+	return 0
+}
+
+# newest_epoch: true unless the client has a connection newer than this
+# server's (an epoch.N in $fence with N above $epoch).
+newest_epoch() {
+	for _ne_file in "$fence"/epoch.*; do
+		_ne_n=${_ne_file##*/epoch.}
+		digits "$_ne_n" || continue
+		[ "$_ne_n" -le "$epoch" ] || return 1
+	done
+}
+
+# fence_in marks this server busy with an act (a write's commit, a job's
+# start...) and makes sure no newer connection of its client has started
+# (see fence_start); false if one has: this server belongs to a
+# connection the client gave up on, and must exit without acting.
+# fence_out marks the act done. Without a client (a client of an earlier
+# version) both do nothing.
+fence_in() {
+	[ -n "$fence" ] || return 0
+	printf b 1<>"$fence/busy.$$"
+	newest_epoch && return 0
+	printf i 1<>"$fence/busy.$$"
+	return 1
+}
+
+fence_out() {
+	[ -z "$fence" ] || printf i 1<>"$fence/busy.$$"
+}
+
 # serve_request LINE runs a request (its line without the marker) when it
 # names a function of $requests, and otherwise answers "!PROTOCOL unknown
 # request"; a request whose words the shell cannot parse runs nothing and
@@ -202,7 +279,13 @@ serve_request() {
 		case " $requests " in
 		*[[:space:]]"$_sr_name"[[:space:]]*)
 			answered=
+			# (The file functions act at once, but receive_temp, which
+			# waits for its data and only fills a temporary file: an old
+			# connection's would wait for ever, and hold up the fence;
+			# the jobs' requests fence their starts themselves.)
+			case $_sr_name in call:receive_temp) ;; call:*) fence_in || exit 0 ;; esac
 			command eval "$1"
+			fence_out
 			[ -n "$answered" ] || finish '!PROTOCOL malformed request'
 			return
 			;;
@@ -474,9 +557,10 @@ job_lost() {
 # job_process JOB sets _jp_pid to the pid of job JOB's command when it is
 # proven the job's, the only pid a kill for the job may go to: the job has
 # no status and runs on this host (this boot), its waiter is alive, and
-# the pid's parent is that waiter (/proc/PID/stat, read without a fork: a
-# child's pid is not reused before its parent has reaped it, and the
-# waiter writes the status a moment after). A job that is starting (no
+# the pid's parent is the waiter's child, the keeper (/proc/PID/stat, read
+# without a fork: a child's pid is not reused before its parent has
+# reaped it, and the keeper writes the status a moment after; a job of an
+# earlier version had no keeper: its command's parent is the waiter). A job that is starting (no
 # waiter or pid yet) is waited for, up to about 5 seconds. Otherwise it
 # fails, and _jp_why says why: "ended" (its command has, or the job has a
 # status), "lost" (nothing of it runs any more: its files may go),
@@ -514,13 +598,10 @@ job_process() {
 	done
 	[ -n "$_jp_pid" ] || return 1
 	if [ -n "$procfs" ]; then
-		# "PID (NAME) STATE PPID ...": the name may hold anything, and
-		# ends with the last ") ".
-		_jp_stat=
-		read -r _jp_stat <"/proc/$_jp_pid/stat" 2>/dev/null
-		_jp_stat=${_jp_stat##*) }
-		_jp_stat=${_jp_stat#* }
-		[ "${_jp_stat%% *}" != "$_ji_waiter" ] || return 0
+		parent_of "$_jp_pid"
+		[ "$_po" != "$_ji_waiter" ] || return 0
+		parent_of "$_po"
+		[ "$_po" != "$_ji_waiter" ] || return 0
 	else
 		# No /proc (macOS, a chroot): ps, where it takes -o and -p (a
 		# process, on a kill only), says "PID PPID" for the pid if it
@@ -530,6 +611,10 @@ job_process() {
 		set -- $_jp_stat
 		if [ "$#" = 2 ] && [ "$1" = "$_jp_pid" ]; then
 			[ "$2" != "$_ji_waiter" ] || return 0
+			_jp_stat=$(ps -o ppid= -p "$2" 2>/dev/null)
+			# shellcheck disable=SC2086 # a number
+			set -- $_jp_stat
+			[ "$1" != "$_ji_waiter" ] || return 0
 		elif [ -n "$_jp_own" ] && [ "$_ji_waiter" = "$_jp_own" ]; then
 			return 0
 		else
@@ -538,6 +623,17 @@ job_process() {
 	fi
 	_jp_pid=
 	return 1
+}
+
+# parent_of PID sets _po to the parent of process PID, read from
+# /proc/PID/stat ("PID (NAME) STATE PPID ...": the name may hold anything,
+# and ends with the last ") "); empty when there is no such process.
+parent_of() {
+	_po=
+	read -r _po <"/proc/$1/stat" 2>/dev/null
+	_po=${_po##*) }
+	_po=${_po#* }
+	_po=${_po%% *}
 }
 
 # unstarted JOB (after job_info): true, with the job's files gone, for a
@@ -590,7 +686,7 @@ watch_for_cancel() {
 				return
 			fi
 			;;
-		r) echo "$_wj_ttl" >"$1.lease" ;;
+		r) renew "$1" "$_wj_ttl" ;;
 		# Held open (read-write: that never waits) until this watcher
 		# ends, the FIFO lets the stream through whenever it gets there.
 		s) exec 5<>"$private/gate" ;;
@@ -616,53 +712,59 @@ watch_for_cancel() {
 		esac
 		kill -s KILL "$_wfc_pid" 2>/dev/null
 	done
-	watch_lease_once "$_wfc_job" "$_wj_ttl"
 	kill -s TERM $$
 }
 
-# kill_job PID kills a job: its process group when commands get their own
-# session, its process tree otherwise (the server shares that group). A job
-# cancelled the moment it started may become its group's leader (exec
-# setsid) between the first group kill and the tree kill: its children are
-# then in that group, which the second group kill reaches.
+# kill_job PID kills a job: where commands get their own session, its
+# process group is frozen first (SIGSTOP: nobody in it forks, exits or
+# leaves it meanwhile, so no child is re-parented away from the tree),
+# then its process tree is walked, each process stopped as found, and
+# killed with the groups they lead (a descendant that took a session of
+# its own, and its children); then the group. Without sessions of their
+# own (the server shares their group), only the tree. A process that left
+# the tree (a double fork: its parent gone before the walk) escapes, as
+# it does locally without cgroups; docs/tools.md says so.
 kill_job() {
 	if [ -n "$setsid_cmd" ]; then
-		signal_group KILL "$1"
-		kill_tree "$1"
+		signal_group STOP "$1"
+		kill_tree "$1" "$1"
 		signal_group KILL "$1"
 	else
 		kill_tree "$1"
 	fi
 }
 
-# kill_tree PID kills PID and every process descended from it, found with
-# ps (or /proc where ps lacks -o). Each one is stopped as soon as it is
-# found, so none forks behind the search; PID is killed last: the moment it
-# dies the server's wait returns and the watcher that called this may be
-# stopped.
+# kill_tree PID [GROUP] kills PID and every process descended from it,
+# found with ps (or /proc where ps lacks -o). Each one is stopped as soon
+# as it is found, so none forks behind the search; PID is killed last:
+# the moment it dies the server's wait returns and the watcher that called
+# this may be stopped. With GROUP, the process groups of those found are
+# killed too, but GROUP (the caller's to kill last) and this server's.
 kill_tree() {
 	kill -s STOP "$1" 2>/dev/null
 	_kt_all=" $1 "
+	_kt_groups=' '
 	_kt_more=yes
 	while [ -n "$_kt_more" ]; do
 		_kt_more=
-		_kt_table=$(ps -A -o pid= -o ppid= 2>/dev/null) || _kt_table=
+		_kt_table=$(ps -A -o pid= -o ppid= -o pgid= 2>/dev/null) || _kt_table=
 		if [ -z "$_kt_table" ]; then
 			_kt_table=$(for _kt_stat in /proc/[0-9]*/stat; do
 				read -r _kt_pid _kt_rest <"$_kt_stat" || continue
 				_kt_rest=${_kt_rest##*) }
 				# shellcheck disable=SC2086 # the fields after the name
 				set -- $_kt_rest
-				echo "$_kt_pid $2"
+				echo "$_kt_pid $2 $3"
 			done 2>/dev/null)
 		fi
-		while read -r _kt_pid _kt_ppid; do
+		while read -r _kt_pid _kt_ppid _kt_pgid; do
 			case $_kt_all in
 			*" $_kt_pid "*) ;;
 			*" $_kt_ppid "*)
 				kill -s STOP "$_kt_pid" 2>/dev/null
 				_kt_all="$_kt_all$_kt_pid "
 				_kt_more=yes
+				case $_kt_groups in *" $_kt_pgid "*) ;; *) _kt_groups="$_kt_groups$_kt_pgid " ;; esac
 				;;
 			esac
 		done <<EOF
@@ -671,18 +773,25 @@ EOF
 	done
 	# shellcheck disable=SC2086 # a list of pids
 	kill -s KILL ${_kt_all#" $1 "} 2>/dev/null
+	if [ -n "$2" ]; then
+		for _kt_pgid in $_kt_groups; do
+			case $_kt_pgid in "$2" | "$pgid" | 0 | 1 | *[!0-9]*) continue ;; esac
+			signal_group KILL "$_kt_pgid"
+		done
+	fi
 	kill -s KILL "$1" 2>/dev/null
 }
 
-# sweep_jobs removes the files of jobs nobody will collect: those that
+# sweep_jobs buries the jobs nobody will collect (see bury): those that
 # will never have a status (job_lost: their waiter was killed, or the host
-# rebooted), and those that ended longer ago than their TTL (the lease
-# file's content; by steps: a minute for a TTL up to a minute, 31 for one
-# up to 30 minutes, a day for any) with no client back for them; the
-# FIFOs made ahead by servers of this host that died, and the directories
-# of this host's earlier boots (see host_dir). Another host's jobs that
+# rebooted; their status says "lost"), and those that ended longer ago
+# than their TTL (the lease file's first word; by steps: a minute for a
+# TTL up to a minute, 31 for one up to 30 minutes, a day for any) with no
+# client back for them. Tombstones go two days after their job ended; so
+# do the FIFOs made ahead by servers of this host that died, and the
+# directories of this host's earlier boots (see host_dir). Another host's jobs that
 # share the directory (an NFS home) are that host's to judge. It runs in
-# the background, four finds in all, however many jobs there are.
+# the background, a few finds in all, however many jobs there are.
 sweep_jobs() {
 	# At most once a minute on this host, by one server at a time: a
 	# sweep of many jobs costs, and many servers may start at once (a
@@ -700,7 +809,10 @@ sweep_jobs() {
 		job_info "$_sj_job"
 		# (A job being started has no waiter for a moment.)
 		[ -n "$_ji_waiter" ] || [ "$_ji_where" = gone ] || continue
-		job_lost "$_sj_job" && rm -f -- "$_sj_job".*
+		if job_lost "$_sj_job"; then
+			echo lost >"$_sj_job.status"
+			bury "$_sj_job"
+		fi
 	done
 	for _sj_dir in "$jobs"/.host.*; do
 		[ "$_sj_dir" != "$host_dir" ] || continue
@@ -714,21 +826,65 @@ sweep_jobs() {
 		_sj_pid=${_sj_fifo##*/fifo-}
 		pid_alive "${_sj_pid%%-*}" || rm -f -- "$_sj_fifo"
 	done
+	# The fences of clients (see fence_start): the marks of servers that
+	# died, then a client's directory a day after its last server went.
+	for _sj_busy in "$host_dir"/client.*/busy.*; do
+		_sj_pid=${_sj_busy##*/busy.}
+		digits "$_sj_pid" || continue
+		pid_alive "$_sj_pid" || rm -f -- "$_sj_busy"
+	done
+	find "$host_dir"/client.* -prune -mmin +1440 2>/dev/null | while IFS= read -r _sj_dir; do
+		for _sj_busy in "$_sj_dir"/busy.*; do
+			[ -e "$_sj_busy" ] || rm -rf -- "$_sj_dir"
+			break
+		done
+	done
+	# The whole outputs of long commands, kept for the model to page
+	# through (see save_output): a week after they were written. Only
+	# regular files of this user's, of that name.
+	find "$tmp"/pi-remote-bash-*.log -prune -type f -user "$uid" -mtime +7 -exec rm -f -- {} + 2>/dev/null
 	# The FIFOs of earlier versions, beside the jobs, which name no host:
 	# by age alone.
 	find "$jobs" -name '.fifo-*' -mmin +1440 -exec rm -f -- {} +
 	for _sj_step in 1:60 31:1800 1441:; do
 		find "$jobs" -name '*.status' -mmin +"${_sj_step%:*}" | while IFS= read -r _sj_job; do
 			_sj_job=${_sj_job%.status}
+			! gone "$_sj_job" || continue
 			_sj_ttl=
-			read -r _sj_ttl <"$_sj_job.lease"
+			read -r _sj_ttl _ <"$_sj_job.lease"
 			case $_sj_ttl in '' | *[!0-9]*) _sj_ttl=86400 ;; esac
 			if [ -z "${_sj_step#*:}" ] || [ "$_sj_ttl" -le "${_sj_step#*:}" ]; then
-				rm -f -- "$_sj_job".*
+				bury "$_sj_job"
 			fi
 		done
 	done
+	find "$jobs" -name '*.status' -mmin +2880 | while IFS= read -r _sj_job; do
+		! gone "${_sj_job%.status}" || rm -f -- "$_sj_job" "${_sj_job%.status}.pid"
+	done
 	rmdir "$host_dir/sweeping"
+}
+
+# bury JOB removes the files of job JOB but its tombstone: its status,
+# which says how it ended, and its pid file, which keeps a start of the job
+# that comes late from running it (see start_job). Requests for the job
+# are answered "!GONE STATUS" from then on (see gone), never as for a job
+# that never started.
+bury() {
+	_bu_job=$1
+	set -- "$_bu_job.out"
+	for _bu_suffix in $job_files; do
+		case $_bu_suffix in out | status | pid) ;; *) set -- "$@" "$_bu_job.$_bu_suffix" ;; esac
+	done
+	rm -f -- "$@"
+}
+
+# gone JOB: true when job JOB has left only its tombstone (see bury);
+# _gone is its status.
+gone() {
+	_gone=
+	if [ -e "$1.out" ] || [ -L "$1.out" ]; then return 1; fi
+	read -r _gone <"$1.status" 2>/dev/null
+	[ -n "$_gone" ]
 }
 
 # run_job ID OFFSET SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES TTL CAP LABEL
@@ -755,7 +911,8 @@ sweep_jobs() {
 # SIGPIPE, as they would locally); then the status is written, atomically.
 # Losing the connection reaches none of them. A job whose lease is not
 # renewed for TTL seconds (a client that never came back) is killed
-# (watch_lease); so is one whose output passes CAP.
+# (its waiter holds the lease from the start, see supervise); so is one
+# whose output passes CAP.
 run_job() {
 	# (Anything else is a client that does not speak this protocol.)
 	if ! hex "$1" || ! digits "$2" "$8" "${6:-0}" "${7:-0}" "${9:-0}"; then
@@ -776,6 +933,11 @@ run_job() {
 	fi
 	_rj_job=$jobs/$1
 	_rj_waiter=
+	fence_in || exit 0
+	if gone "$_rj_job"; then
+		finish "!GONE $_gone"
+		return
+	fi
 	if [ ! -e "$_rj_job.out" ]; then
 		if [ "$2" != 0 ]; then
 			finish '!NOJOB'
@@ -820,11 +982,12 @@ run_job() {
 			# job's waiter begins, an attacher sees it (unstarted). The
 			# label is one line.
 			printf '%s %s\n%s\n' "$$" "$host_id" "${10%%"$nl"*}" >"$_rj_job.server"
-			start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9"
+			start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9" "$8"
 			_rj_used=$_rj_fifo
 			_rj_used_job=$_rj_job
 		fi
 	fi
+	fence_out
 	attach_job "$1" "$2" "$5" "$6" "$7" "$8"
 }
 
@@ -856,6 +1019,7 @@ leave_fifo() {
 remove_fifos() {
 	set --
 	for _rf_n in $fifos; do set -- "$@" "$host_dir/fifo-$$-$_rf_n"; done
+	[ -z "$fence" ] || set -- "$@" "$fence/busy.$$"
 	[ -z "$_rj_done_fifo" ] || set -- "$@" "$_rj_done_fifo"
 	[ "$#" = 0 ] || rm -f "$@"
 }
@@ -879,11 +1043,17 @@ attach_job() {
 		return
 	fi
 	_rj_job=$jobs/$1
+	if gone "$_rj_job"; then
+		finish "!GONE $_gone"
+		return
+	fi
 	if [ ! -e "$_rj_job.out" ]; then
 		finish '!NOJOB'
 		return
 	fi
 	seq=$((seq + 1))
+	# (A client coming back renews the lease at once.)
+	[ -s "$_rj_job.status" ] || renew "$_rj_job" "$6"
 	_rj_claim=$private/claim.$seq
 	_rj_tail=$private/tail.$seq
 	_rj_copy=$private/copy.$seq
@@ -904,9 +1074,6 @@ attach_job() {
 		elif [ "$_rj_nap" != 0 ]; then
 			sleep "$_rj_nap" 2>/dev/null || sleep 1
 		fi
-		# A job that runs for more than a moment gets its lease watched
-		# (the end of the request stream makes sure of it too).
-		watch_lease_once "$_rj_job" "$6"
 		set -C
 		command : 2>/dev/null >"$_rj_claim" || exit 0
 		set +C
@@ -964,8 +1131,6 @@ attach_job() {
 			tail -c +$(($2 + _rj_sent + 1)) "$_rj_job.out"
 		fi
 	fi
-	# Let go of: its lease is watched (its next client renews it).
-	[ "$_rj_status" != '!DETACHED' ] || watch_lease_once "$_rj_job" "$6"
 	if [ -z "$_rj_status" ]; then
 		job_result "$_rj_job" "$3" "$4" "$5"
 		_rj_status=$_jr_status
@@ -1048,7 +1213,9 @@ attach_jobs() {
 		if [ -e "$jobs/$1.out" ]; then
 			# The job's state: offset reached, then SAVE's words.
 			printf '%s\n' "$2" "$3" "$4" "$5" >"$_aj_dir/$1"
-			watch_lease_once "$jobs/$1" "$_aj_ttl"
+			[ -s "$jobs/$1.status" ] || renew "$jobs/$1" "$_aj_ttl"
+		elif gone "$jobs/$1"; then
+			echo "X $1 !GONE $_gone"
 		else
 			echo "X $1 !NOJOB"
 		fi
@@ -1074,7 +1241,11 @@ attach_jobs() {
 			if [ -s "$_aj_job.status" ]; then
 				_aj_ended="$_aj_ended$_aj_id "
 			elif [ ! -e "$_aj_job.out" ]; then
-				echo "X $_aj_id !NOJOB"
+				if gone "$_aj_job"; then
+					echo "X $_aj_id !GONE $_gone"
+				else
+					echo "X $_aj_id !NOJOB"
+				fi
 				rm -f "$_aj_state"
 				continue
 			else
@@ -1161,7 +1332,7 @@ attach_watcher() {
 		case $_aw_line in
 		r)
 			for _aw_state in "$1"/*; do
-				[ ! -f "$_aw_state" ] || echo "$2" >"$jobs/${_aw_state##*/}.lease"
+				[ ! -f "$_aw_state" ] || renew "$jobs/${_aw_state##*/}" "$2"
 			done
 			;;
 		"k "*) kill_running "${_aw_line#k }" ;;
@@ -1184,7 +1355,6 @@ attach_watcher() {
 			fi
 			printf '%s\n' "$_aw_off" "$_aw_rest" "$_aw_bytes" "$_aw_lines" >"$1/.$_aw_id" &&
 				mv -f "$1/.$_aw_id" "$1/$_aw_id"
-			watch_lease_once "$jobs/$_aw_id" "$2"
 			;;
 		esac
 	done
@@ -1260,7 +1430,6 @@ run_jobs() {
 			{ read -r _rs_save && read -r _rs_bytes && read -r _rs_lines && read -r _rs_fifo; } <"$_rs_state"
 			if [ ! -s "$_rs_job.status" ]; then
 				echo "X $_rs_id !DETACHED"
-				watch_lease_once "$_rs_job" "$_rs_ttl"
 				leave_group_fifo "$_rs_job" "$_rs_fifo"
 				continue
 			fi
@@ -1282,11 +1451,10 @@ run_jobs() {
 	# a mark of this request's own: none is left to fill the FIFO.
 	echo z >&6
 	while IFS= read -r _rs_event <&6 && [ "$_rs_event" != z ]; do :; done
-	# (Jobs whose clients gave up waiting for the kill run on, watched.)
+	# (Jobs whose clients gave up waiting for the kill run on.)
 	for _rs_state in "$_rs_dir"/*; do
 		case $_rs_done in *" ${_rs_state##*/} "*) continue ;; esac
 		[ -f "$_rs_state" ] || continue
-		watch_lease_once "$jobs/${_rs_state##*/}" "$_rs_ttl"
 		_rs_fifo=
 		{ read -r _rs_fifo && read -r _rs_fifo && read -r _rs_fifo && read -r _rs_fifo; } <"$_rs_state"
 		leave_group_fifo "$jobs/${_rs_state##*/}" "$_rs_fifo"
@@ -1314,12 +1482,19 @@ group_watcher() {
 	_gf_n=0
 	while IFS= read -r _gw_line <&3; do
 		case $_gw_line in
-		"$marker"'add_job '*) command eval "${_gw_line#"$marker"}" ;;
+		"$marker"'add_job '*)
+			if ! fence_in; then
+				echo q >&6
+				return
+			fi
+			command eval "${_gw_line#"$marker"}"
+			fence_out
+			;;
 		r)
 			# (Those answered for too: they are few, and a lease of an
 			# ended job is not looked at.)
 			for _gw_state in "$_rs_dir"/*; do
-				[ ! -e "$jobs/${_gw_state##*/}.lease" ] || echo "$_rs_ttl" >"$jobs/${_gw_state##*/}.lease"
+				[ ! -e "$jobs/${_gw_state##*/}.lease" ] || renew "$jobs/${_gw_state##*/}" "$_rs_ttl"
 			done
 			;;
 		"k "*) kill_running "${_gw_line#k }" ;;
@@ -1332,10 +1507,8 @@ group_watcher() {
 			;;
 		esac
 	done
-	# The client is gone: the jobs go on, their leases watched.
-	for _gw_state in "$_rs_dir"/*; do
-		[ ! -f "$_gw_state" ] || watch_lease_once "$jobs/${_gw_state##*/}" "$_rs_ttl"
-	done
+	# The client is gone: the jobs go on, their waiters holding their
+	# leases.
 	echo q >&6
 }
 
@@ -1365,6 +1538,10 @@ add_job() {
 		printf 'f %s !EIO cannot create a job in %s\n' "$1" "$jobs" >&6
 		return
 	fi
+	if gone "$_gj_job"; then
+		echo "f $1 !GONE $_gone" >&6
+		return
+	fi
 	# noclobber: of two starts of one job, one creates it.
 	set -C
 	{ command : >"$_gj_job.out"; } 2>/dev/null
@@ -1381,7 +1558,7 @@ add_job() {
 	fi
 	printf '%s %s\n%s\n' "$$" "$host_id" "${7%%"$nl"*}" >"$_gj_job.server"
 	printf '%s\n' "$4" "$5" "$6" "${_gf_spare%% *}" >"$_rs_dir/$1"
-	start_job "$_gj_job" "$2" "$3" "$host_dir/fifo-$$-g$seq-${_gf_spare%% *}" "$_rs_cap" "$events"
+	start_job "$_gj_job" "$2" "$3" "$host_dir/fifo-$$-g$seq-${_gf_spare%% *}" "$_rs_cap" "$_rs_ttl" "$events"
 	case $_gf_spare in
 	*' '*) _gf_spare=${_gf_spare#* } ;;
 	*) _gf_spare= ;;
@@ -1495,7 +1672,10 @@ list_jobs() {
 # here (see refused) or is between its command's end and its status.
 stop_job() {
 	_stj_job=$jobs/$1
-	if ! hex "$1" || [ ! -e "$_stj_job.out" ]; then
+	if hex "$1" && gone "$_stj_job"; then
+		rm -f -- "$_stj_job.status" "$_stj_job.pid"
+		echo 'OK removed'
+	elif ! hex "$1" || [ ! -e "$_stj_job.out" ]; then
 		echo 'E ENOENT no such job'
 	elif job_process "$_stj_job"; then
 		echo killed >"$_stj_job.killed"
@@ -1569,94 +1749,198 @@ digits() {
 	done
 }
 
-# start_job JOB SCRIPT DIR FIFO CAP [EVENTS] starts the waiter of a new job
-# (see run_job) and sets _rj_waiter. The status is one short write of a
-# whole line: readers wait for the file to be non-empty. With EVENTS (the
-# FIFO of run_jobs) the waiter then writes "x ID" there.
+# start_job JOB SCRIPT DIR FIFO CAP TTL [EVENTS] starts the waiter of a
+# new job (see run_job) and sets _rj_waiter. The waiter starts the relay
+# and the keeper (see keep), supervises them (see supervise) and writes
+# the job's status, one short write of a whole line: readers wait for the
+# file to be non-empty. With EVENTS (the FIFO of run_jobs) it then writes
+# "x ID" there.
 start_job() {
 	(
 		# The job's pid file, made here (empty until the command runs),
 		# is the waiter's claim: an attacher that found this job's server
-		# dead may have given up on the job first (see unstarted). A
-		# redirection of exec that fails ends this subshell.
+		# dead may have given up on the job first (see unstarted), and a
+		# job's tombstone keeps it (see bury). A redirection of exec that
+		# fails ends this subshell.
 		set -C
 		{ exec 7>"$1.pid"; } 2>/dev/null || exit 0
 		set +C
 		trap '' HUP PIPE
 		relay "$1" "$4" "$5" 7>&- &
 		_sj_relay=$!
-		(
-			# The command gets the signal dispositions of any other
-			# (the waiter's ignored HUP and PIPE are its own).
-			trap - HUP PIPE
-			# (A DIR "-" would be $OLDPWD to cd, even after "--".)
-			case $3 in
-			'') ;;
-			-*) cd "./$3" || exit 126 ;;
-			*) cd "$3" || exit 126 ;;
-			esac
-			# One argument may not exceed 128 KiB on Linux: a longer
-			# script is read from a file (it then sees that file as $0).
-			if [ "${#2}" -le 65536 ]; then
-				exec $setsid_cmd sh -c "$2"
-			fi
-			printf '%s\n' "$2" >"$1.script" || exit 126
-			# shellcheck disable=SC2016 # expanded by the inner sh
-			exec $setsid_cmd sh -c '. "$0"' "$1.script"
-		) >"$4" 2>&1 7>&- &
-		_sj_command=$!
-		echo "$_sj_command" >&7
+		keep "$1" "$2" "$3" >"$4" 2>&1 &
+		_sj_keeper=$!
 		exec 7>&-
-		wait "$_sj_command"
-		_sj_status=$?
-		# The relay ends with the output, a moment after the command,
-		# unless children the command left behind hold the FIFO open:
-		# only then is the grace timer wanted (two processes). That
-		# moment is waited for (jobs reaps the children that ended, or
-		# kill -0 would find the relay a zombie) a few dozen times.
-		# Where the command has a session of its own, its process group
-		# tells more: once nobody is left in it, none of the command's
-		# processes writes (but one that took a session of its own), and
-		# the relay only has what the FIFO holds to copy, however long a
-		# busy host makes that take: a timer at GRACE would cut it short
-		# (losing output, and forking ps for kill_tree). Then the timer
-		# waits for a process that left the group only, and longer.
-		_sj_grace=$grace
-		if [ -n "$setsid_cmd" ] && ! signal_group 0 "$_sj_command"; then
-			_sj_grace=5
-		fi
-		_sj_spin=0
-		while jobs >/dev/null 2>&1 && kill -s 0 "$_sj_relay" 2>/dev/null && [ "$_sj_spin" -lt 40 ]; do
-			_sj_spin=$((_sj_spin + 1))
-		done
-		if kill -s 0 "$_sj_relay" 2>/dev/null; then
-			(
-				sleep "$_sj_grace" 2>/dev/null || sleep 1
-				# Output stops now: kill_tree stops the relay, then its dd.
-				kill_tree "$_sj_relay"
-			) &
-			_sj_timer=$!
-			wait "$_sj_relay"
-			kill -s KILL "$_sj_timer" 2>/dev/null
-		fi
+		supervise "$1" "$_sj_keeper" "$_sj_relay" "$6"
 		_sj_reason=
 		[ ! -e "$1.killed" ] || read -r _sj_reason <"$1.killed"
 		# Killed by SIGPIPE when the relay stopped at the cap.
-		if [ "$_sj_status" = 141 ] && [ -n "$5" ] && [ "$(wc -c <"$1.out")" -gt "$5" ]; then
+		if [ "$_sv_status" = 141 ] && [ -n "$5" ] && [ "$(wc -c <"$1.out")" -gt "$5" ]; then
 			_sj_reason=capped
 		fi
-		echo "$_sj_status${_sj_reason:+ $_sj_reason}" >"$1.status"
+		echo "$_sv_status${_sj_reason:+ $_sj_reason}" >"$1.status"
 		# Opened read-write, the FIFO never blocks: its server may be gone
 		# (and then so is the FIFO, or nobody reads what is written).
-		[ -z "$6" ] || echo "x ${1##*/}" 1<>"$6"
+		[ -z "$7" ] || echo "x ${1##*/}" 1<>"$7"
 		# The FIFO goes with the server's next files, unless that server
 		# let go of the job (see leave_fifo).
 		[ ! -e "$4.left" ] || rm -f "$4" "$4.left"
-		# Killed for want of a client: none will collect it.
-		if [ "$_sj_reason" = lease ]; then rm -f "$1".*; fi
 	) </dev/null >/dev/null 2>&1 3<&- 6<&- &
 	_rj_waiter=$!
 	echo "$_rj_waiter" >>"$1.server"
+}
+
+# keep JOB SCRIPT DIR, the keeper, runs SCRIPT with sh -c in DIR (the home
+# directory when empty), in its own session when the host has setsid,
+# writes the command's pid on fd 7 (the job's pid file) and waits for it,
+# then adds its exit status there as a second line. A plain wait, with no
+# trap set, is the one that reports an exit status right in every shell:
+# the waiter, whose wait a trap interrupts (see supervise), reads it from
+# the file.
+keep() {
+	(
+		# The command gets the signal dispositions of any other (the
+		# waiter's ignored HUP and PIPE are its own).
+		trap - HUP PIPE
+		# (A DIR "-" would be $OLDPWD to cd, even after "--".)
+		case $3 in
+		'') ;;
+		-*) cd "./$3" || exit 126 ;;
+		*) cd "$3" || exit 126 ;;
+		esac
+		# One argument may not exceed 128 KiB on Linux: a longer script
+		# is read from a file (it then sees that file as $0).
+		if [ "${#2}" -le 65536 ]; then
+			exec $setsid_cmd sh -c "$2"
+		fi
+		printf '%s\n' "$2" >"$1.script" || exit 126
+		# shellcheck disable=SC2016 # expanded by the inner sh
+		exec $setsid_cmd sh -c '. "$0"' "$1.script"
+	) 7>&- &
+	echo "$!" >&7
+	# (The output is the command's: what the shell says of it, as
+	# "Killed", is not.)
+	exec >/dev/null 2>&1
+	wait "$!"
+	echo "$?" >&7
+}
+
+# supervise JOB KEEPER RELAY TTL: the waiter's work while job JOB runs. It
+# waits for KEEPER (see keep) and holds the job's lease from the start:
+# every TTL/3 seconds (at least 1, at most 60) a timer, the waiter's own
+# child, ends, and the lease file is read; a lease whose content has not
+# changed (renew changes it) for TTL seconds (up to a period more) is a
+# client that is gone, and the command is killed ("lease"). Then it waits for RELAY, which ends
+# with the output a moment after the command, unless children the command
+# left behind hold the FIFO open: those get GRACE seconds before the relay
+# is stopped (they then get SIGPIPE, as they would locally). Sets
+# _sv_status to the command's exit status, as the keeper wrote it.
+#
+# A trap on CHLD makes the wait return when a child ends: the timer, the
+# keeper, or the relay. A timer that ended just before the wait began (its
+# trap ran then) is seen by the look before each wait: /proc tells an
+# ended timer from a running one at once, so the window left is the few
+# instructions between that look and the wait (a tick missed there comes
+# with the next end of a child). No sleep outlives its job: the timer is
+# killed while proven this waiter's child (child_alive).
+supervise() {
+	_sv_self=
+	if [ -n "$procfs" ]; then
+		read -r _sv_self _ </proc/self/stat
+	else
+		_sv_self=$(exec sh -c 'echo "$PPID"')
+	fi
+	_sv_period=$(($4 / 3))
+	[ "$_sv_period" -ge 1 ] || _sv_period=1
+	[ "$_sv_period" -le 60 ] || _sv_period=60
+	_sv_silent=0
+	_sv_seen=
+	read -r _sv_seen <"$1.lease"
+	trap : CHLD
+	sleep "$_sv_period" &
+	_sv_timer=$!
+	while child_alive "$2"; do
+		if ! child_alive "$_sv_timer"; then
+			_sv_lease=
+			read -r _sv_lease <"$1.lease"
+			if [ "$_sv_lease" != "$_sv_seen" ]; then
+				_sv_seen=$_sv_lease
+				_sv_silent=0
+			else
+				_sv_silent=$((_sv_silent + _sv_period))
+				# (A change seen at a tick came at most a period
+				# before it: one tick more makes the silence TTL at
+				# least.)
+				if [ "$_sv_silent" -gt "$4" ] && [ ! -e "$1.killed" ] && read -r _sv_pid <"$1.pid"; then
+					echo lease >"$1.killed"
+					kill_job "$_sv_pid"
+				fi
+			fi
+			sleep "$_sv_period" &
+			_sv_timer=$!
+		fi
+		wait "$2"
+	done
+	kill_child "$_sv_timer"
+	_sv_pid=
+	_sv_status=
+	{ read -r _sv_pid && read -r _sv_status; } <"$1.pid"
+	# (A keeper killed by someone: the command's status is unknown.)
+	digits "$_sv_status" || _sv_status='255 lost'
+	# The relay's end is waited for a few dozen times (jobs reaps the
+	# children that ended, or kill -0 would find the relay a zombie):
+	# only a relay held open by the command's children needs the timer.
+	# Where the command has a session of its own, its process group tells
+	# more: once nobody is left in it, none of the command's processes
+	# writes (but one that took a session of its own), and the relay only
+	# has what the FIFO holds to copy, however long a busy host makes that
+	# take: a timer at GRACE would cut it short (losing output, and forking
+	# ps for kill_tree). Then the timer waits for a process that left the
+	# group only, and longer.
+	_sv_spin=0
+	while jobs >/dev/null 2>&1 && child_alive "$3" && [ "$_sv_spin" -lt 40 ]; do
+		_sv_spin=$((_sv_spin + 1))
+	done
+	if child_alive "$3"; then
+		_sv_grace=$grace
+		if [ -n "$setsid_cmd" ] && [ -n "$_sv_pid" ] && ! signal_group 0 "$_sv_pid"; then
+			_sv_grace=5
+		fi
+		sleep "$_sv_grace" &
+		_sv_timer=$!
+		while child_alive "$3"; do
+			if [ -n "$_sv_timer" ] && ! child_alive "$_sv_timer"; then
+				# Output stops now: kill_tree stops the relay, then its dd.
+				kill_tree "$3"
+				_sv_timer=
+			fi
+			wait "$3"
+		done
+		kill_child "$_sv_timer"
+	fi
+	trap - CHLD
+}
+
+# child_alive PID: true while PID, a child of the waiter (its timer or
+# relay), has not ended: kill -0 finds it, and where there is /proc, its
+# parent is the waiter (_sv_self; a pid reaped a moment ago may already be
+# another's) and it is no zombie.
+child_alive() {
+	kill -s 0 "$1" 2>/dev/null || return 1
+	[ -n "$procfs" ] || return 0
+	_cal_stat=
+	read -r _cal_stat <"/proc/$1/stat" 2>/dev/null
+	_cal_stat=${_cal_stat##*) }
+	case $_cal_stat in Z* | X*) return 1 ;; esac
+	_cal_stat=${_cal_stat#* }
+	[ "${_cal_stat%% *}" = "$_sv_self" ]
+}
+
+# kill_child PID kills the waiter's timer PID if it has not ended.
+kill_child() {
+	[ -n "$1" ] && child_alive "$1" || return 0
+	kill -s KILL "$1" 2>/dev/null
+	return 0
 }
 
 # signal_group SIGNAL PGID sends SIGNAL to the process group PGID; fails
@@ -1716,72 +2000,13 @@ relay() {
 	done
 }
 
-# watch_lease_once JOB TTL starts watch_lease for a job that is still
-# running and has none yet, detached from this server.
-watch_lease_once() {
-	job_running "$1" || return
-	# (Most often watched already: no fork for that.)
-	[ ! -e "$1.lease.watched" ] || return 0
-	# (Another host's job is watched there: pids of its mean nothing
-	# here.)
-	job_info "$1"
-	[ "$_ji_where" = here ] || return 0
-	(
-		set -C
-		command : >"$1.lease.watched" || exit 0
-		set +C
-		trap '' HUP PIPE
-		# (Detached, it is no waiter's parent: nothing vouches for a pid
-		# to it but /proc.)
-		_jp_own=
-		watch_lease "$1" "$2"
-	) </dev/null >/dev/null 2>&1 3<&- 5>&- 6<&- &
-}
-
-# job_running JOB: the job has no status yet and has not been forgotten
-# (its lease file goes then).
-job_running() {
-	[ ! -s "$1.status" ] && [ -e "$1.lease" ]
-}
-
-# watch_lease JOB TTL kills the job once its lease file has not been
-# touched for TTL seconds (looked at every TTL/3, at least every second),
-# and ends with the job (or once it has been forgotten), leaving none of
-# its own files. It naps a second at a time. The job's pid is read when it
-# is wanted: a job that ends (and is forgotten) while this starts has none
-# to wait for.
-watch_lease() {
-	_wl_period=$(($2 / 3))
-	[ "$_wl_period" -ge 1 ] || _wl_period=1
-	_wl_silent=0
-	while :; do
-		: >"$1.lease.check"
-		# (Forgotten a moment ago: the file just made goes below.)
-		job_running "$1" || break
-		_wl_napped=0
-		while [ "$_wl_napped" -lt "$_wl_period" ]; do
-			sleep 1
-			job_running "$1" || break 2
-			_wl_napped=$((_wl_napped + 1))
-		done
-		if [ -n "$(find "$1.lease" -newer "$1.lease.check" 2>/dev/null)" ]; then
-			_wl_silent=0
-			continue
-		fi
-		_wl_silent=$((_wl_silent + _wl_period))
-		if [ "$_wl_silent" -ge "$2" ] && job_running "$1"; then
-			if job_process "$1"; then
-				# (The waiter removes the job's files.)
-				echo lease >"$1.killed"
-				kill_job "$_jp_pid"
-				return
-			fi
-			# Nothing it may kill: a lost job's files go with the sweep;
-			# one that ended, with its client.
-			[ "$_jp_why" = starting ] || break
-		fi
-	done
-	rm -f "$1.lease.check" "$1.lease.watched"
+# renew JOB TTL renews the lease of job JOB: a line that differs from
+# every one written before (this server, its request, a count), which the
+# job's waiter compares with the last it read (see supervise), the TTL first
+# (what the sweep reads).
+renew() {
+	_rn=$((${_rn:-0} + 1))
+	echo "$2 $$ $seq $_rn" >"$1.lease"
 }
 
 # read_pid FILE sets _rp_pid to the pid another process is about to write

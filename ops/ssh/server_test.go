@@ -63,6 +63,15 @@ func startLocal(t *testing.T, sh []string, useSetsid bool, env ...string) *local
 // this process's).
 func startLocalIn(t *testing.T, sh []string, useSetsid bool, tmp string, cred *syscall.Credential, env ...string) *localServer {
 	t.Helper()
+	l := launchLocal(t, sh, tmp, cred, env...)
+	require.NoError(t, l.handshake(t.Context(), useSetsid))
+	return l
+}
+
+// launchLocal starts the shell of startLocalIn, which waits for the
+// program: the caller's handshake sends it.
+func launchLocal(t *testing.T, sh []string, tmp string, cred *syscall.Credential, env ...string) *localServer {
+	t.Helper()
 	l := &localServer{tmp: tmp}
 	l.cmd = exec.Command(sh[0], append(sh[1:], "-c", bootstrapScript)...)
 	l.cmd.Env = append(append(os.Environ(), "TMPDIR="+l.tmp), env...)
@@ -96,7 +105,6 @@ func startLocalIn(t *testing.T, sh []string, useSetsid bool, tmp string, cred *s
 			<-done
 		}
 	})
-	require.NoError(t, l.handshake(t.Context(), useSetsid))
 	return l
 }
 
@@ -337,11 +345,29 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.FileExists(t, filepath.Join(jobs, stale[0]+".out"), "not swept again within the minute")
 				require.NoError(t, os.Chtimes(filepath.Join(here, "swept"), old, old))
 				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				// Buried: its tombstone (status and pid) stays, so that a
+				// start of it that comes late runs nothing and learns how
+				// it ended.
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					matches, _ := filepath.Glob(filepath.Join(jobs, stale[0]+".*"))
+					assert.ElementsMatch(c, []string{filepath.Join(jobs, stale[0]+".status"), filepath.Join(jobs, stale[0]+".pid")}, matches)
+				}, 5*time.Second, 20*time.Millisecond)
+				assert.FileExists(t, filepath.Join(jobs, fresh[0]+".out"))
+				again := slices.Clone(stale)
+				again[2] = "echo ran again >>" + shellquote.Quote(filepath.Join(cache, "again"))
+				assert.Equal(t, "!GONE 0", l.do(t, io.Discard, "run_job", again...), "a start sent again")
+				again[1] = "5"
+				assert.Equal(t, "!GONE 0", l.do(t, io.Discard, "attach_job", again[0], "5", "", "", "", "60"))
+				assert.NoFileExists(t, filepath.Join(cache, "again"), "the buried job ran again")
+				// Two days after its end the tombstone goes too.
+				older := time.Now().Add(-49 * time.Hour)
+				require.NoError(t, os.Chtimes(filepath.Join(jobs, stale[0]+".status"), older, older))
+				require.NoError(t, os.Chtimes(filepath.Join(here, "swept"), old, old))
+				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
 					matches, _ := filepath.Glob(filepath.Join(jobs, stale[0]+".*"))
 					assert.Empty(c, matches)
 				}, 5*time.Second, 20*time.Millisecond)
-				assert.FileExists(t, filepath.Join(jobs, fresh[0]+".out"))
 			})
 			t.Run("output past the cap stops the command", func(t *testing.T) {
 				l := startLocal(t, sh, true)
@@ -704,8 +730,10 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					l := startLocal(t, sh, setsid)
 					marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
 					t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
-					require.NoError(t, l.send(call("run_job", newJob(fmt.Sprintf("echo started; sleep %s & sleep %s & wait", marker, marker))...)))
-					require.Eventually(t, func() bool { return len(sleeping(t, marker)) == 2 }, 5*time.Second, 10*time.Millisecond)
+					// Two children, and one that took a session of its own
+					// (setsid) with a child of its own.
+					require.NoError(t, l.send(call("run_job", newJob(fmt.Sprintf("echo started; sleep %s & sleep %s & setsid sh -c 'sleep %s & sleep %s; :' & wait", marker, marker, marker, marker))...)))
+					require.Eventually(t, func() bool { return len(sleeping(t, marker)) == 4 }, 5*time.Second, 10*time.Millisecond)
 					require.NoError(t, l.cancel())
 					var out bytes.Buffer
 					_, err := l.readUntilMarker(&out)

@@ -1,0 +1,125 @@
+package integration
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/integration/netfault"
+	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/ops"
+	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+)
+
+// A command killed by its lease while its link was down is reported as
+// such once the host is back, with the output it wrote, and never started
+// again: its files stay for the client that comes back (before, they went
+// with the kill, the client was told the host had no such job, and, having
+// had no output yet, ran the command a second time, reporting a clean end).
+func TestCommandKilledByItsLeaseDuringAnOutageRunsOnce(t *testing.T) {
+	t.Parallel()
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	cfg := viaProxy(t, srv, p)
+	cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
+	cfg.ConnectTimeout = 2 * time.Second
+	h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: time.Minute, LeaseTTL: 3 * time.Second})
+	t.Cleanup(func() { h.Close() })
+	runs := filepath.Join(t.TempDir(), "runs.log")
+	go func() {
+		// Once the command runs (its start is not in the black hole).
+		for {
+			if _, err := os.Stat(runs); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		p.Blackhole(true)
+		time.Sleep(9 * time.Second)
+		p.Reset()
+		p.Blackhole(false)
+	}()
+	var out bytes.Buffer
+	err := h.Exec(t.Context(), ops.Command{Script: "date >>" + runs + "; sleep 20; echo finished", Output: &out})
+	var exit *ops.ExitError
+	require.True(t, errors.As(err, &exit), "%v (output %q)", err, out.String())
+	assert.Equal(t, 137, exit.Code)
+	assert.Equal(t, "killed by its lease after 3s without a client", exit.Reason)
+	assert.NotContains(t, out.String(), "finished")
+	log, err := os.ReadFile(runs)
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(log), "\n"), "the command ran once")
+}
+
+// A command's lease holds from its start: three commands black-holed
+// right after they started (the host never hears their connection end,
+// and no client renews anything) are killed once their lease of 3 s has
+// passed, while the link is still down.
+func TestLeaseHoldsForCommandsNobodyFollows(t *testing.T) {
+	t.Parallel()
+	srv := sshd.Start(t, sshd.Options{})
+	p := netfault.Start(t, srv.Addr)
+	cfg := viaProxy(t, srv, p)
+	cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
+	h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: -1, LeaseTTL: 3 * time.Second})
+	t.Cleanup(func() { h.Close() })
+	marker := fmt.Sprintf("240.%d", time.Now().UnixNano()%1000000007)
+	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { h.Exec(t.Context(), ops.Command{Script: "sleep " + marker}) })
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Len(c, sleepers(t, marker), 3)
+	}, 10*time.Second, 20*time.Millisecond)
+	p.Blackhole(true)
+	holed := time.Now()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, sleepers(t, marker))
+	}, 15*time.Second, 100*time.Millisecond, "the commands run on without a lease")
+	t.Logf("killed %v after the black hole (lease 3 s)", time.Since(holed).Round(100*time.Millisecond))
+	p.Blackhole(false)
+	wg.Wait()
+}
+
+// A person following a job with `jobs attach` holds its lease: a job whose
+// client went away, with a lease of 5 s, runs its 14 s to the end while
+// another client attaches to it.
+func TestAttachingToAJobHoldsItsLease(t *testing.T) {
+	t.Parallel()
+	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + hostCache(t)}})
+	opts := rssh.HostOptions{LeaseTTL: 5 * time.Second}
+	first := rssh.New(srv.Config(), opts)
+	started := make(chan struct{})
+	go func() {
+		first.Exec(t.Context(), ops.Command{Script: "echo started; sleep 14; echo done", Output: writerFunc(func(p []byte) (int, error) {
+			select {
+			case <-started:
+			default:
+				close(started)
+			}
+			return len(p), nil
+		})})
+	}()
+	<-started
+	jobs, err := first.Jobs(t.Context())
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	// The client goes: the job runs on, its lease no longer renewed.
+	first.Close()
+	second := rssh.New(srv.Config(), opts)
+	t.Cleanup(func() { second.Close() })
+	var out bytes.Buffer
+	require.NoError(t, second.AttachJob(t.Context(), jobs[0].ID, &out))
+	assert.Equal(t, "started\ndone\n", out.String())
+}
