@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,9 +19,11 @@ import (
 
 // Chaos soak: 300 tool calls — writes (some too large for one request),
 // edits and bash — one after another while the proxy resets the link at
-// random moments, sometimes refusing connections for a while after. Every
-// call succeeds; every edit is applied exactly once (the files equal a
-// replay of the calls in order); every bash result is complete. Afterwards
+// random moments, sometimes refusing connections for a while after, and
+// sometimes partitions it until after the client gave up on it (what the
+// partition held then reaches the host late). Every call succeeds; every
+// edit is applied exactly once (the files equal a replay of the calls in
+// order); every bash result is complete, and every command ran once. Afterwards
 // nothing of ours is left on the host: no job files, no temporary files,
 // no private directories, no processes.
 func TestChaosSoak(t *testing.T) {
@@ -29,6 +32,7 @@ func TestChaosSoak(t *testing.T) {
 	p, h := reattachingHostWith(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache + " TMPDIR=" + tmp}})
 	dir := t.TempDir()
 	te := newToolEnv(t, h, "soak", dir)
+	runs := filepath.Join(t.TempDir(), "runs")
 
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -36,7 +40,7 @@ func TestChaosSoak(t *testing.T) {
 	chaos := rand.New(rand.NewPCG(seed, 2))
 	token := fmt.Sprintf("soak%d", seed%1000000007)
 
-	var resets, calls atomic.Int64
+	var resets, partitions, calls atomic.Int64
 	stop := make(chan struct{})
 	chaosDone := make(chan struct{})
 	go func() {
@@ -60,6 +64,16 @@ func TestChaosSoak(t *testing.T) {
 				case <-time.After(10 * time.Millisecond):
 				}
 			}
+			if chaos.IntN(4) == 0 {
+				// Healed after the keepalives declared it dead (3 s) and
+				// the client went on over a new connection, or while it
+				// reconnects.
+				heal := p.Partition()
+				partitions.Add(1)
+				time.Sleep(time.Duration(3500+chaos.IntN(3000)) * time.Millisecond)
+				heal()
+				continue
+			}
 			refuse := chaos.IntN(3) == 0
 			p.Refuse(refuse)
 			p.Reset()
@@ -71,6 +85,7 @@ func TestChaosSoak(t *testing.T) {
 		}
 	}()
 
+	var ran []string // the bash calls, in order
 	const nfiles = 4
 	want := map[string]string{}
 	counter := map[string]int{}
@@ -101,7 +116,8 @@ func TestChaosSoak(t *testing.T) {
 			want[f] = strings.Replace(want[f], old, fmt.Sprintf("counter: %d\n", counter[f]), 1)
 		case 2:
 			lines := 5 + rng.IntN(30)
-			res := te.call("bash", map[string]any{"command": fmt.Sprintf(`i=1; while [ $i -le %d ]; do echo "%s call %d line $i"; i=$((i+1)); sleep 0.01; done; exit %d`, lines, token, i, i%4)})
+			res := te.call("bash", map[string]any{"command": fmt.Sprintf(`echo %d >>%s; i=1; while [ $i -le %d ]; do echo "%s call %d line $i"; i=$((i+1)); sleep 0.01; done; exit %d`, i, runs, lines, token, i, i%4)})
+			ran = append(ran, strconv.Itoa(i))
 			var out strings.Builder
 			for l := 1; l <= lines; l++ {
 				fmt.Fprintf(&out, "%s call %d line %d\n", token, i, l)
@@ -117,8 +133,15 @@ func TestChaosSoak(t *testing.T) {
 	close(stop)
 	<-chaosDone
 	p.Refuse(false)
-	t.Logf("%d resets, %d connections", resets.Load(), p.Accepted())
+	t.Logf("%d resets, %d partitions, %d connections", resets.Load(), partitions.Load(), p.Accepted())
 	assert.Greater(t, resets.Load(), int64(20), "the link was cut often")
+	assert.Greater(t, partitions.Load(), int64(3), "and partitioned")
+	// What partitions held has reached the host by now (late requests
+	// act on nothing).
+	time.Sleep(2 * time.Second)
+	if len(ran) > 0 {
+		assert.Equal(t, strings.Join(ran, "\n")+"\n", readFile(t, runs), "every command ran once, in order")
+	}
 
 	for f, content := range want {
 		assert.Equal(t, content, readFile(t, filepath.Join(dir, f)), "%s equals a replay of the calls in order", f)
@@ -128,6 +151,9 @@ func TestChaosSoak(t *testing.T) {
 	assert.Len(t, entries, len(want), "no temporary files: %v", entries)
 
 	require.NoError(t, h.Close())
+	// The servers of partitioned connections are gone once the network
+	// is: sshd, which never saw their connections end, sees them reset.
+	p.Reset()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Empty(c, jobsLeft(cache), "job files")
 		private, _ := os.ReadDir(tmp)

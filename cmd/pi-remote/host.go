@@ -216,7 +216,8 @@ func openTargets(ctx context.Context, g *globalOptions) (targets, error) {
 			sshHosts++
 		}
 	}
-	if h := g.host; sshHosts > 0 && h.reattach > 0 && h.leaseTTL < h.reattach {
+	// (A lease of 0 or less is the default one.)
+	if h := g.host; sshHosts > 0 && h.reattach > 0 && h.leaseTTL > 0 && h.leaseTTL < h.reattach {
 		// The lease would kill a command whose client still waits to
 		// attach to it again.
 		return nil, usageErrorf("--lease-ttl %s is shorter than --reattach-timeout %s: a command would be killed while its client still waits for the host; raise the lease or lower the re-attach timeout", h.leaseTTL, h.reattach)

@@ -29,4 +29,7 @@ func TestLeaseShorterThanTheReattachTimeoutIsRefused(t *testing.T) {
 	code, _, stderr = runCLI(t, "", "--host", "nobody@127.0.0.1:1", "--lease-ttl", "30s", "--reattach-timeout", "20s", "--connect-timeout", "1s", "tool", "ls")
 	assert.NotEqual(t, 2, code, stderr)
 	assert.NotContains(t, stderr, "--lease-ttl")
+	// 0 is the default lease, 30 minutes.
+	code, _, stderr = runCLI(t, "", "--host", "nobody@127.0.0.1:1", "--lease-ttl", "0", "--connect-timeout", "1s", "tool", "ls")
+	assert.NotEqual(t, 2, code, stderr)
 }

@@ -67,8 +67,13 @@ func TestRequestsOfAnOlderConnectionActOnNothing(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			assert.NoFileExists(t, ran, "the late start ran")
 
-			_, err = startFenced(t, sh, cache, client, "1")
+			late, err := startFenced(t, sh, cache, client, "1")
 			assert.ErrorContains(t, err, "a newer connection of this client took over")
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				entries, err := os.ReadDir(late.tmp)
+				assert.NoError(c, err)
+				assert.Empty(c, entries, "the refused server's private directory")
+			}, 5*time.Second, 20*time.Millisecond)
 			// Another client is not fenced by this one's connections.
 			other, err := startFenced(t, sh, cache, randomHex(8), "1")
 			require.NoError(t, err)
@@ -78,11 +83,13 @@ func TestRequestsOfAnOlderConnectionActOnNothing(t *testing.T) {
 	}
 }
 
-// The first server of a new connection waits for a server of the old one
-// that is busy acting (it checked the epoch a moment before the new one
+// Every server of a new connection waits for the servers of the old one
+// that are busy acting (they checked the epoch a moment before the new one
 // was marked) before it is ready: nothing the client settles on the new
-// connection can be overtaken by that act.
-func TestNewConnectionWaitsForAnActInProgress(t *testing.T) {
+// connection can be overtaken by those acts. The wait is bounded as a
+// whole: a server stuck while marked busy holds the next connection up for
+// about 5 s, however many such servers there are.
+func TestNewConnectionWaitsForActsInProgress(t *testing.T) {
 	sh := testShells(t)[0]
 	cache := t.TempDir()
 	client := randomHex(8)
@@ -91,33 +98,58 @@ func TestNewConnectionWaitsForAnActInProgress(t *testing.T) {
 	fences, err := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", ".host.*", "client."+client))
 	require.NoError(t, err)
 	require.Len(t, fences, 1)
-	// An old server in the middle of an act: a live process of ours,
+	// Two old servers in the middle of an act: live processes of ours,
 	// marked busy.
-	busy := exec.Command("sleep", "60")
-	require.NoError(t, busy.Start())
-	t.Cleanup(func() { busy.Process.Kill(); busy.Wait() })
-	mark := filepath.Join(fences[0], "busy."+strconv.Itoa(busy.Process.Pid))
-	require.NoError(t, os.WriteFile(mark, []byte("b"), 0o600))
-	done := make(chan error, 1)
-	var ready time.Time
-	go func() {
-		_, err := startFenced(t, sh, cache, client, "2")
-		ready = time.Now()
-		done <- err
-	}()
+	var marks []string
+	for range 2 {
+		busy := exec.Command("sleep", "60")
+		require.NoError(t, busy.Start())
+		t.Cleanup(func() { busy.Process.Kill(); busy.Wait() })
+		mark := filepath.Join(fences[0], "busy.1."+strconv.Itoa(busy.Process.Pid))
+		require.NoError(t, os.WriteFile(mark, []byte("b"), 0o600))
+		marks = append(marks, mark)
+	}
+	type ready struct {
+		at  time.Time
+		err error
+	}
+	done := make(chan ready, 2)
+	for i := range 2 {
+		go func() {
+			time.Sleep(time.Duration(i) * 300 * time.Millisecond)
+			_, err := startFenced(t, sh, cache, client, "2")
+			done <- ready{time.Now(), err}
+		}()
+	}
 	time.Sleep(time.Second)
 	select {
-	case err := <-done:
-		t.Fatalf("ready while an act of the old connection was in progress (%v)", err)
+	case r := <-done:
+		t.Fatalf("a server was ready while acts of the old connection were in progress (%v)", r.err)
 	default:
 	}
 	finished := time.Now()
-	require.NoError(t, os.WriteFile(mark, []byte("i"), 0o600))
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-		assert.True(t, ready.After(finished))
-	case <-time.After(10 * time.Second):
-		t.Fatal("not ready after the act finished")
+	for _, mark := range marks {
+		require.NoError(t, os.WriteFile(mark, []byte("i"), 0o600))
 	}
+	for range 2 {
+		select {
+		case r := <-done:
+			require.NoError(t, r.err)
+			assert.True(t, r.at.After(finished))
+		case <-time.After(10 * time.Second):
+			t.Fatal("not ready after the acts finished")
+		}
+	}
+
+	// Stuck: the next connection waits about 5 s for both, not 5 s each.
+	for _, mark := range marks {
+		require.NoError(t, os.WriteFile(mark, []byte("b"), 0o600))
+	}
+	start := time.Now()
+	_, err = startFenced(t, sh, cache, client, "3")
+	require.NoError(t, err)
+	waited := time.Since(start)
+	t.Logf("ready after %v", waited.Round(100*time.Millisecond))
+	assert.Greater(t, waited, 4*time.Second)
+	assert.Less(t, waited, 9*time.Second)
 }

@@ -52,6 +52,11 @@ call:stat_path call:list_dir call:resolve_path call:make_dirs
 call:create_temp call:write_inline call:commit_temp call:settle_write
 call:diagnose_write call:receive_temp call:remove_temp'
 
+# acts: the requests of $requests that change something, fenced as a whole
+# (see fence_in). (run_job and run_jobs fence their jobs' starts.)
+acts='call:stop_job call:cancel_job call:forget call:make_dirs call:create_temp
+call:write_inline call:commit_temp call:settle_write call:remove_temp'
+
 # The files a job may have in the jobs directory, JOB.<suffix>, in the
 # order they are removed: its output first (the job is gone for
 # attach_job), then its lease (no longer running for job_running).
@@ -135,12 +140,15 @@ serve() {
 	fence=
 	if [ -n "$5" ]; then
 		if ! hex "$5" || ! digits "$6"; then
+			rm -rf -- "$private"
 			printf '%sFAIL the client or connection is malformed\n' "$marker"
 			exit 1
 		fi
 		fence=$host_dir/client.$5
 		epoch=$6
 		if ! fence_start; then
+			# (Its exit trap is not set yet.)
+			rm -rf -- "$private"
 			printf '%sFAIL a newer connection of this client took over\n' "$marker"
 			exit 1
 		fi
@@ -206,28 +214,31 @@ serve() {
 # sshd never saw the connection end), and such a request must not act
 # after the client settled or retried it on the new connection. The
 # client's directory $fence holds epoch.N for each connection N that
-# started a server, and busy.PID for each of its servers (see fence_in).
-# A server of an epoch that is not the newest exits at once; the first
-# of a new epoch marks it, then waits (at most about 10 s) for each
-# server busy with an act to finish it. (A server's own mark is made by
-# its first request, once its exit trap would remove it.) From then on every server of an
-# earlier epoch sees the newer one before it acts (fence_in), and exits.
-# Each writes its own mark before it reads the other's, so one of them
-# sees both.
+# started a server, and busy.N.PID for each of its servers (see fence_in).
+# A server of an epoch that is not the newest exits at once. Every other
+# marks its epoch, then waits for the servers of earlier epochs that are
+# busy with an act to finish it (at most about 5 s in all: an act is a
+# rename, a mkdir, a fork; past that, the act may still land). From then
+# on every server of an earlier epoch sees the newer one before it acts
+# (fence_in), and exits. Each writes its own mark before it reads the
+# other's, so one of them sees both. (A server's own mark is made by its
+# first act, once its exit trap would remove it.)
 fence_start() {
 	[ -d "$fence" ] || mkdir -m 700 -- "$fence" 2>/dev/null
 	[ -d "$fence" ] && newest_epoch || return 1
-	[ ! -e "$fence/epoch.$epoch" ] || return 0
-	: >"$fence/epoch.$epoch" || return 1
+	[ -e "$fence/epoch.$epoch" ] || : >"$fence/epoch.$epoch" || return 1
+	_fs_tries=0
 	for _fs_busy in "$fence"/busy.*; do
 		_fs_pid=${_fs_busy##*/busy.}
-		if [ "$_fs_pid" = $$ ] || ! digits "$_fs_pid"; then continue; fi
-		_fs_tries=0
-		while [ "$_fs_tries" -lt 1000 ]; do
+		_fs_epoch=${_fs_pid%%.*}
+		_fs_pid=${_fs_pid#*.}
+		digits "$_fs_epoch" "$_fs_pid" || continue
+		[ "$_fs_epoch" -lt "$epoch" ] || continue
+		while [ "$_fs_tries" -lt 100 ]; do
 			_fs_state=
 			read -r _fs_state <"$_fs_busy" 2>/dev/null
 			if [ "$_fs_state" != b ] || ! pid_alive "$_fs_pid"; then break; fi
-			sleep 0.01 2>/dev/null || sleep 1
+			sleep 0.05 2>/dev/null || sleep 1
 			_fs_tries=$((_fs_tries + 1))
 		done
 	done
@@ -252,14 +263,14 @@ newest_epoch() {
 # version) both do nothing.
 fence_in() {
 	[ -n "$fence" ] || return 0
-	printf b 1<>"$fence/busy.$$"
+	printf b 1<>"$fence/busy.$epoch.$$"
 	newest_epoch && return 0
-	printf i 1<>"$fence/busy.$$"
+	printf i 1<>"$fence/busy.$epoch.$$"
 	return 1
 }
 
 fence_out() {
-	[ -z "$fence" ] || printf i 1<>"$fence/busy.$$"
+	[ -z "$fence" ] || [ ! -e "$fence/busy.$epoch.$$" ] || printf i 1<>"$fence/busy.$epoch.$$"
 }
 
 # serve_request LINE runs a request (its line without the marker) when it
@@ -279,11 +290,12 @@ serve_request() {
 		case " $requests " in
 		*[[:space:]]"$_sr_name"[[:space:]]*)
 			answered=
-			# (The file functions act at once, but receive_temp, which
-			# waits for its data and only fills a temporary file: an old
-			# connection's would wait for ever, and hold up the fence;
-			# the jobs' requests fence their starts themselves.)
-			case $_sr_name in call:receive_temp) ;; call:*) fence_in || exit 0 ;; esac
+			# (The requests that act are fenced, see fence_in: those of
+			# $acts as a whole, the jobs' starts in run_job and add_job.
+			# The others only read, or wait for data, as receive_temp,
+			# which only fills a temporary file: an old connection's
+			# would hold the fence up for nothing.)
+			case " $acts " in *[[:space:]]"$_sr_name"[[:space:]]*) fence_in || exit 0 ;; esac
 			command eval "$1"
 			fence_out
 			[ -n "$answered" ] || finish '!PROTOCOL malformed request'
@@ -829,7 +841,7 @@ sweep_jobs() {
 	# The fences of clients (see fence_start): the marks of servers that
 	# died, then a client's directory a day after its last server went.
 	for _sj_busy in "$host_dir"/client.*/busy.*; do
-		_sj_pid=${_sj_busy##*/busy.}
+		_sj_pid=${_sj_busy##*.}
 		digits "$_sj_pid" || continue
 		pid_alive "$_sj_pid" || rm -f -- "$_sj_busy"
 	done
@@ -1019,7 +1031,7 @@ leave_fifo() {
 remove_fifos() {
 	set --
 	for _rf_n in $fifos; do set -- "$@" "$host_dir/fifo-$$-$_rf_n"; done
-	[ -z "$fence" ] || set -- "$@" "$fence/busy.$$"
+	[ -z "$fence" ] || set -- "$@" "$fence/busy.$epoch.$$"
 	[ -z "$_rj_done_fifo" ] || set -- "$@" "$_rj_done_fifo"
 	[ "$#" = 0 ] || rm -f "$@"
 }
@@ -1830,19 +1842,18 @@ keep() {
 # every TTL/3 seconds (at least 1, at most 60) a timer, the waiter's own
 # child, ends, and the lease file is read; a lease whose content has not
 # changed (renew changes it) for TTL seconds (up to a period more) is a
-# client that is gone, and the command is killed ("lease"). Then it waits for RELAY, which ends
-# with the output a moment after the command, unless children the command
-# left behind hold the FIFO open: those get GRACE seconds before the relay
-# is stopped (they then get SIGPIPE, as they would locally). Sets
-# _sv_status to the command's exit status, as the keeper wrote it.
+# client that is gone, and the command is killed ("lease"). Then it waits
+# for RELAY, which ends with the output a moment after the command, unless
+# children the command left behind hold the FIFO open: those get GRACE
+# seconds before the relay is stopped (they then get SIGPIPE, as they
+# would locally). Sets _sv_status to the command's exit status, as the
+# keeper wrote it.
 #
-# A trap on CHLD makes the wait return when a child ends: the timer, the
-# keeper, or the relay. A timer that ended just before the wait began (its
-# trap ran then) is seen by the look before each wait: /proc tells an
-# ended timer from a running one at once, so the window left is the few
-# instructions between that look and the wait (a tick missed there comes
-# with the next end of a child). No sleep outlives its job: the timer is
-# killed while proven this waiter's child (child_alive).
+# The timers are handled by the trap on CHLD itself (tick), which runs
+# whenever a child ends, in a wait or between commands: a timer's end is
+# never missed, and the waits are for the keeper and the relay only, which
+# return when they end whatever the trap did. No sleep outlives its job:
+# the timer is killed while proven this waiter's child (child_alive).
 supervise() {
 	_sv_self=
 	if [ -n "$procfs" ]; then
@@ -1850,38 +1861,22 @@ supervise() {
 	else
 		_sv_self=$(exec sh -c 'echo "$PPID"')
 	fi
+	_sv_job=$1
+	_sv_ttl=$4
 	_sv_period=$(($4 / 3))
 	[ "$_sv_period" -ge 1 ] || _sv_period=1
 	[ "$_sv_period" -le 60 ] || _sv_period=60
 	_sv_silent=0
 	_sv_seen=
 	read -r _sv_seen <"$1.lease"
-	trap : CHLD
+	_sv_relay=
+	_sv_timer=
+	trap tick CHLD
 	sleep "$_sv_period" &
 	_sv_timer=$!
 	while child_alive "$2"; do
-		if ! child_alive "$_sv_timer"; then
-			_sv_lease=
-			read -r _sv_lease <"$1.lease"
-			if [ "$_sv_lease" != "$_sv_seen" ]; then
-				_sv_seen=$_sv_lease
-				_sv_silent=0
-			else
-				_sv_silent=$((_sv_silent + _sv_period))
-				# (A change seen at a tick came at most a period
-				# before it: one tick more makes the silence TTL at
-				# least.)
-				if [ "$_sv_silent" -gt "$4" ] && [ ! -e "$1.killed" ] && read -r _sv_pid <"$1.pid"; then
-					echo lease >"$1.killed"
-					kill_job "$_sv_pid"
-				fi
-			fi
-			sleep "$_sv_period" &
-			_sv_timer=$!
-		fi
 		wait "$2"
 	done
-	kill_child "$_sv_timer"
 	_sv_pid=
 	_sv_status=
 	{ read -r _sv_pid && read -r _sv_status; } <"$1.pid"
@@ -1889,14 +1884,14 @@ supervise() {
 	digits "$_sv_status" || _sv_status='255 lost'
 	# The relay's end is waited for a few dozen times (jobs reaps the
 	# children that ended, or kill -0 would find the relay a zombie):
-	# only a relay held open by the command's children needs the timer.
-	# Where the command has a session of its own, its process group tells
-	# more: once nobody is left in it, none of the command's processes
-	# writes (but one that took a session of its own), and the relay only
-	# has what the FIFO holds to copy, however long a busy host makes that
-	# take: a timer at GRACE would cut it short (losing output, and forking
-	# ps for kill_tree). Then the timer waits for a process that left the
-	# group only, and longer.
+	# only a relay held open by the command's children needs the grace
+	# timer. Where the command has a session of its own, its process group
+	# tells more: once nobody is left in it, none of the command's
+	# processes writes (but one that took a session of its own), and the
+	# relay only has what the FIFO holds to copy, however long a busy host
+	# makes that take: a timer at GRACE would cut it short (losing output,
+	# and forking ps for kill_tree). Then the timer waits for a process
+	# that left the group only, and longer.
 	_sv_spin=0
 	while jobs >/dev/null 2>&1 && child_alive "$3" && [ "$_sv_spin" -lt 40 ]; do
 		_sv_spin=$((_sv_spin + 1))
@@ -1906,19 +1901,48 @@ supervise() {
 		if [ -n "$setsid_cmd" ] && [ -n "$_sv_pid" ] && ! signal_group 0 "$_sv_pid"; then
 			_sv_grace=5
 		fi
+		kill_child "$_sv_timer"
+		_sv_relay=$3
 		sleep "$_sv_grace" &
 		_sv_timer=$!
 		while child_alive "$3"; do
-			if [ -n "$_sv_timer" ] && ! child_alive "$_sv_timer"; then
-				# Output stops now: kill_tree stops the relay, then its dd.
-				kill_tree "$3"
-				_sv_timer=
-			fi
 			wait "$3"
 		done
-		kill_child "$_sv_timer"
 	fi
 	trap - CHLD
+	kill_child "$_sv_timer"
+}
+
+# tick, the waiter's trap on CHLD (see supervise): when its timer has
+# ended, reads the lease (while the command runs: _sv_relay empty) and
+# starts the next timer, or stops the relay (once the grace is over).
+# Children it forks end as the trap runs again: they find the timer alive.
+tick() {
+	[ -n "$_sv_timer" ] || return 0
+	jobs >/dev/null 2>&1
+	! child_alive "$_sv_timer" || return 0
+	_sv_timer=
+	if [ -n "$_sv_relay" ]; then
+		# Output stops now: kill_tree stops the relay, then its dd.
+		kill_tree "$_sv_relay"
+		return 0
+	fi
+	_sv_lease=
+	read -r _sv_lease <"$_sv_job.lease"
+	if [ "$_sv_lease" != "$_sv_seen" ]; then
+		_sv_seen=$_sv_lease
+		_sv_silent=0
+	else
+		_sv_silent=$((_sv_silent + _sv_period))
+		# (A change seen at a tick came at most a period before it: one
+		# tick more makes the silence TTL at least.)
+		if [ "$_sv_silent" -gt "$_sv_ttl" ] && [ ! -e "$_sv_job.killed" ] && read -r _sv_pid <"$_sv_job.pid"; then
+			echo lease >"$_sv_job.killed"
+			kill_job "$_sv_pid"
+		fi
+	fi
+	sleep "$_sv_period" &
+	_sv_timer=$!
 }
 
 # child_alive PID: true while PID, a child of the waiter (its timer or
