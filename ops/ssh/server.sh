@@ -1871,6 +1871,7 @@ supervise() {
 	read -r _sv_seen <"$1.lease"
 	_sv_relay=
 	_sv_timer=
+	_tk_busy=
 	trap tick CHLD
 	sleep "$_sv_period" &
 	_sv_timer=$!
@@ -1901,23 +1902,42 @@ supervise() {
 		if [ -n "$setsid_cmd" ] && [ -n "$_sv_pid" ] && ! signal_group 0 "$_sv_pid"; then
 			_sv_grace=5
 		fi
-		kill_child "$_sv_timer"
-		_sv_relay=$3
+		# (The trap may run between any two of these: it finds no timer
+		# until the grace timer is set, and only then the relay.)
+		_sv_old=$_sv_timer
+		_sv_timer=
+		kill_child "$_sv_old"
 		sleep "$_sv_grace" &
 		_sv_timer=$!
+		_sv_relay=$3
 		while child_alive "$3"; do
 			wait "$3"
 		done
 	fi
 	trap - CHLD
 	kill_child "$_sv_timer"
+	_sv_timer=
 }
 
-# tick, the waiter's trap on CHLD (see supervise): when its timer has
-# ended, reads the lease (while the command runs: _sv_relay empty) and
-# starts the next timer, or stops the relay (once the grace is over).
-# Children it forks end as the trap runs again: they find the timer alive.
+# tick, the waiter's trap on CHLD (see supervise), runs on_timer. A trap
+# runs between any two commands, also in the middle of a function
+# supervise is running (child_alive, kill_child), and again from within
+# itself when a child ends meanwhile: tick keeps the variable it shares
+# with them (child_alive's) as it found it, and a tick that comes while
+# one runs returns at once (the one running sees to the timer).
 tick() {
+	[ -z "$_tk_busy" ] || return 0
+	_tk_busy=yes
+	_tk_cal=$_cal_stat
+	on_timer
+	_cal_stat=$_tk_cal
+	_tk_busy=
+}
+
+# on_timer: when the waiter's timer has ended, reads the lease (while the
+# command runs: _sv_relay empty) and starts the next timer, or stops the
+# relay (once the grace is over).
+on_timer() {
 	[ -n "$_sv_timer" ] || return 0
 	jobs >/dev/null 2>&1
 	! child_alive "$_sv_timer" || return 0
@@ -1927,18 +1947,18 @@ tick() {
 		kill_tree "$_sv_relay"
 		return 0
 	fi
-	_sv_lease=
-	read -r _sv_lease <"$_sv_job.lease"
-	if [ "$_sv_lease" != "$_sv_seen" ]; then
-		_sv_seen=$_sv_lease
+	_tk_lease=
+	read -r _tk_lease <"$_sv_job.lease"
+	if [ "$_tk_lease" != "$_sv_seen" ]; then
+		_sv_seen=$_tk_lease
 		_sv_silent=0
 	else
 		_sv_silent=$((_sv_silent + _sv_period))
 		# (A change seen at a tick came at most a period before it: one
 		# tick more makes the silence TTL at least.)
-		if [ "$_sv_silent" -gt "$_sv_ttl" ] && [ ! -e "$_sv_job.killed" ] && read -r _sv_pid <"$_sv_job.pid"; then
+		if [ "$_sv_silent" -gt "$_sv_ttl" ] && [ ! -e "$_sv_job.killed" ] && read -r _tk_pid <"$_sv_job.pid"; then
 			echo lease >"$_sv_job.killed"
-			kill_job "$_sv_pid"
+			kill_job "$_tk_pid"
 		fi
 	fi
 	sleep "$_sv_period" &
