@@ -35,12 +35,18 @@ func reattachingHost(t *testing.T) (*netfault.Proxy, *rssh.Host) {
 // reattachingHostWith is reattachingHost on an sshd started with opts.
 func reattachingHostWith(t *testing.T, opts sshd.Options) (*netfault.Proxy, *rssh.Host) {
 	t.Helper()
+	return reattachingHostOpts(t, opts, rssh.HostOptions{ReattachTimeout: time.Minute})
+}
+
+// reattachingHostOpts is reattachingHostWith with the host's options.
+func reattachingHostOpts(t *testing.T, opts sshd.Options, hopts rssh.HostOptions) (*netfault.Proxy, *rssh.Host) {
+	t.Helper()
 	srv := sshd.Start(t, opts)
 	p := netfault.Start(t, srv.Addr)
 	cfg := viaProxy(t, srv, p)
 	cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
 	cfg.ConnectTimeout = 2 * time.Second
-	h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: time.Minute})
+	h := rssh.New(cfg, hopts)
 	t.Cleanup(func() { h.Close() })
 	return p, h
 }

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,21 +18,54 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/integration/sshd"
+	rssh "github.com/pi-remote/pi-remote/ops/ssh"
 )
 
-// Chaos soak: 300 tool calls — writes (some too large for one request),
-// edits and bash — one after another while the proxy resets the link at
-// random moments, sometimes refusing connections for a while after, and
-// sometimes partitions it until after the client gave up on it (what the
-// partition held then reaches the host late). Every call succeeds; every
-// edit is applied exactly once (the files equal a replay of the calls in
-// order); every bash result is complete, and every command ran once. Afterwards
+// Chaos soak: 300 tool calls (60 with -short: the inner loop has two
+// minutes) — writes (some too large for one request), edits and bash — one
+// after another while the proxy resets the link at random moments,
+// sometimes refusing connections for a while after, and sometimes
+// partitions it until after the client gave up on it (what the partition
+// held then reaches the host late). Every call succeeds; every edit is
+// applied exactly once (the files equal a replay of the calls in order);
+// every bash result is complete, and every command ran once. Afterwards
 // nothing of ours is left on the host: no job files, no temporary files,
 // no private directories, no processes.
+//
+// Two more edges: the lease is 4 s, and now and then the host is cut off
+// for 7 s a second (or a fault) into a 30 s command, which its lease then
+// kills (the call says so, and the command ran once); and the jobs
+// directory is shared with another host (an NFS home), whose jobs (one
+// running, one ended and not collected) nothing here touches.
 func TestChaosSoak(t *testing.T) {
 	t.Parallel()
 	cache, tmp := t.TempDir(), t.TempDir()
-	p, h := reattachingHostWith(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache + " TMPDIR=" + tmp}})
+	jobs := filepath.Join(cache, "pi-remote", "jobs")
+	bystander := exec.Command("sleep", "600")
+	require.NoError(t, bystander.Start())
+	t.Cleanup(func() { bystander.Process.Kill(); bystander.Wait() })
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run())
+	dead := strconv.Itoa(gone.Process.Pid)
+	others := map[string]string{}
+	for _, id := range []string{"0123456789abcdef", "fedcba9876543210"} {
+		files := map[string]string{
+			".out":    "the other host's output\n",
+			".lease":  "4\n",
+			".server": dead + " otherhost 0f0f0f0f-0000-4000-8000-000000000000\nits job\n" + dead + "\n",
+			".pid":    strconv.Itoa(bystander.Process.Pid) + "\n",
+		}
+		if id[0] == 'f' {
+			files[".status"] = "0\n"
+		}
+		require.NoError(t, os.MkdirAll(jobs, 0o700))
+		for suffix, content := range files {
+			others[id+suffix] = content
+			require.NoError(t, os.WriteFile(filepath.Join(jobs, id+suffix), []byte(content), 0o600))
+		}
+	}
+	p, h := reattachingHostOpts(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache + " TMPDIR=" + tmp}},
+		rssh.HostOptions{ReattachTimeout: time.Minute, LeaseTTL: 4 * time.Second})
 	dir := t.TempDir()
 	te := newToolEnv(t, h, "soak", dir)
 	runs := filepath.Join(t.TempDir(), "runs")
@@ -41,6 +77,7 @@ func TestChaosSoak(t *testing.T) {
 	token := fmt.Sprintf("soak%d", seed%1000000007)
 
 	var resets, partitions, calls atomic.Int64
+	var faults sync.Mutex // held while a fault is on
 	stop := make(chan struct{})
 	chaosDone := make(chan struct{})
 	go func() {
@@ -64,6 +101,7 @@ func TestChaosSoak(t *testing.T) {
 				case <-time.After(10 * time.Millisecond):
 				}
 			}
+			faults.Lock()
 			if chaos.IntN(4) == 0 {
 				// Healed after the keepalives declared it dead (3 s) and
 				// the client went on over a new connection, or while it
@@ -72,6 +110,7 @@ func TestChaosSoak(t *testing.T) {
 				partitions.Add(1)
 				time.Sleep(time.Duration(3500+chaos.IntN(3000)) * time.Millisecond)
 				heal()
+				faults.Unlock()
 				continue
 			}
 			refuse := chaos.IntN(3) == 0
@@ -82,14 +121,33 @@ func TestChaosSoak(t *testing.T) {
 				time.Sleep(time.Duration(chaos.IntN(1500)) * time.Millisecond)
 				p.Refuse(false)
 			}
+			faults.Unlock()
 		}
 	}()
+	// outage cuts the host off for longer than the lease, a second into a
+	// command (or once the random fault on then is over): the link is
+	// partitioned and new connections are refused for 7 s.
+	outage := func() {
+		time.Sleep(time.Second)
+		faults.Lock()
+		defer faults.Unlock()
+		p.Refuse(true)
+		heal := p.Partition()
+		time.Sleep(7 * time.Second)
+		heal()
+		p.Refuse(false)
+	}
 
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
 	var ran []string // the bash calls, in order
+	leaseKills := 0
 	const nfiles = 4
 	want := map[string]string{}
 	counter := map[string]int{}
-	for i := range 300 {
+	for i := range n {
 		if i > 0 {
 			calls.Add(1)
 		}
@@ -116,6 +174,17 @@ func TestChaosSoak(t *testing.T) {
 			want[f] = strings.Replace(want[f], old, fmt.Sprintf("counter: %d\n", counter[f]), 1)
 		case 2:
 			lines := 5 + rng.IntN(30)
+			if rng.IntN(20) == 0 {
+				// Killed by its lease during an outage: the call says so,
+				// and the command is not run again.
+				go outage()
+				res := te.call("bash", map[string]any{"command": fmt.Sprintf(`echo %d >>%s; sleep 30; echo "%s call %d not killed"`, i, runs, token, i)})
+				ran = append(ran, strconv.Itoa(i))
+				assert.True(t, res.IsError, "call %d: the command outlived its lease: %s", i, res.Content.Text())
+				assert.Contains(t, res.Content.Text(), "killed by its lease after 4s without a client", "call %d", i)
+				leaseKills++
+				continue
+			}
 			res := te.call("bash", map[string]any{"command": fmt.Sprintf(`echo %d >>%s; i=1; while [ $i -le %d ]; do echo "%s call %d line $i"; i=$((i+1)); sleep 0.01; done; exit %d`, i, runs, lines, token, i, i%4)})
 			ran = append(ran, strconv.Itoa(i))
 			var out strings.Builder
@@ -133,9 +202,9 @@ func TestChaosSoak(t *testing.T) {
 	close(stop)
 	<-chaosDone
 	p.Refuse(false)
-	t.Logf("%d resets, %d partitions, %d connections", resets.Load(), partitions.Load(), p.Accepted())
-	assert.Greater(t, resets.Load(), int64(20), "the link was cut often")
-	assert.Greater(t, partitions.Load(), int64(3), "and partitioned")
+	t.Logf("%d resets, %d partitions, %d connections, %d commands killed by their lease", resets.Load(), partitions.Load(), p.Accepted(), leaseKills)
+	assert.Greater(t, resets.Load(), int64(n/15), "the link was cut often")
+	assert.Greater(t, partitions.Load(), int64(n/100), "and partitioned")
 	// What partitions held has reached the host by now (late requests
 	// act on nothing).
 	time.Sleep(2 * time.Second)
@@ -155,7 +224,13 @@ func TestChaosSoak(t *testing.T) {
 	// is: sshd, which never saw their connections end, sees them reset.
 	p.Reset()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Empty(c, jobsLeft(cache), "job files")
+		var left []string
+		for _, f := range jobsLeft(cache) {
+			if _, ok := others[f]; !ok {
+				left = append(left, f)
+			}
+		}
+		assert.Empty(c, left, "job files")
 		private, _ := os.ReadDir(tmp)
 		assert.Empty(c, private, "the servers' private directories")
 		assert.Empty(c, psMatching(t, token), "processes")
@@ -163,4 +238,8 @@ func TestChaosSoak(t *testing.T) {
 		// end on their own; until they have, they may still write here.
 		assert.Empty(c, psWithEnv(t, "XDG_CACHE_HOME="+cache), "the host's processes")
 	}, 30*time.Second, 200*time.Millisecond)
+	for f, content := range others {
+		assert.Equal(t, content, readFile(t, filepath.Join(jobs, f)), "the other host's %s is untouched", f)
+	}
+	assert.NoError(t, bystander.Process.Signal(syscall.Signal(0)), "the process the other host's job names is alive")
 }

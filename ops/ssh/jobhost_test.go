@@ -37,6 +37,14 @@ func TestJobsOfAnotherHostAreLeftToIt(t *testing.T) {
 			plantJob(t, jobs, running, goneProcess(t), "elsewhere "+otherBoot, dead, victim.pid())
 			plantJob(t, jobs, starting, goneProcess(t), "elsewhere "+otherBoot, "", "")
 			plantJob(t, jobs, rebooted, goneProcess(t), name+" "+otherBoot, dead, victim.pid())
+			// Ended an hour ago, past its lease: its client collects it on
+			// its own host.
+			ended := randomHex(8)
+			plantJob(t, jobs, ended, goneProcess(t), "elsewhere "+otherBoot, dead, victim.pid())
+			endedStatus := filepath.Join(jobs, ended+".status")
+			require.NoError(t, os.WriteFile(endedStatus, []byte("0\n"), 0o600))
+			hourAgo := time.Now().Add(-time.Hour)
+			require.NoError(t, os.Chtimes(endedStatus, hourAgo, hourAgo))
 			fifo := func(dir string) string {
 				require.NoError(t, os.MkdirAll(filepath.Join(jobs, dir), 0o700))
 				p := filepath.Join(jobs, dir, "fifo-1-1")
@@ -55,7 +63,7 @@ func TestJobsOfAnotherHostAreLeftToIt(t *testing.T) {
 				assert.FileExists(c, filepath.Join(here, "swept"))
 				assert.NoDirExists(c, filepath.Join(here, "sweeping"))
 			}, 10*time.Second, 20*time.Millisecond)
-			for _, id := range []string{running, starting} {
+			for _, id := range []string{running, starting, ended} {
 				assert.FileExists(t, filepath.Join(jobs, id+".out"), "another host's job is not swept")
 			}
 			assert.NoFileExists(t, filepath.Join(jobs, rebooted+".out"), "this host's job before the reboot is swept")

@@ -862,6 +862,9 @@ sweep_jobs() {
 		find "$jobs" -name '*.status' -mmin +"${_sj_step%:*}" | while IFS= read -r _sj_job; do
 			_sj_job=${_sj_job%.status}
 			! gone "$_sj_job" || continue
+			# (Another host's client collects its jobs there.)
+			job_info "$_sj_job"
+			[ "$_ji_where" != elsewhere ] || continue
 			_sj_ttl=
 			read -r _sj_ttl _ <"$_sj_job.lease"
 			case $_sj_ttl in '' | *[!0-9]*) _sj_ttl=86400 ;; esac
