@@ -448,8 +448,25 @@ remove_private() {
 stop_stream() {
 	: >"$private/stopped"
 	[ -n "$_rj_stream" ] || return 0
+	kill_tail "$_rj_tail" "$_rj_stream"
 	kill -s KILL "$_rj_stream" 2>/dev/null
-	read -r _ss_pid <"$_rj_tail" 2>/dev/null && kill -s KILL "$_ss_pid" 2>/dev/null
+	return 0
+}
+
+# kill_tail FILE STREAM kills the tail whose pid is written in FILE when
+# it is proven the child of the stream subshell STREAM (where /proc tells):
+# a tail that ended long ago may have left its pid to another process.
+# (STREAM, this server's child, is killed after it: until then its pid is
+# its own.)
+kill_tail() {
+	_kta_pid=
+	read -r _kta_pid <"$1" 2>/dev/null
+	digits "$_kta_pid" || return 0
+	if [ -n "$procfs" ]; then
+		parent_of "$_kta_pid"
+		[ "$_po" = "$2" ] || return 0
+	fi
+	kill -s KILL "$_kta_pid" 2>/dev/null
 	return 0
 }
 
@@ -482,7 +499,8 @@ call() {
 # client follows the job elsewhere: this server is wanted for other
 # requests). At the end of the stream (the client is gone) the job goes
 # on: the watcher kills this request's HELPER processes (a HELPER "@FILE"
-# is the pid written in FILE, if any) and ends this server, whose channel
+# is the pid written in FILE, if any, proven the child of the HELPER
+# before it: see kill_tail) and ends this server, whose channel
 # is gone. Returns 1 when the job will never have a status (job_lost: the
 # host rebooted, or someone killed its waiter), 2 when it never started
 # (unstarted), 3 when the wait stopped for "d" with the job still running.
@@ -718,11 +736,19 @@ watch_for_cancel() {
 	shift
 	# (As stop_stream: the mark first.)
 	: >"$private/stopped"
+	# (Each "@FILE" before the helper whose child it is: see kill_tail.)
+	_wfc_last=
 	for _wfc_pid in "$@"; do
 		case $_wfc_pid in
-		@*) read -r _wfc_pid <"${_wfc_pid#@}" 2>/dev/null || continue ;;
+		@*) kill_tail "${_wfc_pid#@}" "$_wfc_last" ;;
+		*) _wfc_last=$_wfc_pid ;;
 		esac
-		kill -s KILL "$_wfc_pid" 2>/dev/null
+	done
+	for _wfc_pid in "$@"; do
+		case $_wfc_pid in
+		@*) ;;
+		*) kill -s KILL "$_wfc_pid" 2>/dev/null ;;
+		esac
 	done
 	kill -s TERM $$
 }
@@ -1139,7 +1165,7 @@ attach_job() {
 			finish '!EIO the output stream did not start'
 			exit 1
 		fi
-		kill -s KILL "$_rp_pid" 2>/dev/null
+		kill_tail "$_rj_tail" "$_rj_stream"
 		wait "$_rj_stream"
 		if [ "$_rj_status" != '!DETACHED' ]; then
 			_rj_sent=$(wc -c <"$_rj_copy")
