@@ -63,3 +63,42 @@ func TestRequestsDeliveredLateActOnNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ran\n", string(runs), "the command ran again")
 }
+
+// A connection the client declares dead (its keepalives go unanswered) is
+// reset, not closed: what the kernel still holds for the host is dropped
+// instead of reaching it once the network heals. Directly, and through a
+// jump host, where the socket reset is the one to the first hop.
+func TestConnectionDeclaredDeadIsReset(t *testing.T) {
+	t.Parallel()
+	for _, via := range []string{"direct", "jump host"} {
+		t.Run(via, func(t *testing.T) {
+			t.Parallel()
+			target := sshd.Start(t, sshd.Options{})
+			var p *netfault.Proxy
+			var cfg rssh.Config
+			if via == "direct" {
+				p = netfault.Start(t, target.Addr)
+				cfg = viaProxy(t, target, p)
+			} else {
+				jump := sshd.Start(t, sshd.Options{})
+				p = netfault.Start(t, jump.Addr)
+				cfg = target.Config()
+				cfg.Jump = []rssh.Config{viaProxy(t, jump, p)}
+			}
+			cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
+			cfg.ConnectTimeout = 2 * time.Second
+			h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: -1})
+			t.Cleanup(func() { h.Close() })
+			var out bytes.Buffer
+			require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "echo up", Output: &out}))
+			require.Equal(t, "up\n", out.String())
+
+			p.Blackhole(true)
+			require.Error(t, h.Exec(t.Context(), ops.Command{Script: "sleep 30"}), "the connection was declared dead")
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.GreaterOrEqual(c, p.ClientResets(), int64(1))
+			}, 5*time.Second, 20*time.Millisecond, "the client reset its socket")
+			p.Blackhole(false)
+		})
+	}
+}

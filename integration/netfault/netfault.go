@@ -6,9 +6,11 @@
 package netfault
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,6 +32,7 @@ type Proxy struct {
 	accepted  atomic.Int64
 	bytes     atomic.Int64
 	lastReply atomic.Int64 // unix nanoseconds of the last bytes forwarded to a client
+	resets    atomic.Int64 // client connections that ended with a reset
 }
 
 type pair struct {
@@ -147,6 +150,10 @@ func (p *Proxy) Accepted() int64 { return p.accepted.Load() }
 // Bytes is how many bytes were forwarded, both ways.
 func (p *Proxy) Bytes() int64 { return p.bytes.Load() }
 
+// ClientResets is how many client connections ended with a TCP reset
+// (SO_LINGER 0 on the client's side) rather than a close.
+func (p *Proxy) ClientResets() int64 { return p.resets.Load() }
+
 // LastReply is when bytes from the server last reached a client.
 func (p *Proxy) LastReply() time.Time { return time.Unix(0, p.lastReply.Load()) }
 
@@ -231,6 +238,9 @@ func (p *Proxy) pipe(pr *pair, dst, src *net.TCPConn, dir int) {
 				buf = buf[:min(len(buf), max(rate/50, 512))]
 			}
 			n, err := src.Read(buf)
+			if dir == up && errors.Is(err, syscall.ECONNRESET) {
+				p.resets.Add(1)
+			}
 			if n > 0 {
 				if rate > 0 {
 					if now := time.Now(); next.Before(now) {

@@ -27,6 +27,7 @@ type dialed struct {
 	client  *ssh.Client
 	reads   *lastRead     // the connection under client
 	hops    []*ssh.Client // outermost first; closed after client
+	first   net.Conn      // the TCP connection to the first hop, if any
 	auth    string        // how we logged in, for `check`
 	hostKey string        // host key status, for `check`
 }
@@ -43,12 +44,16 @@ func (d *dialed) close() {
 	}
 }
 
-// reset makes the close of a direct TCP connection a reset (SO_LINGER 0):
-// the data not yet acknowledged is dropped. (A connection through jump
-// hosts is a channel of the first hop's: its bytes are that hop's to
-// deliver.)
+// reset makes the close of the connection's TCP socket a reset (SO_LINGER
+// 0): the data not yet acknowledged is dropped. Through jump hosts that is
+// the socket to the first hop (the hops are this connection's own); what
+// a hop further on holds is that hop's to deliver or drop.
 func (d *dialed) reset() {
-	if tc, ok := d.reads.Conn.(*net.TCPConn); ok {
+	raw := d.first
+	if raw == nil {
+		raw = d.reads.Conn
+	}
+	if tc, ok := raw.(*net.TCPConn); ok {
 		tc.SetLinger(0)
 	}
 }
@@ -68,12 +73,15 @@ func dial(ctx context.Context, c *Config) (*dialed, error) {
 	var via *ssh.Client
 	for i := range c.Jump {
 		hop := &c.Jump[i]
-		client, _, _, _, err := dialOne(ctx, via, hop)
+		client, reads, _, _, err := dialOne(ctx, via, hop)
 		if err != nil {
 			for j := len(d.hops) - 1; j >= 0; j-- {
 				d.hops[j].Close()
 			}
 			return nil, &ConnectError{Host: c.String(), Err: fmt.Errorf("jump host %s: %w", hop.String(), err)}
+		}
+		if i == 0 {
+			d.first = reads.Conn
 		}
 		d.hops = append(d.hops, client)
 		via = client
