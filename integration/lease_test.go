@@ -123,3 +123,51 @@ func TestAttachingToAJobHoldsItsLease(t *testing.T) {
 	require.NoError(t, second.AttachJob(t.Context(), jobs[0].ID, &out))
 	assert.Equal(t, "started\ndone\n", out.String())
 }
+
+// Where the jobs directory is not the user's alone (here, its parent is
+// group-writable), each server keeps its commands in its private
+// directory, and they cannot outlive the connection: a reset ends the call
+// with an error that says so, the command is stopped on the host, and it
+// is never started again (it ran once).
+func TestCommandsWithoutAJobsDirectoryEndWithTheirConnection(t *testing.T) {
+	t.Parallel()
+	cache := hostCache(t)
+	require.NoError(t, os.Mkdir(filepath.Join(cache, "pi-remote"), 0o770))
+	require.NoError(t, os.Chmod(filepath.Join(cache, "pi-remote"), 0o770))
+	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
+	p := netfault.Start(t, srv.Addr)
+	cfg := viaProxy(t, srv, p)
+	cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
+	cfg.ConnectTimeout = 2 * time.Second
+	h := rssh.New(cfg, rssh.HostOptions{ReattachTimeout: time.Minute})
+	t.Cleanup(func() { h.Close() })
+	runs := filepath.Join(t.TempDir(), "runs.log")
+	marker := fmt.Sprintf("30.%d", time.Now().UnixNano()%1000000007)
+	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+	errc := make(chan error, 1)
+	go func() {
+		errc <- h.Exec(t.Context(), ops.Command{Script: "echo ran >>" + runs + "; sleep " + marker})
+	}()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Len(c, sleepers(t, marker), 1)
+	}, 10*time.Second, 10*time.Millisecond)
+	p.Reset()
+	select {
+	case err := <-errc:
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ops.ErrConnectionLost)
+		assert.Contains(t, err.Error(), "cannot outlive")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call did not end")
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, sleepers(t, marker))
+	}, 10*time.Second, 50*time.Millisecond, "the command is stopped with its server")
+	// A command after the reset runs on the new connection.
+	var out bytes.Buffer
+	require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "echo again", Output: &out}))
+	assert.Equal(t, "again\n", out.String())
+	log, err := os.ReadFile(runs)
+	require.NoError(t, err)
+	assert.Equal(t, "ran\n", string(log), "the command ran once")
+}

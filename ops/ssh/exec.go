@@ -63,7 +63,7 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 		if err == nil {
 			// A start whose server died before the job began (a start
 			// sent again found it so): the host dropped it, start it anew.
-			if status == "!NOJOB" && sent.n == 0 && restarts < 3 {
+			if status == "!NOJOB" && sent.n == 0 && restarts < 3 && !h.privateJobs.Load() {
 				restarts++
 				continue
 			}
@@ -86,6 +86,8 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 			return ctx.Err()
 		} else if !errors.Is(err, ops.ErrConnectionLost) || h.opts.ReattachTimeout < 0 {
 			return err
+		} else if h.privateJobs.Load() {
+			return fmt.Errorf("%w; the command was stopped with it: the host's jobs directory ($XDG_CACHE_HOME/pi-remote/jobs) is not the user's alone, so commands live in their connection's private directory and cannot outlive it", err)
 		}
 		// Lost, or let go of: attach again with the other calls of this
 		// host, from the byte reached. A job the host has never heard of,

@@ -85,6 +85,12 @@ type Host struct {
 	fenceID string
 	epochs  atomic.Uint64
 
+	// privateJobs: a server said the host keeps its jobs in the servers'
+	// private directories (its jobs directory is not the user's alone):
+	// a command ends with its connection, and is never re-attached to or
+	// started again.
+	privateJobs atomic.Bool
+
 	mu       sync.Mutex
 	cur      *conn
 	dialing  chan struct{} // non-nil while a dial runs; closed when it ends

@@ -4,6 +4,7 @@ package ssh
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -84,6 +85,47 @@ func TestJobKilledByItsLeaseIsKeptForItsClient(t *testing.T) {
 			assert.Equal(t, "0", second.do(t, io.Discard, "call", "forget", job[0]))
 			matches, _ := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", job[0]+".*"))
 			assert.Empty(t, matches)
+		})
+	}
+}
+
+// A lease that runs out as the command ends on its own kills nothing and
+// says nothing: 60 jobs of a batch, never renewed (TTL 3 s), exit 7 after
+// 3.7 to 4.5 s, around the lease's kill. Each status is the command's own
+// ("7") or the lease's kill ("137 lease"), never "7 lease": the kill is
+// sent only while the keeper has not reaped the command.
+func TestLeaseKillAsTheCommandEnds(t *testing.T) {
+	t.Parallel()
+	const n = 60
+	for _, sh := range testShells(t) {
+		t.Run(strings.Join(sh, " "), func(t *testing.T) {
+			t.Parallel()
+			l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
+			require.NoError(t, l.send(call("run_jobs", "3", "", "")))
+			for i := range n {
+				script := fmt.Sprintf("sleep %.3f; exit 7", 3.7+float64(i)*0.8/n)
+				require.NoError(t, l.send(call("add_job", randomHex(8), script, "", "", "", "", "lease edge")))
+			}
+			ends := map[string]string{}
+			status, err := readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) {
+				ends[id] = status
+				if len(ends) == n {
+					require.NoError(t, l.write("e\n"))
+				}
+			})
+			require.NoError(t, err)
+			require.Equal(t, "OK", status)
+			require.Len(t, ends, n)
+			killed := 0
+			for _, s := range ends {
+				if s == "137 lease" {
+					killed++
+				}
+			}
+			t.Logf("%d of %d killed by their lease", killed, n)
+			for id, s := range ends {
+				assert.Contains(t, []string{"7", "137 lease"}, s, "job %s", id)
+			}
 		})
 	}
 }

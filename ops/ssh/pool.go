@@ -604,5 +604,9 @@ func (c *conn) openSFTP(ctx context.Context) error {
 
 // startServer starts a server on the connection, fenced by its epoch.
 func (c *conn) startServer(ctx context.Context) (*server, error) {
-	return startServer(ctx, c.d.client, !c.host.opts.NoSetsid, c.host.fenceID, strconv.FormatUint(c.epoch, 10))
+	s, err := startServer(ctx, c.d.client, !c.host.opts.NoSetsid, c.host.fenceID, strconv.FormatUint(c.epoch, 10))
+	if err == nil && s.privateJobs {
+		c.host.privateJobs.Store(true)
+	}
+	return s, err
 }

@@ -41,8 +41,12 @@ type server struct {
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
 	marker []byte
-	setsid bool        // commands get their own session and process group
-	stderr *tailBuffer // the server shell's own complaints, for errors
+	setsid bool // commands get their own session and process group
+	// Its jobs live in its private directory (the host's jobs directory
+	// is not the user's alone) and are killed as it exits: they cannot
+	// outlive the connection.
+	privateJobs bool
+	stderr      *tailBuffer // the server shell's own complaints, for errors
 
 	wmu    sync.Mutex  // one writer on stdin at a time: a request or a cancel
 	broken atomic.Bool // protocol state unknown: never reuse
@@ -192,12 +196,13 @@ func (s *server) handshake(ctx context.Context, useSetsid bool, fence ...string)
 	if err != nil {
 		return fmt.Errorf("starting command server: %w%s", err, s.stderr.suffix())
 	}
-	// READY <server's process group, 0 if it leads none> [setsid]
+	// READY <server's process group, 0 if it leads none> <setsid|-> <durable|private>
 	fields := strings.Fields(status)
 	if len(fields) == 0 || fields[0] != "READY" {
 		return fmt.Errorf("starting command server: %s%s", status, s.stderr.suffix())
 	}
 	s.setsid = len(fields) > 2 && fields[2] == "setsid"
+	s.privateJobs = len(fields) > 3 && fields[3] == "private"
 	return nil
 }
 

@@ -167,7 +167,7 @@ serve() {
 	_rj_done_tail=
 	_rj_done_copy=
 	_rj_done_fifo=
-	trap 'stop_stream; leave_fifo; remove_fifos; remove_private "$private"' EXIT
+	trap 'stop_stream; leave_fifo; remove_fifos; stop_private_jobs; remove_private "$private"' EXIT
 	trap 'exit 129' HUP
 	trap 'exit 141' PIPE
 	trap 'exit 143' TERM
@@ -195,7 +195,9 @@ serve() {
 	exec 3<&0 </dev/null
 	pgid=$$
 	signal_group 0 "$$" || pgid=0
-	printf '%sREADY %s %s\n' "$marker" "$pgid" "$setsid_cmd"
+	_s_jobs=durable
+	[ "$jobs" != "$private/jobs" ] || _s_jobs=private
+	printf '%sREADY %s %s %s\n' "$marker" "$pgid" "${setsid_cmd:--}" "$_s_jobs"
 	# From here on the shell's complaints are noise: dash, for one, reports
 	# every helper it kills ("Killed").
 	exec 2>/dev/null
@@ -468,6 +470,20 @@ kill_tail() {
 	fi
 	kill -s KILL "$_kta_pid" 2>/dev/null
 	return 0
+}
+
+# stop_private_jobs, as the server exits, kills the jobs it keeps in its
+# private directory (the jobs directory could not be used, see serve):
+# their files go with that directory, so no client could collect them,
+# and a client that lost its connection would not know whether they ran.
+# The client reports them stopped with their connection (READY says
+# "private").
+stop_private_jobs() {
+	[ "$jobs" = "$private/jobs" ] || return 0
+	for _spj_out in "$jobs"/*.out; do
+		[ -e "$_spj_out" ] || continue
+		! job_process "${_spj_out%.out}" || kill_job "$_jp_pid"
+	done
 }
 
 # finish STATUS ends the answer to a request (and says it has one, see
@@ -1707,14 +1723,17 @@ list_jobs() {
 }
 
 # stop_job ID kills job ID when it runs (its status then says "killed"),
-# or removes its files when it has ended and nobody collected it, or when
-# it is lost (see job_process): "OK killed", "OK removed", "E ENOENT" when
+# or buries it (see bury) when it has ended and nobody collected it, or
+# when it is lost (see job_process; its status then says "lost"): its
+# client, coming back, learns how it ended and never runs it again. "OK
+# killed", "OK removed" (a tombstone is left as it is), "E ENOENT" when
 # there is no such job, or "E EIO message" when it cannot be killed from
 # here (see refused) or is between its command's end and its status.
 stop_job() {
 	_stj_job=$jobs/$1
 	if hex "$1" && gone "$_stj_job"; then
-		rm -f -- "$_stj_job.status" "$_stj_job.pid"
+		# (Its tombstone stays: a start or attach of its client, late,
+		# learns how it ended instead of running it.)
 		echo 'OK removed'
 	elif ! hex "$1" || [ ! -e "$_stj_job.out" ]; then
 		echo 'E ENOENT no such job'
@@ -1725,7 +1744,8 @@ stop_job() {
 	elif ! refused "$1"; then
 		[ "$_jp_why" != ended ] || wait_status "$_stj_job"
 		if [ "$_jp_why" = lost ] || [ -s "$_stj_job.status" ]; then
-			rm -f -- "$_stj_job".*
+			[ -s "$_stj_job.status" ] || echo lost >"$_stj_job.status"
+			bury "$_stj_job"
 			echo 'OK removed'
 		else
 			echo 'E EIO the job has no process id or no status yet: try again'
@@ -1815,6 +1835,9 @@ start_job() {
 		supervise "$1" "$_sj_keeper" "$_sj_relay" "$6"
 		_sj_reason=
 		[ ! -e "$1.killed" ] || read -r _sj_reason <"$1.killed"
+		# (A kill that came as the command ended on its own did not end
+		# it: its status is its own.)
+		case $_sj_reason in lease | killed) [ "$_sv_status" = 137 ] || _sj_reason= ;; esac
 		# Killed by SIGPIPE when the relay stopped at the cap.
 		if [ "$_sv_status" = 141 ] && [ -n "$5" ] && [ "$(wc -c <"$1.out")" -gt "$5" ]; then
 			_sj_reason=capped
@@ -1891,6 +1914,7 @@ supervise() {
 		_sv_self=$(exec sh -c 'echo "$PPID"')
 	fi
 	_sv_job=$1
+	_sv_keeper=$2
 	_sv_ttl=$4
 	_sv_period=$(($4 / 3))
 	[ "$_sv_period" -ge 1 ] || _sv_period=1
@@ -1985,13 +2009,28 @@ on_timer() {
 		_sv_silent=$((_sv_silent + _sv_period))
 		# (A change seen at a tick came at most a period before it: one
 		# tick more makes the silence TTL at least.)
-		if [ "$_sv_silent" -gt "$_sv_ttl" ] && [ ! -e "$_sv_job.killed" ] && read -r _tk_pid <"$_sv_job.pid"; then
+		if [ "$_sv_silent" -gt "$_sv_ttl" ] && [ ! -e "$_sv_job.killed" ] && command_runs; then
 			echo lease >"$_sv_job.killed"
 			kill_job "$_tk_pid"
 		fi
 	fi
 	sleep "$_sv_period" &
 	_sv_timer=$!
+}
+
+# command_runs (in on_timer) sets _tk_pid to the pid of the job's
+# command and is true while the command has not ended: the keeper has not
+# written its status, and where there is /proc, the pid's parent is the
+# keeper (_sv_keeper): once the keeper has reaped it, the pid may be
+# anyone's.
+command_runs() {
+	_tk_pid=
+	_tk_status=
+	{ read -r _tk_pid && read -r _tk_status; } <"$_sv_job.pid"
+	digits "$_tk_pid" && [ -z "$_tk_status" ] || return 1
+	[ -n "$procfs" ] || return 0
+	parent_of "$_tk_pid"
+	[ "$_po" = "$_sv_keeper" ]
 }
 
 # child_alive PID: true while PID, a child of the waiter (its timer or

@@ -369,6 +369,28 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					assert.Empty(c, matches)
 				}, 5*time.Second, 20*time.Millisecond)
 			})
+			t.Run("jobs kill of an ended job leaves its tombstone", func(t *testing.T) {
+				// A client lost its connection as its job ended; a person
+				// kills (forgets) the job meanwhile. The client's start,
+				// sent again, learns how it ended and runs nothing.
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				runs := filepath.Join(cache, "runs")
+				job := newJob("echo ran >>" + shellquote.Quote(runs))
+				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", job...))
+				for range 2 {
+					var out bytes.Buffer
+					l.do(t, &out, "call", "stop_job", job[0])
+					assert.Equal(t, "OK removed\n", out.String())
+					matches, _ := filepath.Glob(filepath.Join(jobs, job[0]+".*"))
+					assert.ElementsMatch(t, []string{filepath.Join(jobs, job[0]+".status"), filepath.Join(jobs, job[0]+".pid")}, matches)
+				}
+				assert.Equal(t, "!GONE 0", l.do(t, io.Discard, "run_job", job...), "a start sent again")
+				ran, err := os.ReadFile(runs)
+				require.NoError(t, err)
+				assert.Equal(t, "ran\n", string(ran), "the job ran once")
+			})
 			t.Run("output past the cap stops the command", func(t *testing.T) {
 				l := startLocal(t, sh, true)
 				job := newJob(`yes 0123456789abcdef; echo not reached`)
