@@ -448,7 +448,7 @@ remove_private() {
 # learn that its reader is gone. The mark "stopped" comes first: a tail
 # whose pid is not written yet sees it and does not start (attach_job).
 stop_stream() {
-	: >"$private/stopped"
+	command : 2>/dev/null >"$private/stopped"
 	[ -n "$_rj_stream" ] || return 0
 	kill_tail "$_rj_tail" "$_rj_stream"
 	kill -s KILL "$_rj_stream" 2>/dev/null
@@ -735,11 +735,11 @@ watch_for_cancel() {
 		r) renew "$1" "$_wj_ttl" ;;
 		# Held open (read-write: that never waits) until this watcher
 		# ends, the FIFO lets the stream through whenever it gets there.
-		s) exec 5<>"$private/gate" ;;
+		s) command exec 2>/dev/null 5<>"$private/gate" ;;
 		d)
 			# Again until the wait has ended (a signal that came before
 			# it began did not end it); "k" is still heard meanwhile.
-			: >"$private/detaching"
+			command : 2>/dev/null >"$private/detaching"
 			(
 				while [ -e "$private/detaching" ] && kill -s USR1 $$; do
 					sleep 0.1 2>/dev/null || sleep 1
@@ -751,7 +751,7 @@ watch_for_cancel() {
 	_wfc_job=$1
 	shift
 	# (As stop_stream: the mark first.)
-	: >"$private/stopped"
+	command : 2>/dev/null >"$private/stopped"
 	# (Each "@FILE" before the helper whose child it is: see kill_tail.)
 	_wfc_last=
 	for _wfc_pid in "$@"; do
@@ -1127,7 +1127,7 @@ attach_job() {
 	if [ "$_rj_nap" != 0 ] && [ -p "$private/gate" ]; then _rj_gate=$private/gate; fi
 	(
 		if [ -n "$_rj_gate" ]; then
-			: <"$_rj_gate"
+			command : 2>/dev/null <"$_rj_gate"
 		elif [ "$_rj_nap" != 0 ]; then
 			sleep "$_rj_nap" 2>/dev/null || sleep 1
 		fi
@@ -1139,7 +1139,7 @@ attach_job() {
 		# second where it takes -s 0.1 (asked once per server).
 		if [ ! -e "$private/tail-s.checked" ]; then
 			if tail -s 0.1 -c +1 /dev/null >/dev/null 2>&1; then : >"$private/tail-s"; fi
-			: >"$private/tail-s.checked"
+			command : 2>/dev/null >"$private/tail-s.checked"
 		fi
 		_rj_every=
 		[ ! -e "$private/tail-s" ] || _rj_every=0.1

@@ -172,6 +172,20 @@ func following(t *testing.T, file string) []string {
 	return found
 }
 
+// inSession lists the processes of session sid.
+func inSession(t *testing.T, sid int) []string {
+	t.Helper()
+	out, err := exec.Command("ps", "-eo", "pid=,sess=,args=").Output()
+	require.NoError(t, err)
+	var found []string
+	for line := range strings.Lines(string(out)) {
+		if f := strings.Fields(line); len(f) > 2 && f[1] == strconv.Itoa(sid) {
+			found = append(found, strings.TrimSpace(line))
+		}
+	}
+	return found
+}
+
 // sleeping lists the processes running `sleep arg`.
 func sleeping(t *testing.T, arg string) []string {
 	t.Helper()
@@ -718,9 +732,17 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				buf := make([]byte, len("started\n"))
 				_, err := io.ReadFull(l.stdout, buf) // the stream is running
 				require.NoError(t, err)
+				sid := l.cmd.Process.Pid // started with a session of its own
 				l.cmd.Process.Signal(syscall.SIGHUP)
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
 					assert.Empty(c, following(t, job[0]+".out"))
+				}, 5*time.Second, 50*time.Millisecond)
+				// Nor anything else once the job has ended: its watcher,
+				// whose writes into the private directory the server
+				// removed fail, ends too (BusyBox's went round for ever,
+				// a core's worth of CPU).
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					assert.Empty(c, inSession(t, sid))
 				}, 5*time.Second, 50*time.Millisecond)
 			})
 			t.Run("a start sent twice runs once", func(t *testing.T) {
