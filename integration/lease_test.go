@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -170,4 +171,39 @@ func TestCommandsWithoutAJobsDirectoryEndWithTheirConnection(t *testing.T) {
 	log, err := os.ReadFile(runs)
 	require.NoError(t, err)
 	assert.Equal(t, "ran\n", string(log), "the command ran once")
+}
+
+// Where commands live in their server's private directory, a command is
+// never let go of for another request and followed from another server
+// (which would not find it, and start it again): with two channels and
+// commands that keep them busy, each of eight calls ends as its command
+// did, and each command runs once.
+func TestCommandsWithoutAJobsDirectoryKeepTheirServer(t *testing.T) {
+	t.Parallel()
+	cache := hostCache(t)
+	require.NoError(t, os.Mkdir(filepath.Join(cache, "pi-remote"), 0o770))
+	require.NoError(t, os.Chmod(filepath.Join(cache, "pi-remote"), 0o770))
+	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
+	h := host(t, srv, rssh.HostOptions{MaxSessions: 2})
+	require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "true"}))
+	runs := filepath.Join(t.TempDir(), "runs.log")
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		script := fmt.Sprintf("echo %d >>%s", i, runs)
+		if i < 4 {
+			script += "; sleep 3"
+		}
+		wg.Go(func() { errs[i] = h.Exec(t.Context(), ops.Command{Script: script}) })
+		time.Sleep(300 * time.Millisecond)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		assert.NoError(t, err, "call %d", i)
+	}
+	log, err := os.ReadFile(runs)
+	require.NoError(t, err)
+	lines := strings.Fields(string(log))
+	slices.Sort(lines)
+	assert.Equal(t, []string{"0", "1", "2", "3", "4", "5", "6", "7"}, lines, "each command ran once")
 }

@@ -87,7 +87,7 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 		} else if !errors.Is(err, ops.ErrConnectionLost) || h.opts.ReattachTimeout < 0 {
 			return err
 		} else if h.privateJobs.Load() {
-			return fmt.Errorf("%w; the command was stopped with it: the host's jobs directory ($XDG_CACHE_HOME/pi-remote/jobs) is not the user's alone, so commands live in their connection's private directory and cannot outlive it", err)
+			return fmt.Errorf("%w; the command was stopped with it: %s", err, privateJobsWhy)
 		}
 		// Lost, or let go of: attach again with the other calls of this
 		// host, from the byte reached. A job the host has never heard of,
@@ -97,6 +97,11 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 		status, err = h.reattachJob(ctx, id, sent, [3]string{js.save, js.overBytes, js.overLines})
 		if err != nil {
 			return err
+		}
+		if status == "!NOJOB" && h.privateJobs.Load() {
+			// Another server's private directory: the job is not there,
+			// and may run on. Never start it again.
+			return fmt.Errorf("%w: job %s cannot be followed: %s", ops.ErrConnectionLost, id, privateJobsWhy)
 		}
 		if status != "!NOJOB" || sent.n > 0 {
 			break
@@ -237,6 +242,9 @@ type jobStart struct {
 // follows it to its end, renewing its lease meanwhile: a run_job request on
 // a server of the current connection, or, for a command of a batch that
 // finds no server of its own, one of a run_jobs request (group.go). With
+// privateJobsWhy says why a host's commands cannot outlive their server.
+const privateJobsWhy = "the host's jobs directory ($XDG_CACHE_HOME/pi-remote/jobs) is not the user's alone, so each command lives in its server's private directory and cannot outlive it"
+
 // mayLetGo the server may answer "!DETACHED" when another request needs
 // it (conn.letGoLocked).
 func (h *Host) runJob(ctx context.Context, out *countingWriter, js jobStart, mayLetGo bool) (string, error) {
@@ -250,6 +258,10 @@ func (h *Host) runJob(ctx context.Context, out *countingWriter, js jobStart, may
 	defer h.running.Add(-1)
 	commandsInFlight.Add(1)
 	defer commandsInFlight.Add(-1)
+	// A host whose commands live in their server's private directory
+	// (privateJobs) keeps each on its server to the end: another server
+	// could not follow it.
+	mayLetGo = mayLetGo && !h.privateJobs.Load()
 	var gc *groupCall
 	if mayLetGo {
 		gc = newGroupCall(js.id, out)
@@ -261,7 +273,7 @@ func (h *Host) runJob(ctx context.Context, out *countingWriter, js jobStart, may
 	if g != nil {
 		return g.run(ctx, gc, js)
 	}
-	if mayLetGo {
+	if mayLetGo && !s.privateJobs {
 		c.mayLetGo(s)
 	}
 	stop := renewLease(s, h.leaseTTL())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -126,6 +127,39 @@ func TestLeaseKillAsTheCommandEnds(t *testing.T) {
 			for id, s := range ends {
 				assert.Contains(t, []string{"7", "137 lease"}, s, "job %s", id)
 			}
+		})
+	}
+}
+
+// The lease holds when the job's files go while it runs: a host whose jobs
+// directory is not the user's alone keeps jobs in the server's private
+// directory; that server is killed (no exit trap) and the next server's
+// start sweeps dead servers' directories. It leaves the one whose job
+// still runs, and the job is killed by its lease of 3 s all the same.
+func TestLeaseHoldsForAJobOfAKilledServer(t *testing.T) {
+	t.Parallel()
+	for _, sh := range testShells(t) {
+		t.Run(strings.Join(sh, " "), func(t *testing.T) {
+			t.Parallel()
+			cache, tmp := t.TempDir(), t.TempDir()
+			require.NoError(t, os.Mkdir(filepath.Join(cache, "pi-remote"), 0o770))
+			require.NoError(t, os.Chmod(filepath.Join(cache, "pi-remote"), 0o770))
+			a := startLocalIn(t, sh, true, tmp, nil, "XDG_CACHE_HOME="+cache)
+			require.True(t, a.privateJobs, "jobs in the private directory")
+			marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
+			t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
+			job := newJob("sleep " + marker)
+			job[7] = "3"
+			require.NoError(t, a.send(call("run_job", job...)))
+			require.Eventually(t, func() bool { return len(sleeping(t, marker)) == 1 }, 5*time.Second, 20*time.Millisecond)
+			require.NoError(t, a.cmd.Process.Kill())
+			require.Eventually(t, func() bool { return syscall.Kill(a.cmd.Process.Pid, 0) != nil }, 5*time.Second, 10*time.Millisecond)
+			started := time.Now()
+			startLocalIn(t, sh, true, tmp, nil, "XDG_CACHE_HOME="+cache) // sweeps dead servers' directories
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.Empty(c, sleeping(t, marker))
+			}, 10*time.Second, 100*time.Millisecond, "the job runs on past its lease")
+			t.Logf("killed %v after its server", time.Since(started).Round(100*time.Millisecond))
 		})
 	}
 }

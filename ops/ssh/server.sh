@@ -360,6 +360,19 @@ EOF
 	[ "$_ujd_n" = 2 ]
 }
 
+# private_jobs_run DIR: true when a job in DIR (a dead server's private
+# jobs, see serve) has a waiter alive and no status yet.
+private_jobs_run() {
+	for _pjr_job in "$1"/*.server; do
+		[ -e "$_pjr_job" ] || continue
+		_pjr_job=${_pjr_job%.server}
+		[ ! -s "$_pjr_job.status" ] || continue
+		job_info "$_pjr_job"
+		[ -z "$_ji_waiter" ] || ! pid_alive "$_ji_waiter" || return 0
+	done
+	return 1
+}
+
 # sweep_private_dirs removes the private directories of servers that died
 # without cleaning up (SIGKILL, a crash of the host): their names hold the
 # pid of the server, and a pid that no longer exists is gone. Only
@@ -387,6 +400,9 @@ sweep_private_dirs() {
 		here: | here:*[!0-9]* | elsewhere:*) continue ;;
 		here:*) ! pid_alive "$_spd_pid" || continue ;;
 		esac
+		# (Jobs it kept there, its jobs directory unusable, whose waiters
+		# still run: their files are their lease's and status's.)
+		if [ "$_ho" = here ] && private_jobs_run "$_spd_dir/jobs"; then continue; fi
 		# The directory itself, entered (what is checked is what is
 		# removed), and TMPDIR.
 		_spd_ok=0
@@ -1915,6 +1931,7 @@ supervise() {
 	fi
 	_sv_job=$1
 	_sv_keeper=$2
+	_sv_cmd=
 	_sv_ttl=$4
 	_sv_period=$(($4 / 3))
 	[ "$_sv_period" -ge 1 ] || _sv_period=1
@@ -2000,8 +2017,10 @@ on_timer() {
 		kill_tree "$_sv_relay"
 		return 0
 	fi
+	# (The command's pid, once, while the file is surely there.)
+	[ -n "$_sv_cmd" ] || command_runs || :
 	_tk_lease=
-	read -r _tk_lease <"$_sv_job.lease"
+	read -r _tk_lease <"$_sv_job.lease" 2>/dev/null
 	if [ "$_tk_lease" != "$_sv_seen" ]; then
 		_sv_seen=$_tk_lease
 		_sv_silent=0
@@ -2020,17 +2039,26 @@ on_timer() {
 
 # command_runs (in on_timer) sets _tk_pid to the pid of the job's
 # command and is true while the command has not ended: the keeper has not
-# written its status, and where there is /proc, the pid's parent is the
-# keeper (_sv_keeper): once the keeper has reaped it, the pid may be
-# anyone's.
+# written its status, and the pid's parent is the keeper (_sv_keeper:
+# once the keeper has reaped it, the pid may be anyone's), or, without
+# /proc, the keeper runs. The pid is kept once read (_sv_cmd): the job's
+# files may go while it runs (those of a server's private directory, swept
+# after that server was killed), and its lease must hold all the same.
 command_runs() {
 	_tk_pid=
 	_tk_status=
-	{ read -r _tk_pid && read -r _tk_status; } <"$_sv_job.pid"
-	digits "$_tk_pid" && [ -z "$_tk_status" ] || return 1
-	[ -n "$procfs" ] || return 0
-	parent_of "$_tk_pid"
-	[ "$_po" = "$_sv_keeper" ]
+	if [ -e "$_sv_job.pid" ]; then
+		{ read -r _tk_pid && read -r _tk_status; } <"$_sv_job.pid"
+		[ -n "$_sv_cmd" ] || ! digits "$_tk_pid" || _sv_cmd=$_tk_pid
+	fi
+	[ -n "$_sv_cmd" ] && [ -z "$_tk_status" ] || return 1
+	_tk_pid=$_sv_cmd
+	if [ -n "$procfs" ]; then
+		parent_of "$_tk_pid"
+		[ "$_po" = "$_sv_keeper" ]
+	else
+		child_alive "$_sv_keeper"
+	fi
 }
 
 # child_alive PID: true while PID, a child of the waiter (its timer or
