@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -195,7 +196,11 @@ func TestCommandsWithoutAJobsDirectoryKeepTheirServer(t *testing.T) {
 			script += "; sleep 3"
 		}
 		wg.Go(func() { errs[i] = h.Exec(t.Context(), ops.Command{Script: script}) })
-		time.Sleep(300 * time.Millisecond)
+		// The next call once this one's command runs.
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			log, _ := os.ReadFile(runs)
+			assert.Contains(c, strings.Fields(string(log)), strconv.Itoa(i))
+		}, 10*time.Second, 10*time.Millisecond)
 	}
 	wg.Wait()
 	for i, err := range errs {
