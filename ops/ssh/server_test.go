@@ -207,10 +207,10 @@ func TestServerScript(t *testing.T) {
 			t.Parallel()
 			t.Run("background output stays with its command", func(t *testing.T) {
 				l := startLocal(t, sh, true)
-				status, out := l.run(t, `(sleep 0.6; echo LEAKED-FROM-A) & echo A-done`)
+				status, out := l.run(t, `(sleep 2; echo LEAKED-FROM-A) & echo A-done`)
 				assert.Equal(t, "0", status)
 				assert.Equal(t, "A-done\n", out)
-				status, out = l.run(t, `sleep 1; echo B-done`)
+				status, out = l.run(t, `sleep 3; echo B-done`)
 				assert.Equal(t, "0", status)
 				assert.Equal(t, "B-done\n", out, "nothing of the first command's child")
 			})
