@@ -33,7 +33,7 @@ import (
 // no private directories, no processes.
 //
 // Two more edges: the lease is 4 s, and now and then the host is cut off
-// for 12 s a second (or a fault) into a 30 s command, which its lease then
+// for 12 s once a 30 s command runs, which its lease then
 // kills (the call says so, and the command ran once); and the jobs
 // directory is shared with another host (an NFS home), whose jobs (one
 // running, one ended and not collected) nothing here touches.
@@ -124,13 +124,25 @@ func TestChaosSoak(t *testing.T) {
 			faults.Unlock()
 		}
 	}()
-	// outage cuts the host off for longer than the lease, a second into a
-	// command (or once the random fault on then is over): the link is
-	// partitioned and new connections are refused for 12 s (the lease
-	// counts its silence in ticks of a second, which a loaded host runs
-	// late: the kill comes 5-6 s after the last renewal, later under load).
-	outage := func() {
-		time.Sleep(time.Second)
+	// outage cuts the host off for longer than the lease once call i's
+	// command runs on the host (its line is in runs; a start held up by a
+	// fault may come seconds into the call, and a command started after
+	// the outage owes nothing to its lease) and any random fault on then
+	// is over: the link is partitioned and new connections are refused
+	// for 12 s (the lease counts its silence in ticks of a second, which
+	// a loaded host runs late: the kill comes 5-6 s after the last
+	// renewal, later under load).
+	outage := func(i int, after time.Duration) {
+		line := "\n" + strconv.Itoa(i) + "\n"
+		deadline := time.Now().Add(25 * time.Second)
+		for content, _ := os.ReadFile(runs); !strings.HasSuffix("\n"+string(content), line); content, _ = os.ReadFile(runs) {
+			if time.Now().After(deadline) {
+				t.Errorf("call %d: its command did not start within 25 s", i)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(after)
 		faults.Lock()
 		defer faults.Unlock()
 		p.Refuse(true)
@@ -179,7 +191,7 @@ func TestChaosSoak(t *testing.T) {
 			if rng.IntN(20) == 0 {
 				// Killed by its lease during an outage: the call says so,
 				// and the command is not run again.
-				go outage()
+				go outage(i, time.Duration(rng.IntN(1000))*time.Millisecond)
 				res := te.call("bash", map[string]any{"command": fmt.Sprintf(`echo %d >>%s; sleep 30; echo "%s call %d not killed"`, i, runs, token, i)})
 				ran = append(ran, strconv.Itoa(i))
 				assert.True(t, res.IsError, "call %d: the command outlived its lease: %s", i, res.Content.Text())

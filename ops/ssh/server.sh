@@ -1942,6 +1942,7 @@ supervise() {
 	_sv_relay=
 	_sv_timer=
 	_tk_busy=
+	_tk_again=
 	trap tick CHLD
 	sleep "$_sv_period" &
 	_sv_timer=$!
@@ -1994,14 +1995,24 @@ supervise() {
 # supervise is running (child_alive, kill_child), and again from within
 # itself when a child ends meanwhile: tick keeps the variable it shares
 # with them (child_alive's) as it found it, and a tick that comes while
-# one runs returns at once (the one running sees to the timer).
+# one runs only asks it to look again (the timer it started may have
+# ended meanwhile, and no other child ending would bring the trap back).
 tick() {
-	[ -z "$_tk_busy" ] || return 0
+	if [ -n "$_tk_busy" ]; then
+		_tk_again=yes
+		return 0
+	fi
 	_tk_busy=yes
 	_tk_cal=$_cal_stat
-	on_timer
+	_tk_again=yes
+	while [ -n "$_tk_again" ]; do
+		_tk_again=
+		on_timer
+	done
 	_cal_stat=$_tk_cal
 	_tk_busy=
+	# (A tick between the loop's last test and here asked in vain.)
+	[ -z "$_tk_again" ] || tick
 }
 
 # on_timer: when the waiter's timer has ended, reads the lease (while the
