@@ -133,9 +133,7 @@ func TestAttachingToAJobHoldsItsLease(t *testing.T) {
 // is never started again (it ran once).
 func TestCommandsWithoutAJobsDirectoryEndWithTheirConnection(t *testing.T) {
 	t.Parallel()
-	cache := hostCache(t)
-	require.NoError(t, os.Mkdir(filepath.Join(cache, "pi-remote"), 0o770))
-	require.NoError(t, os.Chmod(filepath.Join(cache, "pi-remote"), 0o770))
+	cache := sharedJobsCache(t)
 	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
 	p := netfault.Start(t, srv.Addr)
 	cfg := viaProxy(t, srv, p)
@@ -181,9 +179,7 @@ func TestCommandsWithoutAJobsDirectoryEndWithTheirConnection(t *testing.T) {
 // did, and each command runs once.
 func TestCommandsWithoutAJobsDirectoryKeepTheirServer(t *testing.T) {
 	t.Parallel()
-	cache := hostCache(t)
-	require.NoError(t, os.Mkdir(filepath.Join(cache, "pi-remote"), 0o770))
-	require.NoError(t, os.Chmod(filepath.Join(cache, "pi-remote"), 0o770))
+	cache := sharedJobsCache(t)
 	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
 	h := host(t, srv, rssh.HostOptions{MaxSessions: 2})
 	require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "true"}))
@@ -211,4 +207,15 @@ func TestCommandsWithoutAJobsDirectoryKeepTheirServer(t *testing.T) {
 	lines := strings.Fields(string(log))
 	slices.Sort(lines)
 	assert.Equal(t, []string{"0", "1", "2", "3", "4", "5", "6", "7"}, lines, "each command ran once")
+}
+
+// sharedJobsCache is a cache directory whose pi-remote directory is
+// group-writable (0770): the jobs directory there is not the user's alone,
+// and servers keep their commands in their private directories.
+func sharedJobsCache(t *testing.T) string {
+	t.Helper()
+	cache := hostCache(t)
+	require.NoError(t, os.Mkdir(filepath.Join(cache, "pi-remote"), 0o770))
+	require.NoError(t, os.Chmod(filepath.Join(cache, "pi-remote"), 0o770))
+	return cache
 }

@@ -174,26 +174,22 @@ func following(t *testing.T, file string) []string {
 
 // inSession lists the processes of session sid.
 func inSession(t *testing.T, sid int) []string {
-	t.Helper()
-	out, err := exec.Command("ps", "-eo", "pid=,sess=,args=").Output()
-	require.NoError(t, err)
-	var found []string
-	for line := range strings.Lines(string(out)) {
-		if f := strings.Fields(line); len(f) > 2 && f[1] == strconv.Itoa(sid) {
-			found = append(found, strings.TrimSpace(line))
-		}
-	}
-	return found
+	return psWhere(t, "pid=,sess=,args=", func(f []string) bool { return len(f) > 2 && f[1] == strconv.Itoa(sid) })
 }
 
 // sleeping lists the processes running `sleep arg`.
 func sleeping(t *testing.T, arg string) []string {
+	return psWhere(t, "pid=,args=", func(f []string) bool { return len(f) == 3 && f[1] == "sleep" && f[2] == arg })
+}
+
+// psWhere lists the lines of ps -eo FORMAT whose fields match.
+func psWhere(t *testing.T, format string, match func(fields []string) bool) []string {
 	t.Helper()
-	out, err := exec.Command("ps", "-eo", "pid=,args=").Output()
+	out, err := exec.Command("ps", "-eo", format).Output()
 	require.NoError(t, err)
 	var found []string
 	for line := range strings.Lines(string(out)) {
-		if _, args, _ := strings.Cut(strings.TrimSpace(line), " "); strings.TrimSpace(args) == "sleep "+arg {
+		if match(strings.Fields(line)) {
 			found = append(found, strings.TrimSpace(line))
 		}
 	}
