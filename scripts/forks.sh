@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # forks.sh [SERVER_SH...]: the processes a command server forks, and the
-# programs it executes, on the host for a lone `true` run with run_job,
+# programs it executes, on the host for a lone `true` run with run_job
+# (and per job of a batch of 16 run with run_jobs, the request's own
+# forks included),
 # counted with strace -f on this machine's dash: the server runs 1 job,
 # then 9 jobs one after another, and the difference over 8 is the cost of
-# one warm job (the server's own start and its sweep cancel out). Default:
+# one warm job (the server's own start and its sweep cancel out). Each job
+# has the output cap clients send by default, 1 GiB (CAP=N bytes for
+# another, CAP=none for none). Default:
 # ops/ssh/server.sh and the one of the last commit, side by side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+cap=${CAP:-1073741824}
+[ "$cap" != none ] || cap="''"
 command -v strace >/dev/null || { echo "forks.sh needs strace (apt-get install strace)" >&2; exit 1; }
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'cp "$work/out" /tmp/forks-out; rm -rf "$work"' EXIT
 if [ "$#" = 0 ]; then
 	git show HEAD:ops/ssh/server.sh >"$work/committed.sh"
 	set -- "$work/committed.sh" ops/ssh/server.sh
@@ -34,7 +40,7 @@ count() {
 		echo "#pi-remote-end"
 		sleep 2
 		for i in $(seq 1 "$2"); do
-			echo "Mrun_job ${i}123456789abcde 0 true '' '' '' '' 60 '' label ''"
+			echo "Mrun_job ${i}123456789abcde 0 true '' '' '' '' 60 $cap label ''"
 			# Its answer first (at most 30 s), then a moment for the
 			# waiter to end.
 			for _ in $(seq 1 300); do
@@ -43,11 +49,53 @@ count() {
 			done
 			sleep 0.3
 		done
-	} | XDG_CACHE_HOME=$cache TMPDIR=$tmp strace -f -qq -e trace=clone,clone3,fork,vfork,execve -o "$work/trace" dash -c "$boot" >"$work/out" 2>&1
+	} | XDG_CACHE_HOME=$cache TMPDIR=$tmp strace --seccomp-bpf -f -qq -e trace=clone,clone3,fork,vfork,execve -o "$work/trace" dash -c "$boot" >"$work/out" 2>&1
 	echo "$(grep -cE 'clone\(|clone3\(|fork\(' "$work/trace") $(grep -E execve "$work/trace" | grep -cE '= 0$') $(answers)"
 }
 
-printf '%-28s %12s %12s\n' "server" "forks/job" "execs/job"
+# batch_answered: true once the server has answered the batch.
+batch_answered() {
+	tr '\036' '\n' <"$work/out" | grep -q '^MOK$'
+}
+
+# ended: how many jobs of the batch ended with 0 so far.
+ended() {
+	tr '\036' '\n' <"$work/out" | grep -c '^X [0-9a-f]* 0$' || true
+}
+
+# count_batch SERVER N: "FORKS EXECS ENDED" for a server that runs one
+# batch of N jobs (run_jobs; N=0: the server alone).
+count_batch() {
+	local cache tmp
+	cache=$(mktemp -d -p "$work") tmp=$(mktemp -d -p "$work")
+	: >"$work/out"
+	{
+		cat "$1"
+		echo "serve M 0.2 yes abcdef 0123456789abcdef 1"
+		echo "#pi-remote-end"
+		sleep 2
+		if [ "$2" -gt 0 ]; then
+			echo "Mrun_jobs 60 $cap ''"
+			for i in $(seq 1 "$2"); do
+				printf 'Madd_job %02d23456789abcde true %s %s %s %s label\n' "$i" "''" "''" "''" "''"
+			done
+			# The client ends the request once every job has ended.
+			for _ in $(seq 1 300); do
+				[ "$(ended)" -lt "$2" ] || break
+				sleep 0.1
+			done
+			echo e
+			for _ in $(seq 1 300); do
+				! batch_answered || break
+				sleep 0.1
+			done
+		fi
+		sleep 0.5
+	} | XDG_CACHE_HOME=$cache TMPDIR=$tmp strace --seccomp-bpf -f -qq -e trace=clone,clone3,fork,vfork,execve -o "$work/trace" dash -c "$boot" >"$work/out" 2>&1
+	echo "$(grep -cE 'clone\(|clone3\(|fork\(' "$work/trace") $(grep -E execve "$work/trace" | grep -cE '= 0$') $(ended)"
+}
+
+printf '%-28s %14s %14s %16s %16s\n' "server" "lone forks/job" "lone execs/job" "batch forks/job" "batch execs/job"
 for server in "$@"; do
 	read -r f1 e1 a1 <<<"$(count "$server" 1)"
 	read -r f9 e9 a9 <<<"$(count "$server" 9)"
@@ -55,5 +103,12 @@ for server in "$@"; do
 		echo "$server: not every job was answered ($a1/1, $a9/9)" >&2
 		exit 1
 	fi
-	printf '%-28s %12s %12s\n' "$(basename "$server")" "$(echo "scale=2; ($f9 - $f1) / 8" | bc)" "$(echo "scale=2; ($e9 - $e1) / 8" | bc)"
+	read -r b0 x0 _ <<<"$(count_batch "$server" 0)"
+	read -r b16 x16 n16 <<<"$(count_batch "$server" 16)"
+	if [ "$n16" != 16 ]; then
+		echo "$server: not every job of the batch ended with 0 ($n16/16)" >&2
+		exit 1
+	fi
+	printf '%-28s %14s %14s %16s %16s\n' "$(basename "$server")" "$(echo "scale=2; ($f9 - $f1) / 8" | bc)" "$(echo "scale=2; ($e9 - $e1) / 8" | bc)" \
+		"$(echo "scale=2; ($b16 - $b0) / 16" | bc)" "$(echo "scale=2; ($x16 - $x0) / 16" | bc)"
 done
