@@ -167,6 +167,7 @@ serve() {
 	_rj_done_tail=
 	_rj_done_copy=
 	_rj_done_fifo=
+	_rj_news=
 	trap 'stop_stream; leave_fifo; remove_fifos; stop_private_jobs; remove_private "$private"' EXIT
 	trap 'exit 129' HUP
 	trap 'exit 141' PIPE
@@ -1006,6 +1007,7 @@ run_job() {
 	fi
 	_rj_job=$jobs/$1
 	_rj_waiter=
+	_rj_news=
 	fence_in || exit 0
 	if gone "$_rj_job"; then
 		finish "!GONE $_gone"
@@ -1029,10 +1031,11 @@ run_job() {
 		# The job's output goes through a FIFO in this host's directory
 		# among the jobs (the user's alone, umask 077), not in the private
 		# one: this server may go (its connection lost) before the job has
-		# opened it. They are made four at a time, with the gate
-		# (attach_job) the first time: one mkfifo for four jobs. (Made
-		# before the job's first file: from that file to JOB.server, the
-		# job has no server that an attacher could see die.)
+		# opened it. They are made eight at a time, with the gate and the
+		# news FIFO (see attach_job) the first time: one mkfifo for eight
+		# jobs. (Made before the job's first file: from that file to
+		# JOB.server, the job has no server that an attacher could see
+		# die.)
 		[ -n "$fifos" ] || make_fifos
 		# noclobber: of two starts of one job, one creates it (the other
 		# attaches to it).
@@ -1055,7 +1058,23 @@ run_job() {
 			# job's waiter begins, an attacher sees it (unstarted). The
 			# label is one line.
 			printf '%s %s\n%s\n' "$$" "$host_id" "${10%%"$nl"*}" >"$_rj_job.server"
-			start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9" "$8"
+			# The waiter gets the news FIFO open (read-write: that never
+			# waits); this server then holds it open for reading only, so
+			# that it reads the end of the file once the waiter has closed
+			# it, however it ended. Nothing else has it open then (the
+			# waiter's children never get it), and it serves the next job.
+			# (Without it, no news: attach_job follows the job as a long
+			# one at once.)
+			if [ -p "$private/news" ] && { command exec 8<>"$private/news"; } 2>/dev/null; then
+				start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9" "$8" "" news
+				_rj_news=yes
+				if ! { command exec 8<"$private/news"; } 2>/dev/null; then
+					exec 8<&-
+					_rj_news=
+				fi
+			else
+				start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9" "$8"
+			fi
 			_rj_used=$_rj_fifo
 			_rj_used_job=$_rj_job
 		fi
@@ -1064,13 +1083,16 @@ run_job() {
 	attach_job "$1" "$2" "$5" "$6" "$7" "$8"
 }
 
-# make_fifos adds four new FIFOs to $fifos, and makes the gate (see
-# attach_job) if there is none.
+# make_fifos adds eight new FIFOs to $fifos, and makes the gate and the
+# news FIFO (see attach_job) if there are none.
 make_fifos() {
-	set -- "$host_dir/fifo-$$-$((fifo_n + 1))" "$host_dir/fifo-$$-$((fifo_n + 2))" "$host_dir/fifo-$$-$((fifo_n + 3))" "$host_dir/fifo-$$-$((fifo_n + 4))"
-	fifos="$((fifo_n + 1)) $((fifo_n + 2)) $((fifo_n + 3)) $((fifo_n + 4))"
-	fifo_n=$((fifo_n + 4))
-	[ -p "$private/gate" ] || set -- "$@" "$private/gate"
+	set --
+	for _mf_n in 1 2 3 4 5 6 7 8; do
+		set -- "$@" "$host_dir/fifo-$$-$((fifo_n + _mf_n))"
+		fifos="$fifos${fifos:+ }$((fifo_n + _mf_n))"
+	done
+	fifo_n=$((fifo_n + 8))
+	[ -p "$private/gate" ] || set -- "$@" "$private/gate" "$private/news"
 	mkfifo "$@" 2>/dev/null
 }
 
@@ -1111,6 +1133,17 @@ remove_fifos() {
 # tee sends it and keeps a copy that says how much was sent; at the end tail
 # is stopped and the rest goes from there, so every byte is sent once.
 attach_job() {
+	# A job this server just started says on the news FIFO (fd 8, see
+	# run_job) whether it runs on past its first moments ("long"); most
+	# commands do not, and the waiter ends without a word (the end of the
+	# FIFO).
+	_rj_said=none
+	if [ -n "$_rj_news" ]; then
+		_rj_said=
+		read -r _rj_said <&8
+		exec 8<&-
+		_rj_news=
+	fi
 	if ! hex "$1" || ! digits "$2" "${4:-0}" "${5:-0}" "$6"; then
 		finish '!PROTOCOL malformed request'
 		return
@@ -1127,6 +1160,22 @@ attach_job() {
 	seq=$((seq + 1))
 	# (A client coming back renews the lease at once.)
 	[ -s "$_rj_job.status" ] || renew "$_rj_job" "$6"
+	# A job this server just started said whether it runs on (see
+	# above): one that ended goes out in one piece, with no stream and no
+	# watcher. (Control lines sent meanwhile are left to the request
+	# loop, which ignores them: the job has ended.)
+	if [ -z "$_rj_said" ] && [ -n "$_rj_waiter" ]; then
+		wait "$_rj_waiter"
+		if [ -s "$_rj_job.status" ]; then
+			_rj_waiter=
+			tail -c +$(($2 + 1)) "$_rj_job.out"
+			job_result "$_rj_job" "$3" "$4" "$5"
+			finish "$_jr_status"
+			_rj_done_fifo=$_rj_used
+			_rj_used=
+			return
+		fi
+	fi
 	_rj_claim=$private/claim.$seq
 	_rj_tail=$private/tail.$seq
 	_rj_copy=$private/copy.$seq
@@ -1234,9 +1283,9 @@ job_result() {
 		# An output no longer than either limit, in bytes, has no more
 		# lines than that either (a line takes a byte at least): no wc
 		# for it when the relay knew its size.
-		_jr_size=
-		[ ! -e "$1.size" ] || read -r _jr_size <"$1.size"
-		case $_jr_size in '' | *[!0-9]*) _jr_size=$(($3 + 1)) ;; esac
+		output_size "$1"
+		_jr_size=$_os_size
+		[ -n "$_jr_size" ] || _jr_size=$(($3 + 1))
 		if [ "$_jr_size" -gt "$3" ] || [ "$_jr_size" -gt "$4" ]; then
 			save_output "$1.out" "$2" "$3" "$4"
 		fi
@@ -1507,9 +1556,9 @@ run_jobs() {
 				continue
 			fi
 			_rs_fifos="$_rs_fifos $_rs_fifo"
-			_rs_size=
-			[ ! -e "$_rs_job.size" ] || read -r _rs_size <"$_rs_job.size"
-			case $_rs_size in '' | *[!0-9]*) _rs_size=$(($(wc -c <"$_rs_job.out"))) ;; esac
+			output_size "$_rs_job"
+			_rs_size=$_os_size
+			[ -n "$_rs_size" ] || _rs_size=$(($(wc -c <"$_rs_job.out")))
 			if [ "$_rs_size" -gt 0 ]; then
 				echo "D $_rs_id $_rs_size"
 				cat -- "$_rs_job.out"
@@ -1826,8 +1875,10 @@ digits() {
 	done
 }
 
-# start_job JOB SCRIPT DIR FIFO CAP TTL [EVENTS] starts the waiter of a
-# new job (see run_job) and sets _rj_waiter. The waiter starts the relay
+# start_job JOB SCRIPT DIR FIFO CAP TTL [EVENTS [NEWS]] starts the waiter
+# of a new job (see run_job) and sets _rj_waiter. With NEWS, the server's
+# fd 8 is open on the news FIFO, which the waiter writes to (see
+# supervise) and closes as it ends; others do not get it. The waiter starts the relay
 # and the keeper (see keep), supervises them (see supervise) and writes
 # the job's status, one short write of a whole line: readers wait for the
 # file to be non-empty. With EVENTS (the FIFO of run_jobs) it then writes
@@ -1843,12 +1894,21 @@ start_job() {
 		{ exec 7>"$1.pid"; } 2>/dev/null || exit 0
 		set +C
 		trap '' HUP PIPE
-		relay "$1" "$4" "$5" 7>&- &
+		# (Closed by exec in the child: a redirection of a function's
+		# call, as "relay 8>&-", keeps a copy of the fd in dash, to restore
+		# after the call, which would hold the news FIFO open.)
+		(
+			exec 7>&- 8>&-
+			relay "$1" "$4" "$5"
+		) &
 		_sj_relay=$!
-		keep "$1" "$2" "$3" >"$4" 2>&1 &
+		(
+			exec 8>&-
+			keep "$1" "$2" "$3"
+		) >"$4" 2>&1 &
 		_sj_keeper=$!
 		exec 7>&-
-		supervise "$1" "$_sj_keeper" "$_sj_relay" "$6"
+		supervise "$1" "$_sj_keeper" "$_sj_relay" "$6" "$8"
 		_sj_reason=
 		[ ! -e "$1.killed" ] || read -r _sj_reason <"$1.killed"
 		# (A kill that came as the command ended on its own did not end
@@ -1905,7 +1965,10 @@ keep() {
 	echo "$?" >&7
 }
 
-# supervise JOB KEEPER RELAY TTL: the waiter's work while job JOB runs. It
+# supervise JOB KEEPER RELAY TTL [NEWS]: the waiter's work while job JOB
+# runs. With NEWS, fd 8 is the news FIFO of the server that started the
+# job (see attach_job): once the command runs on past its first moments,
+# the waiter says so there, "long", and closes it (see tell_long). It
 # waits for KEEPER (see keep) and holds the job's lease from the start:
 # every TTL/3 seconds (at least 1, at most 60) a timer, the waiter's own
 # child, ends, and the lease file is read; a lease whose content has not
@@ -1933,6 +1996,7 @@ supervise() {
 	_sv_keeper=$2
 	_sv_cmd=
 	_sv_ttl=$4
+	_sv_news=$5
 	_sv_period=$(($4 / 3))
 	[ "$_sv_period" -ge 1 ] || _sv_period=1
 	[ "$_sv_period" -le 60 ] || _sv_period=60
@@ -1944,8 +2008,21 @@ supervise() {
 	_tk_busy=
 	_tk_again=
 	trap tick CHLD
-	sleep "$_sv_period" &
-	_sv_timer=$!
+	# A command that ends at once (most do) needs no timer: the keeper is
+	# watched for a few milliseconds first. (Its /proc entry's cwd goes
+	# with the process, while a zombie keeps its pid; child_alive has the
+	# last word.)
+	if [ -n "$procfs" ]; then
+		_sv_spin=0
+		while [ "$_sv_spin" -lt 10000 ] && [ -e "/proc/$2/cwd" ]; do
+			_sv_spin=$((_sv_spin + 1))
+		done
+	fi
+	if child_alive "$2"; then
+		sleep "$_sv_period" 8>&- &
+		_sv_timer=$!
+		tell_long
+	fi
 	while child_alive "$2"; do
 		wait "$2"
 	done
@@ -1978,7 +2055,8 @@ supervise() {
 		_sv_old=$_sv_timer
 		_sv_timer=
 		kill_child "$_sv_old"
-		sleep "$_sv_grace" &
+		tell_long
+		sleep "$_sv_grace" 8>&- &
 		_sv_timer=$!
 		_sv_relay=$3
 		while child_alive "$3"; do
@@ -1988,6 +2066,15 @@ supervise() {
 	trap - CHLD
 	kill_child "$_sv_timer"
 	_sv_timer=
+}
+
+# tell_long tells the server that started the job, if it waits for news
+# (see supervise), that the job runs on: it then follows it as a long one.
+tell_long() {
+	[ -n "$_sv_news" ] || return 0
+	_sv_news=
+	echo long >&8
+	exec 8>&-
 }
 
 # tick, the waiter's trap on CHLD (see supervise), runs on_timer. A trap
@@ -2044,7 +2131,7 @@ on_timer() {
 			kill_job "$_tk_pid"
 		fi
 	fi
-	sleep "$_sv_period" &
+	sleep "$_sv_period" 8>&- &
 	_sv_timer=$!
 }
 
@@ -2104,14 +2191,16 @@ signal_group() {
 # relay JOB FIFO CAP appends what the job writes into FIFO to JOB.out, as
 # it comes. With a CAP (bytes) it stops once the output has passed it (by
 # less than a block of 64 KiB): a command writing on gets SIGPIPE. dd
-# copies, a block per read; its count bounds the bytes, and its report
-# (POSIX: "FULL+PARTIAL records in") tells the end of the output, read
-# fewer times than counted, from a stop at the count. A dd that does not
-# report leaves the rest to cat, without a cap. Where dd also reports the
-# bytes it copied (GNU: "N bytes ... copied"), the size of the whole
-# output goes to JOB.size as the relay ends: job_result then needs no wc.
-# dd reports into that file meanwhile (a file fewer to create per job:
-# what it holds is a number once the relay has ended, and only then).
+# copies, a block per read (as it comes: a dd told to fill its blocks, or
+# to count bytes, would hold back what a command wrote until a block is
+# full); its count bounds the bytes, and its report (POSIX: "FULL+PARTIAL
+# records in") tells the end of the output, read fewer times than
+# counted, from a stop at the count. A dd that does not report leaves the
+# rest to cat, without a cap. Where dd also reports the bytes it copied
+# (GNU: "N bytes ... copied"), the size of the whole output goes to
+# JOB.size as the relay ends: job_result then needs no wc. dd reports
+# into that file meanwhile (a file fewer to create per job: what it holds
+# is a number once the relay has ended, and only then, see output_size).
 relay() {
 	if [ -z "$3" ]; then
 		exec cat "$2" >>"$1.out"
@@ -2149,6 +2238,14 @@ relay() {
 		fi
 		_rl_left=$(($3 + 1 - $(wc -c <"$1.out")))
 	done
+}
+
+# output_size JOB sets _os_size to the size of the ended job's output
+# as its relay wrote it in JOB.size, or to "" when it did not.
+output_size() {
+	_os_size=
+	[ ! -e "$1.size" ] || read -r _os_size <"$1.size"
+	case $_os_size in *[!0-9]*) _os_size= ;; esac
 }
 
 # renew JOB TTL renews the lease of job JOB: a line that differs from
