@@ -159,6 +159,11 @@ func TestStalePidFileKillsNothing(t *testing.T) {
 				require.Eventually(t, func() bool { return syscall.Kill(l.cmd.Process.Pid, 0) != nil }, 10*time.Second, 10*time.Millisecond, "the server ends")
 				assert.True(t, victim.survived(t), "the process the tail's pid file names was killed")
 				assert.Equal(t, "OK killed\n", callFile("stop_job")(t, startLocal(t, sh, true, "XDG_CACHE_HOME="+cache), job[0]))
+				// (Its waiter writes the status then: the test's directory
+				// goes once it has.)
+				status := filepath.Join(cache, "pi-remote", "jobs", job[0]+".status")
+				require.Eventually(t, func() bool { fi, err := os.Stat(status); return err == nil && fi.Size() > 0 }, 10*time.Second, 10*time.Millisecond)
+				waitWaiter(t, filepath.Join(cache, "pi-remote", "jobs", job[0]+".server"))
 			})
 			t.Run("a job's own process is still killed", func(t *testing.T) {
 				t.Parallel()
@@ -244,4 +249,18 @@ if job_process "$1"; then echo "proven $_jp_pid"; else echo "refused $_jp_why"; 
 			assert.True(t, victim.survived(t), "a pid is only judged here, never killed")
 		})
 	}
+}
+
+// waitWaiter waits (up to 10 s) for the waiter named in a job's .server
+// file (its third line) to end: it writes into the jobs directory until
+// then.
+func waitWaiter(t *testing.T, server string) {
+	t.Helper()
+	data, err := os.ReadFile(server)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	require.Len(t, lines, 3, "server, label, waiter")
+	pid, err := strconv.Atoi(lines[2])
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond, "the waiter ends")
 }
