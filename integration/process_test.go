@@ -195,6 +195,25 @@ func TestCloseForgetsEveryCollectedJob(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond)
 }
 
+// Close forgets the collected jobs over a new connection when the last
+// one dropped (a reset): the host keeps none of their files. (One that
+// went silent is not dialled again: Close would wait for nothing.)
+func TestCloseAfterADropForgetsCollectedJobs(t *testing.T) {
+	t.Parallel()
+	cache := hostCache(t)
+	p, h := reattachingHostOpts(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}}, rssh.HostOptions{})
+	for range 3 {
+		require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "true"}))
+	}
+	require.NotEmpty(t, jobsLeft(cache), "the last job is forgotten with a later request")
+	p.Reset()
+	require.Eventually(t, h.Down, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, h.Close())
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, jobsLeft(cache), "Close forgot the jobs over a new connection")
+	}, 10*time.Second, 100*time.Millisecond)
+}
+
 // A command that writes without end is stopped at the output cap, and the
 // result says so.
 func TestRunawayOutputStoppedAtCap(t *testing.T) {

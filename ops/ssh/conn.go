@@ -27,6 +27,7 @@ type conn struct {
 	dead     chan struct{}
 	deadOnce sync.Once
 	deadErr  error
+	silent   atomic.Bool // declared dead for want of an answer (keepalive)
 
 	// Session channels: servers + SFTP stay under limit, which drops to
 	// what the server accepted when it refuses a channel and climbs back
@@ -150,6 +151,7 @@ func (c *conn) keepalive(interval time.Duration, count int) {
 		}
 		idle := c.d.idle()
 		if idle >= limit {
+			c.silent.Store(true)
 			c.abort(fmt.Errorf("no answer from the host for %s (%d keepalives)", idle.Round(time.Second), count))
 			return
 		}

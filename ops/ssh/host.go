@@ -162,30 +162,40 @@ var errClosed = errors.New("host closed")
 // Close closes the connection. Operations after Close fail. The marks of
 // the jobs whose results were collected are removed first, for up to 2 s.
 func (h *Host) Close() error {
-	h.mu.Lock()
-	c := h.cur
-	h.mu.Unlock()
-	if c != nil && !c.isDead() {
-		// Every collected job, a request per toForget's share, within
-		// the one bound.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		for ids := h.toForget(); len(ids) > 0; ids = h.toForget() {
-			_, _, err := c.call(ctx, change, "forget", "", "forget", ids...)
-			h.forgetDone(ids, err == nil)
-			if err != nil {
-				break
-			}
-		}
-		cancel()
-	}
+	h.forgetCollected()
 	h.mu.Lock()
 	h.closed = true
-	c = h.cur
+	c := h.cur
 	h.mu.Unlock()
 	if c != nil {
 		c.kill(errClosed)
 	}
 	return nil
+}
+
+// forgetCollected removes the files of every collected job, a request
+// per toForget's share, within 2 s in all: over the connection, or over a
+// new one when the last one dropped (a reset, a lost link), unless it went
+// silent: a host that stopped answering would only hold Close up.
+func (h *Host) forgetCollected() {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	if c == nil || c.silent.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for ids := h.toForget(); len(ids) > 0; ids = h.toForget() {
+		c, err := h.conn(ctx)
+		if err == nil {
+			_, _, err = c.call(ctx, change, "forget", "", "forget", ids...)
+		}
+		h.forgetDone(ids, err == nil)
+		if err != nil {
+			return
+		}
+	}
 }
 
 // toForget takes (some of) the jobs whose files can go, for one request
