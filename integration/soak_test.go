@@ -78,6 +78,7 @@ func TestChaosSoak(t *testing.T) {
 
 	var resets, partitions, calls atomic.Int64
 	var faults sync.Mutex // held while a fault is on
+	var healing sync.WaitGroup
 	stop := make(chan struct{})
 	chaosDone := make(chan struct{})
 	go func() {
@@ -85,31 +86,34 @@ func TestChaosSoak(t *testing.T) {
 		for {
 			// A link that drops again before any call got through is no
 			// link: on a loaded machine a reconnect (handshake, login, the
-			// first server) can outlast the gaps. Each fault waits for a
-			// call to end after the one before, then for its random moment,
-			// mostly in the middle of the next call.
-			since := calls.Load()
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Duration(300+chaos.IntN(1700)) * time.Millisecond):
-			}
-			for calls.Load() == since {
+			// first server) can outlast the gaps. Each fault waits for one
+			// to three calls to end after the one before (most take a few
+			// milliseconds, some seconds), then for its random moment,
+			// within the next call or between calls.
+			since := calls.Load() + 1 + int64(chaos.IntN(3))
+			for calls.Load() < since {
 				select {
 				case <-stop:
 					return
-				case <-time.After(10 * time.Millisecond):
+				case <-time.After(5 * time.Millisecond):
 				}
 			}
+			time.Sleep(time.Duration(chaos.IntN(60)) * time.Millisecond)
 			faults.Lock()
 			if chaos.IntN(4) == 0 {
 				// Healed after the keepalives declared it dead (3 s) and
 				// the client went on over a new connection, or while it
 				// reconnects.
+				// (Healed in the background: the calls go on over a new
+				// connection meanwhile, and so do the faults.)
 				heal := p.Partition()
 				partitions.Add(1)
-				time.Sleep(time.Duration(3500+chaos.IntN(3000)) * time.Millisecond)
-				heal()
+				healing.Add(1)
+				go func(after time.Duration) {
+					defer healing.Done()
+					time.Sleep(after)
+					heal()
+				}(time.Duration(3500+chaos.IntN(3000)) * time.Millisecond)
 				faults.Unlock()
 				continue
 			}
@@ -215,6 +219,7 @@ func TestChaosSoak(t *testing.T) {
 	}
 	close(stop)
 	<-chaosDone
+	healing.Wait()
 	p.Refuse(false)
 	t.Logf("%d resets, %d partitions, %d connections, %d commands killed by their lease", resets.Load(), partitions.Load(), p.Accepted(), leaseKills)
 	assert.Greater(t, resets.Load(), int64(n/15), "the link was cut often")
