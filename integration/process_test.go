@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pi-remote/pi-remote/integration/netfault"
 	"github.com/pi-remote/pi-remote/integration/sshd"
 	"github.com/pi-remote/pi-remote/ops"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
@@ -201,7 +202,12 @@ func TestCloseForgetsEveryCollectedJob(t *testing.T) {
 func TestCloseAfterADropForgetsCollectedJobs(t *testing.T) {
 	t.Parallel()
 	cache := hostCache(t)
-	p, h := reattachingHostOpts(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}}, rssh.HostOptions{})
+	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
+	p := netfault.Start(t, srv.Addr)
+	// (The default connect timeout: a login on a loaded machine may take
+	// more than the 2 s reattachingHost gives it.)
+	h := rssh.New(viaProxy(t, srv, p), rssh.HostOptions{})
+	t.Cleanup(func() { h.Close() })
 	for range 3 {
 		require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "true"}))
 	}

@@ -160,7 +160,8 @@ func (h *Host) sessionRetry() time.Duration {
 var errClosed = errors.New("host closed")
 
 // Close closes the connection. Operations after Close fail. The marks of
-// the jobs whose results were collected are removed first, for up to 2 s.
+// the jobs whose results were collected are removed first, for up to 2 s
+// (5 s when the connection must be made again, see forgetCollected).
 func (h *Host) Close() error {
 	h.forgetCollected()
 	h.mu.Lock()
@@ -174,9 +175,10 @@ func (h *Host) Close() error {
 }
 
 // forgetCollected removes the files of every collected job, a request
-// per toForget's share, within 2 s in all: over the connection, or over a
-// new one when the last one dropped (a reset, a lost link), unless it went
-// silent: a host that stopped answering would only hold Close up.
+// per toForget's share, within 2 s in all over the connection; or over a
+// new one when the last one dropped (a reset, a lost link), within 5 s (a
+// login on a busy host takes seconds), unless it went silent: a host that
+// stopped answering would only hold Close up.
 func (h *Host) forgetCollected() {
 	h.mu.Lock()
 	c := h.cur
@@ -184,7 +186,11 @@ func (h *Host) forgetCollected() {
 	if c == nil || c.silent.Load() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	bound := 2 * time.Second
+	if c.isDead() {
+		bound = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	for ids := h.toForget(); len(ids) > 0; ids = h.toForget() {
 		c, err := h.conn(ctx)
