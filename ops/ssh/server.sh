@@ -1878,8 +1878,8 @@ digits() {
 # start_job JOB SCRIPT DIR FIFO CAP TTL [EVENTS [NEWS]] starts the waiter
 # of a new job (see run_job) and sets _rj_waiter. With NEWS, the server's
 # fd 8 is open on the news FIFO, which the waiter writes to (see
-# supervise) and closes as it ends; others do not get it. The waiter starts the relay
-# and the keeper (see keep), supervises them (see supervise) and writes
+# supervise) and closes as it ends; others do not get it. The waiter starts the keeper
+# (see keep) and the relay, supervises them (see supervise) and writes
 # the job's status, one short write of a whole line: readers wait for the
 # file to be non-empty. With EVENTS (the FIFO of run_jobs) it then writes
 # "x ID" there.
@@ -1895,20 +1895,17 @@ start_job() {
 		set +C
 		trap '' HUP PIPE
 		# (Closed by exec in the child: a redirection of a function's
-		# call, as "relay 8>&-", keeps a copy of the fd in dash, to restore
-		# after the call, which would hold the news FIFO open.)
-		(
-			exec 7>&- 8>&-
-			relay "$1" "$4" "$5"
-		) &
-		_sj_relay=$!
+		# call, as "keep 8>&-", keeps a copy of the fd in dash, to restore
+		# after the call, which would hold the news FIFO open.) The
+		# keeper's open of the FIFO waits for the waiter's, which holds
+		# its reading end from then on (see start_relay).
 		(
 			exec 8>&-
 			keep "$1" "$2" "$3"
 		) >"$4" 2>&1 &
 		_sj_keeper=$!
-		exec 7>&-
-		supervise "$1" "$_sj_keeper" "$_sj_relay" "$6" "$8"
+		exec 7>&- 4<"$4"
+		supervise "$1" "$_sj_keeper" "$5" "$6" "$8"
 		_sj_reason=
 		[ ! -e "$1.killed" ] || read -r _sj_reason <"$1.killed"
 		# (A kill that came as the command ended on its own did not end
@@ -1965,26 +1962,28 @@ keep() {
 	echo "$?" >&7
 }
 
-# supervise JOB KEEPER RELAY TTL [NEWS]: the waiter's work while job JOB
-# runs. With NEWS, fd 8 is the news FIFO of the server that started the
-# job (see attach_job): once the command runs on past its first moments,
-# the waiter says so there, "long", and closes it (see tell_long). It
-# waits for KEEPER (see keep) and holds the job's lease from the start:
-# every TTL/3 seconds (at least 1, at most 60) a timer, the waiter's own
-# child, ends, and the lease file is read; a lease whose content has not
-# changed (renew changes it) for TTL seconds (up to a period more) is a
-# client that is gone, and the command is killed ("lease"). Then it waits
-# for RELAY, which ends with the output a moment after the command, unless
-# children the command left behind hold the FIFO open: those get GRACE
-# seconds before the relay is stopped (they then get SIGPIPE, as they
-# would locally). Sets _sv_status to the command's exit status, as the
-# keeper wrote it.
+# supervise JOB KEEPER CAP TTL [NEWS]: the waiter's work while job JOB
+# runs, with fd 4 open on the reading end of the job's FIFO. With NEWS,
+# fd 8 is the news FIFO of the server that started the job (see
+# attach_job): once the command runs on past its first moments, the
+# waiter says so there, "long", and closes it (see tell_long). It starts
+# the relay (see start_relay), waits for KEEPER (see keep) and holds the
+# job's lease from the start: every TTL/3 seconds (at least 1, at most 60)
+# a timer, the waiter's own child, ends, and the lease file is read; a
+# lease whose content has not changed (renew changes it) for TTL seconds
+# (up to a period more) is a client that is gone, and the command is
+# killed ("lease"). Then it waits for the relay, which ends with the
+# output a moment after the command, unless children the command left
+# behind hold the FIFO open: those get GRACE seconds before the relay is
+# stopped (they then get SIGPIPE, as they would locally). Sets _sv_status
+# to the command's exit status, as the keeper wrote it, and writes the
+# size of the output to JOB.size when the relay knew it.
 #
-# The timers are handled by the trap on CHLD itself (tick), which runs
-# whenever a child ends, in a wait or between commands: a timer's end is
-# never missed, and the waits are for the keeper and the relay only, which
-# return when they end whatever the trap did. No sleep outlives its job:
-# the timer is killed while proven this waiter's child (child_alive).
+# The timers and the relay's rounds are handled by the trap on CHLD
+# itself (tick), which runs whenever a child ends, in a wait or between
+# commands: no end is missed, and the waits return when what they wait for
+# ends whatever the trap did. No sleep outlives its job: the timer is
+# killed while proven this waiter's child (child_alive).
 supervise() {
 	_sv_self=
 	if [ -n "$procfs" ]; then
@@ -1994,6 +1993,7 @@ supervise() {
 	fi
 	_sv_job=$1
 	_sv_keeper=$2
+	_sv_cap=$3
 	_sv_cmd=
 	_sv_ttl=$4
 	_sv_news=$5
@@ -2003,11 +2003,15 @@ supervise() {
 	_sv_silent=0
 	_sv_seen=
 	read -r _sv_seen <"$1.lease"
-	_sv_relay=
 	_sv_timer=
+	_sv_cutting=
+	_sv_relay=
+	_sv_output=
+	_sv_size=0
 	_tk_busy=
 	_tk_again=
 	trap tick CHLD
+	start_relay $((${3:-0} + 1))
 	# A command that ends at once (most do) needs no timer: the keeper is
 	# watched for a few milliseconds first. (Its /proc entry's cwd goes
 	# with the process, while a zombie keeps its pid; child_alive has the
@@ -2019,7 +2023,7 @@ supervise() {
 		done
 	fi
 	if child_alive "$2"; then
-		sleep "$_sv_period" 8>&- &
+		sleep "$_sv_period" 4<&- 8>&- &
 		_sv_timer=$!
 		tell_long
 	fi
@@ -2032,40 +2036,48 @@ supervise() {
 	# (A keeper killed by someone: the command's status is unknown.)
 	digits "$_sv_status" || _sv_status='255 lost'
 	# The relay's end is waited for a few dozen times (jobs reaps the
-	# children that ended, or kill -0 would find the relay a zombie):
-	# only a relay held open by the command's children needs the grace
-	# timer. Where the command has a session of its own, its process group
-	# tells more: once nobody is left in it, none of the command's
-	# processes writes (but one that took a session of its own), and the
-	# relay only has what the FIFO holds to copy, however long a busy host
-	# makes that take: a timer at GRACE would cut it short (losing output,
-	# and forking ps for kill_tree). Then the timer waits for a process
-	# that left the group only, and longer.
+	# children that ended, or kill -0 would find the relay a zombie;
+	# tick looks, in case the trap came before that): only a relay held
+	# open by the command's children needs the grace timer. Where the
+	# command has a session of its own, its process group tells more: once
+	# nobody is left in it, none of the command's processes writes (but
+	# one that took a session of its own), and the relay only has what the
+	# FIFO holds to copy, however long a busy host makes that take: a timer
+	# at GRACE would cut it short (losing output, and forking ps for
+	# kill_tree). Then the timer waits for a process that left the group
+	# only, and longer.
 	_sv_spin=0
-	while jobs >/dev/null 2>&1 && child_alive "$3" && [ "$_sv_spin" -lt 40 ]; do
+	while [ -n "$_sv_relay" ] && [ "$_sv_spin" -lt 40 ]; do
+		jobs >/dev/null 2>&1
+		tick
 		_sv_spin=$((_sv_spin + 1))
 	done
-	if child_alive "$3"; then
+	if [ -n "$_sv_relay" ]; then
 		_sv_grace=$grace
 		if [ -n "$setsid_cmd" ] && [ -n "$_sv_pid" ] && ! signal_group 0 "$_sv_pid"; then
 			_sv_grace=5
 		fi
 		# (The trap may run between any two of these: it finds no timer
-		# until the grace timer is set, and only then the relay.)
+		# until the grace timer is set, and only then its end stops the
+		# relay.)
 		_sv_old=$_sv_timer
 		_sv_timer=
 		kill_child "$_sv_old"
 		tell_long
-		sleep "$_sv_grace" 8>&- &
+		sleep "$_sv_grace" 4<&- 8>&- &
 		_sv_timer=$!
-		_sv_relay=$3
-		while child_alive "$3"; do
-			wait "$3"
+		_sv_cutting=yes
+		while [ -n "$_sv_relay" ]; do
+			wait "$_sv_relay"
+			tick
 		done
 	fi
 	trap - CHLD
 	kill_child "$_sv_timer"
 	_sv_timer=
+	if [ "$_sv_output" = all ] && [ -n "$_sv_size" ]; then
+		echo "$_sv_size" >"$1.size"
+	fi
 }
 
 # tell_long tells the server that started the job, if it waits for news
@@ -2094,6 +2106,7 @@ tick() {
 	_tk_again=yes
 	while [ -n "$_tk_again" ]; do
 		_tk_again=
+		on_relay
 		on_timer
 	done
 	_cal_stat=$_tk_cal
@@ -2103,16 +2116,18 @@ tick() {
 }
 
 # on_timer: when the waiter's timer has ended, reads the lease (while the
-# command runs: _sv_relay empty) and starts the next timer, or stops the
-# relay (once the grace is over).
+# command runs) and starts the next timer, or stops the relay (once the
+# grace is over: _sv_cutting).
 on_timer() {
 	[ -n "$_sv_timer" ] || return 0
 	jobs >/dev/null 2>&1
 	! child_alive "$_sv_timer" || return 0
 	_sv_timer=
-	if [ -n "$_sv_relay" ]; then
-		# Output stops now: kill_tree stops the relay, then its dd.
-		kill_tree "$_sv_relay"
+	if [ -n "$_sv_cutting" ]; then
+		# Output stops now: nobody reads the FIFO any more.
+		_sv_output=stopped
+		exec 4<&-
+		kill_child "$_sv_relay"
 		return 0
 	fi
 	# (The command's pid, once, while the file is surely there.)
@@ -2131,7 +2146,7 @@ on_timer() {
 			kill_job "$_tk_pid"
 		fi
 	fi
-	sleep "$_sv_period" 8>&- &
+	sleep "$_sv_period" 4<&- 8>&- &
 	_sv_timer=$!
 }
 
@@ -2188,56 +2203,81 @@ signal_group() {
 	kill -s "$1" -- "-$2" 2>/dev/null || kill -s "$1" "-$2" 2>/dev/null
 }
 
-# relay JOB FIFO CAP appends what the job writes into FIFO to JOB.out, as
-# it comes. With a CAP (bytes) it stops once the output has passed it (by
-# less than a block of 64 KiB): a command writing on gets SIGPIPE. dd
-# copies, a block per read (as it comes: a dd told to fill its blocks, or
-# to count bytes, would hold back what a command wrote until a block is
-# full); its count bounds the bytes, and its report (POSIX: "FULL+PARTIAL
-# records in") tells the end of the output, read fewer times than
-# counted, from a stop at the count. A dd that does not report leaves the
-# rest to cat, without a cap. Where dd also reports the bytes it copied
-# (GNU: "N bytes ... copied"), the size of the whole output goes to
-# JOB.size as the relay ends: job_result then needs no wc. dd reports
-# into that file meanwhile (a file fewer to create per job: what it holds
-# is a number once the relay has ended, and only then, see output_size).
-relay() {
-	if [ -z "$3" ]; then
-		exec cat "$2" >>"$1.out"
+# start_relay BYTES starts the relay, the waiter's child that appends
+# what the job writes into its FIFO (fd 4) to JOB.out as it comes: with a
+# CAP, a dd that copies at most BYTES (by less than a block of 64 KiB);
+# without, a cat that copies it all, and the waiter closes its end of the
+# FIFO at once. dd copies a block per read (as it comes: a dd told to fill
+# its blocks, or to count bytes, would hold back what a command wrote until
+# a block is full); its count bounds the bytes, and its report in JOB.size
+# (POSIX: "FULL+PARTIAL records in") tells, as it ends, the end of the
+# output, read fewer times than counted, from a stop at the count (see
+# on_relay). Meanwhile the waiter holds the FIFO's reading end: a command
+# that writes on is never without a reader between two rounds.
+start_relay() {
+	if [ -z "$_sv_cap" ]; then
+		cat <&4 >>"$_sv_job.out" 4<&- 8>&- &
+		_sv_relay=$!
+		_sv_size=
+		exec 4<&-
+		return
 	fi
-	exec 4<"$2" >>"$1.out"
-	_rl_left=$(($3 + 1))
-	_rl_size=0
-	while [ "$_rl_left" -gt 0 ]; do
-		_rl_count=$(((_rl_left + 65535) / 65536))
-		dd bs=65536 count="$_rl_count" <&4 2>"$1.size"
-		# (GNU dd may warn about partial reads first.)
-		_rl_reads=
-		_rl_bytes=
-		while IFS= read -r _rl_line; do
-			case $_rl_line in
-			[0-9]*+[0-9]*' records in')
-				_rl_line=${_rl_line%% *}
-				_rl_reads=$((${_rl_line%+*} + ${_rl_line#*+}))
-				;;
-			[0-9]*' byte'*)
-				_rl_bytes=${_rl_line%% *}
-				case $_rl_bytes in *[!0-9]*) _rl_bytes= ;; esac
-				;;
-			esac
-		done <"$1.size"
-		[ -n "$_rl_reads" ] || exec cat <&4
-		if [ -n "$_rl_bytes" ] && [ -n "$_rl_size" ]; then
-			_rl_size=$((_rl_size + _rl_bytes))
-		else
-			_rl_size=
-		fi
-		if [ "$_rl_reads" -lt "$_rl_count" ]; then
-			[ -z "$_rl_size" ] || echo "$_rl_size" >"$1.size"
-			return 0
-		fi
-		_rl_left=$(($3 + 1 - $(wc -c <"$1.out")))
-	done
+	_sv_count=$((($1 + 65535) / 65536))
+	dd bs=65536 count="$_sv_count" <&4 >>"$_sv_job.out" 2>"$_sv_job.size" 4<&- 8>&- &
+	_sv_relay=$!
+}
+
+# on_relay (in tick): once the relay has ended, reads dd's report: at the
+# end of the output, or at the CAP, the output is done (_sv_output, and
+# the waiter's end of the FIFO closed: a command writing on gets SIGPIPE);
+# at the count short of the CAP, the next round starts. A dd that does not
+# report leaves the rest to cat, without a cap. Where dd also reports the
+# bytes it copied (GNU: "N bytes ... copied"), _sv_size adds them up: the
+# size of the whole output, which job_result then needs no wc for.
+on_relay() {
+	[ -n "$_sv_relay" ] || return 0
+	! child_alive "$_sv_relay" || return 0
+	_sv_relay=
+	# (Stopped, or a cat: that was all.)
+	if [ -n "$_sv_output" ] || [ -z "$_sv_cap" ]; then
+		_sv_output=${_sv_output:-all}
+		return 0
+	fi
+	# (GNU dd may warn about partial reads first.)
+	_rl_reads=
+	_rl_bytes=
+	while IFS= read -r _rl_line; do
+		case $_rl_line in
+		[0-9]*+[0-9]*' records in')
+			_rl_line=${_rl_line%% *}
+			_rl_reads=$((${_rl_line%+*} + ${_rl_line#*+}))
+			;;
+		[0-9]*' byte'*)
+			_rl_bytes=${_rl_line%% *}
+			case $_rl_bytes in *[!0-9]*) _rl_bytes= ;; esac
+			;;
+		esac
+	done <"$_sv_job.size"
+	if [ -z "$_rl_reads" ]; then
+		_sv_cap=
+		start_relay
+		return 0
+	fi
+	if [ -n "$_rl_bytes" ] && [ -n "$_sv_size" ]; then
+		_sv_size=$((_sv_size + _rl_bytes))
+	else
+		_sv_size=
+	fi
+	_rl_left=0
+	if [ "$_rl_reads" -ge "$_sv_count" ]; then
+		_rl_left=$((_sv_cap + 1 - $(wc -c <"$_sv_job.out")))
+	fi
+	if [ "$_rl_left" -gt 0 ]; then
+		start_relay "$_rl_left"
+	else
+		_sv_output=all
+		exec 4<&-
+	fi
 }
 
 # output_size JOB sets _os_size to the size of the ended job's output
