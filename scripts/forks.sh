@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # forks.sh [SERVER_SH...]: the processes a command server forks, and the
 # programs it executes, on the host for a lone `true` run with run_job
-# (and per job of a batch of 16 run with run_jobs, the request's own
+# (each request naming the job before it as collected, as clients do),
+# and per job of a batch of 16 run with run_jobs (the request's own
 # forks included),
 # counted with strace -f on this machine's dash: the server runs 1 job,
 # then 9 jobs one after another, and the difference over 8 is the cost of
@@ -40,7 +41,11 @@ count() {
 		echo "#pi-remote-end"
 		sleep 2
 		for i in $(seq 1 "$2"); do
-			echo "Mrun_job ${i}123456789abcde 0 true '' '' '' '' 60 $cap label ''"
+			# As a client does, each request names the job before it,
+			# whose result the client has: its files go.
+			forget="''"
+			[ "$i" = 1 ] || forget="$((i - 1))123456789abcde"
+			echo "Mrun_job ${i}123456789abcde 0 true '' '' '' '' 60 $cap label $forget"
 			# Its answer first (at most 30 s), then a moment for the
 			# waiter to end.
 			for _ in $(seq 1 300); do

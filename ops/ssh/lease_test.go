@@ -94,7 +94,8 @@ func TestJobKilledByItsLeaseIsKeptForItsClient(t *testing.T) {
 // says nothing: 60 jobs of a batch, never renewed (TTL 3 s), exit 7 after
 // 3.7 to 4.5 s, around the lease's kill. Each status is the command's own
 // ("7") or the lease's kill ("137 lease"), never "7 lease": the kill is
-// sent only while the keeper has not reaped the command.
+// sent only while the command has not ended (the waiter's own child, alive
+// and no zombie; or, where it has a keeper, not reaped by it).
 func TestLeaseKillAsTheCommandEnds(t *testing.T) {
 	t.Parallel()
 	const n = 60

@@ -163,10 +163,10 @@ serve() {
 	# The FIFO of the job this server started and waits for, if any; the
 	# files the last request left, removed by the next run_job.
 	_rj_used=
-	_rj_done_claim=
-	_rj_done_tail=
-	_rj_done_copy=
-	_rj_done_fifo=
+	_rj_done_fifos=
+	_rj_done_seqs=
+	_rj_done_ids=
+	_sj_hand=
 	_rj_news=
 	trap 'stop_stream; leave_fifo; remove_fifos; stop_private_jobs; remove_private "$private"' EXIT
 	trap 'exit 129' HUP
@@ -313,8 +313,10 @@ serve_request() {
 # read_host sets host_name (the host's name, a word: "-" when unknown)
 # and boot_id (the id of its current boot, "-" when unknown), read without
 # a fork where /proc has them; host_id (both, as servers and jobs record
-# them, see host_of); and procfs (yes when /proc shows this process: pids
-# can be proven there, see job_process).
+# them, see host_of); procfs (yes when /proc shows this process: pids
+# can be proven there, see job_process); and keeper (yes when a job's
+# command needs a keeper, see keep: without /proc, and in bash, whose wait
+# interrupted by a trap on CHLD loses the child's status).
 read_host() {
 	host_name=
 	read -r host_name </proc/sys/kernel/hostname 2>/dev/null || host_name=$(uname -n)
@@ -326,6 +328,8 @@ read_host() {
 	host_id="$host_name $boot_id"
 	procfs=
 	[ ! -r "/proc/$$/stat" ] || procfs=yes
+	keeper=
+	[ -n "$procfs" ] && [ -z "${BASH_VERSION-}" ] || keeper=yes
 }
 
 # host_of NAME BOOT sets _ho to who may judge the pids of a server or job
@@ -620,10 +624,10 @@ job_lost() {
 # job_process JOB sets _jp_pid to the pid of job JOB's command when it is
 # proven the job's, the only pid a kill for the job may go to: the job has
 # no status and runs on this host (this boot), its waiter is alive, and
-# the pid's parent is the waiter's child, the keeper (/proc/PID/stat, read
-# without a fork: a child's pid is not reused before its parent has
-# reaped it, and the keeper writes the status a moment after; a job of an
-# earlier version had no keeper: its command's parent is the waiter). A job that is starting (no
+# the pid's parent is the waiter (/proc/PID/stat, read without a fork: a
+# child's pid is not reused before its parent has reaped it, and the
+# waiter writes the status a moment after), or, where the command has a
+# keeper (see keep), the waiter's child. A job that is starting (no
 # waiter or pid yet) is waited for, up to about 5 seconds. Otherwise it
 # fails, and _jp_why says why: "ended" (its command has, or the job has a
 # status), "lost" (nothing of it runs any more: its files may go),
@@ -993,18 +997,11 @@ run_job() {
 		finish '!PROTOCOL malformed request'
 		return
 	fi
-	# What the last request left (its claim, its job's FIFO) and the
-	# jobs whose results the client has go in one rm, in the background.
-	if [ -n "${11}$_rj_done_claim$_rj_done_fifo" ]; then
-		set -f
-		# shellcheck disable=SC2086 # job IDs (not globbed)
-		remove_files_bg "$_rj_done_claim" "$_rj_done_tail" "$_rj_done_copy" "$_rj_done_fifo" -- ${11}
-		set +f
-		_rj_done_claim=
-		_rj_done_tail=
-		_rj_done_copy=
-		_rj_done_fifo=
-	fi
+	# What the last requests left (their claims, their jobs' FIFOs) and
+	# the jobs whose results the client has go with one rm: the one the
+	# waiter of the job this request starts ends with (no fork for it,
+	# see start_job), or one in the background.
+	_rj_done_ids="$_rj_done_ids${11:+ }${11}"
 	_rj_job=$jobs/$1
 	_rj_waiter=
 	_rj_news=
@@ -1065,6 +1062,7 @@ run_job() {
 			# waiter's children never get it), and it serves the next job.
 			# (Without it, no news: attach_job follows the job as a long
 			# one at once.)
+			_sj_hand=yes
 			if [ -p "$private/news" ] && { command exec 8<>"$private/news"; } 2>/dev/null; then
 				start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9" "$8" "" news
 				_rj_news=yes
@@ -1075,12 +1073,57 @@ run_job() {
 			else
 				start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9" "$8"
 			fi
+			_sj_hand=
+			_rj_done_fifos=
+			_rj_done_seqs=
+			_rj_done_ids=
 			_rj_used=$_rj_fifo
 			_rj_used_job=$_rj_job
 		fi
 	fi
+	[ -z "$_rj_done_ids$_rj_done_fifos$_rj_done_seqs" ] || remove_done bg
 	fence_out
 	attach_job "$1" "$2" "$5" "$6" "$7" "$8"
+}
+
+# remove_done MODE [FILE...] removes, with one rm, the FILEs, the files of
+# the jobs whose results the client has (_rj_done_ids, see forget_jobs)
+# and what the requests answered since the last time left: the FIFOs of
+# the jobs they started (_rj_done_fifos, numbers as in $fifos) and their
+# streams' files (_rj_done_seqs, the requests' numbers, see attach_job).
+# MODE: "bg", the rm in the background; "exec", the rm replaces this shell
+# (a waiter's last act, see start_job); "fg", the rm runs and this goes
+# on.
+remove_done() {
+	_rd_mode=$1
+	shift
+	for _rd_n in $_rj_done_fifos; do set -- "$@" "$host_dir/fifo-$$-$_rd_n"; done
+	for _rd_n in $_rj_done_seqs; do set -- "$@" "$private/claim.$_rd_n" "$private/tail.$_rd_n" "$private/copy.$_rd_n"; done
+	set -f
+	# shellcheck disable=SC2086 # job IDs (not globbed)
+	set -- "$@" -- $_rj_done_ids
+	set +f
+	_rj_done_fifos=
+	_rj_done_seqs=
+	_rj_done_ids=
+	case $_rd_mode in
+	bg) remove_files_bg "$@" ;;
+	exec)
+		_rmf_exec=yes
+		remove_files "$@"
+		;;
+	*) remove_files "$@" ;;
+	esac
+}
+
+# done_with NUMBER adds the files of the request NUMBER (its stream's,
+# when it had one) and its job's FIFO to what remove_done removes.
+done_with() {
+	[ -z "$1" ] || _rj_done_seqs="$_rj_done_seqs $1"
+	if [ -n "$_rj_used" ]; then
+		_rj_done_fifos="$_rj_done_fifos ${_rj_used##*-}"
+		_rj_used=
+	fi
 }
 
 # make_fifos adds eight new FIFOs to $fifos, and makes the gate and the
@@ -1109,14 +1152,13 @@ leave_fifo() {
 	_rj_used=
 }
 
-# remove_fifos removes the FIFOs made ahead and not used, and the last
-# job's (as the server exits).
+# remove_fifos removes the FIFOs made ahead and not used, and what the
+# last requests left (as the server exits, see remove_done).
 remove_fifos() {
 	set --
 	for _rf_n in $fifos; do set -- "$@" "$host_dir/fifo-$$-$_rf_n"; done
 	[ -z "$fence" ] || set -- "$@" "$fence/busy.$epoch.$$"
-	[ -z "$_rj_done_fifo" ] || set -- "$@" "$_rj_done_fifo"
-	[ "$#" = 0 ] || rm -f "$@"
+	remove_done fg "$@"
 }
 
 # attach_job ID OFFSET SAVE SAVE_BYTES SAVE_LINES TTL sends the output of
@@ -1171,8 +1213,7 @@ attach_job() {
 			tail -c +$(($2 + 1)) "$_rj_job.out"
 			job_result "$_rj_job" "$3" "$4" "$5"
 			finish "$_jr_status"
-			_rj_done_fifo=$_rj_used
-			_rj_used=
+			done_with
 			return
 		fi
 	fi
@@ -1262,11 +1303,7 @@ attach_job() {
 	# The job's FIFO goes with the rest (see run_job), unless the job
 	# runs on.
 	[ "$_rj_status" != '!DETACHED' ] || leave_fifo
-	_rj_done_claim=$_rj_claim
-	_rj_done_tail=$_rj_tail
-	_rj_done_copy=$_rj_copy
-	_rj_done_fifo=$_rj_used
-	_rj_used=
+	done_with "$seq"
 }
 
 # job_result JOB SAVE SAVE_BYTES SAVE_LINES sets _jr_status to the status
@@ -1747,7 +1784,10 @@ remove_files() {
 			set -- "$@" "$_rmf_arg"
 		fi
 	done
-	if [ -n "$_rmf_bg" ]; then
+	if [ -n "$_rmf_exec" ]; then
+		_rmf_exec=
+		[ "$#" = 0 ] || exec rm -f "$@"
+	elif [ -n "$_rmf_bg" ]; then
 		_rmf_bg=
 		[ "$#" = 0 ] || rm -f "$@" 3<&- &
 	else
@@ -1894,18 +1934,30 @@ start_job() {
 		{ exec 7>"$1.pid"; } 2>/dev/null || exit 0
 		set +C
 		trap '' HUP PIPE
-		# (Closed by exec in the child: a redirection of a function's
-		# call, as "keep 8>&-", keeps a copy of the fd in dash, to restore
-		# after the call, which would hold the news FIFO open.) The
-		# keeper's open of the FIFO waits for the waiter's, which holds
+		# The command is the waiter's own child (see supervise), or a
+		# keeper's where it needs one (see keep). (Closed by exec in the child: a redirection of a
+		# function's call, as "keep 8>&-", keeps a copy of the fd in dash,
+		# to restore after the call, which would hold the news FIFO open.)
+		# The child's open of the FIFO waits for the waiter's, which holds
 		# its reading end from then on (see start_relay).
-		(
-			exec 8>&-
-			keep "$1" "$2" "$3"
-		) >"$4" 2>&1 &
-		_sj_keeper=$!
+		if [ -z "$keeper" ]; then
+			(
+				exec 7>&- 8>&-
+				exec_command "$1" "$2" "$3"
+			) >"$4" 2>&1 &
+			_sj_child=$!
+			echo "$_sj_child" >&7
+			_sj_keeper=
+		else
+			(
+				exec 8>&-
+				keep "$1" "$2" "$3"
+			) >"$4" 2>&1 &
+			_sj_child=$!
+			_sj_keeper=$_sj_child
+		fi
 		exec 7>&- 4<"$4"
-		supervise "$1" "$_sj_keeper" "$5" "$6" "$8"
+		supervise "$1" "$_sj_child" "$_sj_keeper" "$5" "$6" "$8"
 		_sj_reason=
 		[ ! -e "$1.killed" ] || read -r _sj_reason <"$1.killed"
 		# (A kill that came as the command ended on its own did not end
@@ -1920,39 +1972,56 @@ start_job() {
 		# (and then so is the FIFO, or nobody reads what is written).
 		[ -z "$7" ] || echo "x ${1##*/}" 1<>"$7"
 		# The FIFO goes with the server's next files, unless that server
-		# let go of the job (see leave_fifo).
-		[ ! -e "$4.left" ] || rm -f "$4" "$4.left"
+		# let go of the job (see leave_fifo). The waiter of run_job
+		# (_sj_hand) removes what the server's last requests left, with
+		# the rm it becomes: no fork for it.
+		exec 8>&-
+		if [ -e "$4.left" ]; then set -- "$4" "$4.left"; else set --; fi
+		if [ -n "$_sj_hand" ]; then
+			remove_done exec "$@"
+		elif [ "$#" != 0 ]; then
+			exec rm -f "$@"
+		fi
 	) </dev/null >/dev/null 2>&1 3<&- 6<&- &
 	_rj_waiter=$!
 	echo "$_rj_waiter" >>"$1.server"
 }
 
-# keep JOB SCRIPT DIR, the keeper, runs SCRIPT with sh -c in DIR (the home
-# directory when empty), in its own session when the host has setsid,
-# writes the command's pid on fd 7 (the job's pid file) and waits for it,
-# then adds its exit status there as a second line. A plain wait, with no
-# trap set, is the one that reports an exit status right in every shell:
-# the waiter, whose wait a trap interrupts (see supervise), reads it from
-# the file.
+# exec_command JOB SCRIPT DIR, in the job's child, becomes SCRIPT run with
+# sh -c in DIR (the home directory when empty), in its own session when
+# the host has setsid.
+exec_command() {
+	# The command gets the signal dispositions of any other (the waiter's
+	# ignored HUP and PIPE are its own).
+	trap - HUP PIPE
+	# (A DIR "-" would be $OLDPWD to cd, even after "--".)
+	case $3 in
+	'') ;;
+	-*) cd "./$3" || exit 126 ;;
+	*) cd "$3" || exit 126 ;;
+	esac
+	# One argument may not exceed 128 KiB on Linux: a longer script is
+	# read from a file (it then sees that file as $0).
+	if [ "${#2}" -le 65536 ]; then
+		exec $setsid_cmd sh -c "$2"
+	fi
+	printf '%s\n' "$2" >"$1.script" || exit 126
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	exec $setsid_cmd sh -c '. "$0"' "$1.script"
+}
+
+# keep JOB SCRIPT DIR, the keeper, where the waiter cannot wait for the
+# command itself (see read_host): runs the command (exec_command), writes
+# its pid on fd 7 (the job's pid file) and waits for it, then adds its
+# exit status there as a second line. A plain wait, with no trap set,
+# reports an exit status right in every shell. The waiter's waits are cut
+# short by its trap on CHLD: bash then loses the status of the child it
+# reaped; and without /proc, the waiter cannot tell its timers' zombies
+# from the living, and so calls jobs, which makes dash forget the status
+# of a child it reaped (see supervise).
 keep() {
 	(
-		# The command gets the signal dispositions of any other (the
-		# waiter's ignored HUP and PIPE are its own).
-		trap - HUP PIPE
-		# (A DIR "-" would be $OLDPWD to cd, even after "--".)
-		case $3 in
-		'') ;;
-		-*) cd "./$3" || exit 126 ;;
-		*) cd "$3" || exit 126 ;;
-		esac
-		# One argument may not exceed 128 KiB on Linux: a longer script
-		# is read from a file (it then sees that file as $0).
-		if [ "${#2}" -le 65536 ]; then
-			exec $setsid_cmd sh -c "$2"
-		fi
-		printf '%s\n' "$2" >"$1.script" || exit 126
-		# shellcheck disable=SC2016 # expanded by the inner sh
-		exec $setsid_cmd sh -c '. "$0"' "$1.script"
+		exec_command "$1" "$2" "$3"
 	) 7>&- &
 	echo "$!" >&7
 	# (The output is the command's: what the shell says of it, as
@@ -1962,12 +2031,13 @@ keep() {
 	echo "$?" >&7
 }
 
-# supervise JOB KEEPER CAP TTL [NEWS]: the waiter's work while job JOB
+# supervise JOB CHILD KEEPER CAP TTL [NEWS]: the waiter's work while job JOB
 # runs, with fd 4 open on the reading end of the job's FIFO. With NEWS,
 # fd 8 is the news FIFO of the server that started the job (see
 # attach_job): once the command runs on past its first moments, the
 # waiter says so there, "long", and closes it (see tell_long). It starts
-# the relay (see start_relay), waits for KEEPER (see keep) and holds the
+# the relay (see start_relay), waits for CHILD, its child that is the
+# command, or without /proc its KEEPER (see keep), and holds the
 # job's lease from the start: every TTL/3 seconds (at least 1, at most 60)
 # a timer, the waiter's own child, ends, and the lease file is read; a
 # lease whose content has not changed (renew changes it) for TTL seconds
@@ -1976,14 +2046,22 @@ keep() {
 # output a moment after the command, unless children the command left
 # behind hold the FIFO open: those get GRACE seconds before the relay is
 # stopped (they then get SIGPIPE, as they would locally). Sets _sv_status
-# to the command's exit status, as the keeper wrote it, and writes the
-# size of the output to JOB.size when the relay knew it.
+# to the command's exit status, and writes the size of the output to
+# JOB.size when the relay knew it.
 #
 # The timers and the relay's rounds are handled by the trap on CHLD
 # itself (tick), which runs whenever a child ends, in a wait or between
 # commands: no end is missed, and the waits return when what they wait for
 # ends whatever the trap did. No sleep outlives its job: the timer is
 # killed while proven this waiter's child (child_alive).
+#
+# The status of the command, its own child, is what a wait for it says
+# once no trap came during that wait (one that did may have cut it short;
+# a wait again for a command reaped meanwhile says its status). dash
+# forgets the status of a child it reaped at its next fork (1 command in 6
+# in a test of timers restarted by the trap), or at jobs: from the moment
+# the command is reaped until its status is read, the trap does nothing
+# (tick), and nothing here forks or calls jobs.
 supervise() {
 	_sv_self=
 	if [ -n "$procfs" ]; then
@@ -1992,12 +2070,14 @@ supervise() {
 		_sv_self=$(exec sh -c 'echo "$PPID"')
 	fi
 	_sv_job=$1
-	_sv_keeper=$2
-	_sv_cap=$3
+	_sv_keeper=$3
+	_sv_cap=$4
 	_sv_cmd=
-	_sv_ttl=$4
-	_sv_news=$5
-	_sv_period=$(($4 / 3))
+	[ -n "$3" ] || _sv_cmd=$2
+	_sv_ended=
+	_sv_ttl=$5
+	_sv_news=$6
+	_sv_period=$(($5 / 3))
 	[ "$_sv_period" -ge 1 ] || _sv_period=1
 	[ "$_sv_period" -le 60 ] || _sv_period=60
 	_sv_silent=0
@@ -2011,8 +2091,8 @@ supervise() {
 	_tk_busy=
 	_tk_again=
 	trap tick CHLD
-	start_relay $((${3:-0} + 1))
-	# A command that ends at once (most do) needs no timer: the keeper is
+	start_relay $((${4:-0} + 1))
+	# A command that ends at once (most do) needs no timer: CHILD is
 	# watched for a few milliseconds first. (Its /proc entry's cwd goes
 	# with the process, while a zombie keeps its pid; child_alive has the
 	# last word.)
@@ -2030,11 +2110,23 @@ supervise() {
 	while child_alive "$2"; do
 		wait "$2"
 	done
-	_sv_pid=
+	_sv_pid=$_sv_cmd
 	_sv_status=
-	{ read -r _sv_pid && read -r _sv_status; } <"$1.pid"
-	# (A keeper killed by someone: the command's status is unknown.)
-	digits "$_sv_status" || _sv_status='255 lost'
+	if [ -n "$3" ]; then
+		{ read -r _sv_pid && read -r _sv_status; } <"$1.pid"
+		# (A keeper killed by someone: the command's status is unknown.)
+		digits "$_sv_status" || _sv_status='255 lost'
+	else
+		_tk_hit=yes
+		while [ -n "$_tk_hit" ]; do
+			_tk_hit=
+			wait "$2"
+			_sv_status=$?
+		done
+	fi
+	# (What the trap left undone meanwhile.)
+	_sv_ended=yes
+	tick
 	# The relay's end is waited for a few dozen times (jobs reaps the
 	# children that ended, or kill -0 would find the relay a zombie;
 	# tick looks, in case the trap came before that): only a relay held
@@ -2082,11 +2174,19 @@ supervise() {
 
 # tell_long tells the server that started the job, if it waits for news
 # (see supervise), that the job runs on: it then follows it as a long one.
+# What this waiter was to remove as it ends (see start_job) goes now, in
+# the background: the files of jobs the client has collected go as soon
+# as the client says so, whatever the next command.
 tell_long() {
-	[ -n "$_sv_news" ] || return 0
-	_sv_news=
-	echo long >&8
-	exec 8>&-
+	if [ -n "$_sv_news" ]; then
+		_sv_news=
+		echo long >&8
+		exec 8>&-
+	fi
+	if [ -n "$_sj_hand" ]; then
+		_sj_hand=
+		remove_done bg
+	fi
 }
 
 # tick, the waiter's trap on CHLD (see supervise), runs on_timer. A trap
@@ -2097,6 +2197,11 @@ tell_long() {
 # one runs only asks it to look again (the timer it started may have
 # ended meanwhile, and no other child ending would bring the trap back).
 tick() {
+	_tk_hit=yes
+	# (A command reaped, and its status not read yet: see supervise.)
+	if [ -z "$_sv_ended" ] && [ -n "$_sv_cmd" ] && [ -z "$_sv_keeper" ] && ! kill -s 0 "$_sv_cmd" 2>/dev/null; then
+		return 0
+	fi
 	if [ -n "$_tk_busy" ]; then
 		_tk_again=yes
 		return 0
@@ -2120,7 +2225,8 @@ tick() {
 # grace is over: _sv_cutting).
 on_timer() {
 	[ -n "$_sv_timer" ] || return 0
-	jobs >/dev/null 2>&1
+	# (Without /proc, a timer that ended is a zombie until reaped.)
+	[ -n "$procfs" ] || jobs >/dev/null 2>&1
 	! child_alive "$_sv_timer" || return 0
 	_sv_timer=
 	if [ -n "$_sv_cutting" ]; then
@@ -2151,14 +2257,17 @@ on_timer() {
 }
 
 # command_runs (in on_timer) sets _tk_pid to the pid of the job's
-# command and is true while the command has not ended: the keeper has not
-# written its status, and the pid's parent is the keeper (_sv_keeper:
-# once the keeper has reaped it, the pid may be anyone's), or, without
-# /proc, the keeper runs. The pid is kept once read (_sv_cmd): the job's
+# command and is true while the command has not ended: it is the waiter's
+# child and alive (child_alive); or, without /proc, the keeper runs and has
+# not written its status. The pid is kept once read (_sv_cmd): the job's
 # files may go while it runs (those of a server's private directory, swept
 # after that server was killed), and its lease must hold all the same.
 command_runs() {
-	_tk_pid=
+	_tk_pid=$_sv_cmd
+	if [ -z "$_sv_keeper" ]; then
+		[ -z "$_sv_ended" ] && child_alive "$_sv_cmd"
+		return
+	fi
 	_tk_status=
 	if [ -e "$_sv_job.pid" ]; then
 		{ read -r _tk_pid && read -r _tk_status; } <"$_sv_job.pid"
@@ -2166,12 +2275,7 @@ command_runs() {
 	fi
 	[ -n "$_sv_cmd" ] && [ -z "$_tk_status" ] || return 1
 	_tk_pid=$_sv_cmd
-	if [ -n "$procfs" ]; then
-		parent_of "$_tk_pid"
-		[ "$_po" = "$_sv_keeper" ]
-	else
-		child_alive "$_sv_keeper"
-	fi
+	child_alive "$_sv_keeper"
 }
 
 # child_alive PID: true while PID, a child of the waiter (its timer or
