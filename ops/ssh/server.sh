@@ -555,6 +555,11 @@ wait_job() {
 	_wj_result=0
 	if [ -n "$_wj_waiter" ]; then
 		wait "$_wj_waiter"
+		# (A waiter killed by someone wrote no status; a wait cut short
+		# by the client letting go left it running.)
+		if [ -z "$detach" ] && [ ! -s "$_wj_job.status" ] && ! pid_alive "$_wj_waiter"; then
+			_wj_result=1
+		fi
 	else
 		_wj_nap=0.01
 		while [ ! -s "$_wj_job.status" ] && [ -z "$detach" ]; do
@@ -1007,21 +1012,21 @@ run_job() {
 	_rj_news=
 	fence_in || exit 0
 	if gone "$_rj_job"; then
-		finish "!GONE $_gone"
+		run_job_fails "!GONE $_gone"
 		return
 	fi
 	if [ ! -e "$_rj_job.out" ]; then
 		if [ "$2" != 0 ]; then
-			finish '!NOJOB'
+			run_job_fails '!NOJOB'
 			return
 		fi
 		if [ -n "$4" ]; then
 			if [ ! -d "$4" ]; then
-				if [ -e "$4" ]; then finish '!ENOTDIR'; else finish '!ENOENT'; fi
+				if [ -e "$4" ]; then run_job_fails '!ENOTDIR'; else run_job_fails '!ENOENT'; fi
 				return
 			fi
 			if [ ! -x "$4" ]; then
-				finish '!EACCES'
+				run_job_fails '!EACCES'
 				return
 			fi
 		fi
@@ -1048,7 +1053,7 @@ run_job() {
 			esac
 			if ! [ -p "$_rj_fifo" ] || ! { echo "$8" >"$_rj_job.lease"; } 2>/dev/null; then
 				rm -f -- "$_rj_job".* "$_rj_fifo"
-				finish "!EIO cannot create a job in $jobs"
+				run_job_fails "!EIO cannot create a job in $jobs"
 				return
 			fi
 			# Who is starting it, where: if this server dies before the
@@ -1084,6 +1089,14 @@ run_job() {
 	[ -z "$_rj_done_ids$_rj_done_fifos$_rj_done_seqs" ] || remove_done bg
 	fence_out
 	attach_job "$1" "$2" "$5" "$6" "$7" "$8"
+}
+
+# run_job_fails STATUS answers a run_job that starts no job and attaches to
+# none with STATUS, what the last requests left going in the background
+# (see remove_done).
+run_job_fails() {
+	[ -z "$_rj_done_ids$_rj_done_fifos$_rj_done_seqs" ] || remove_done bg
+	finish "$1"
 }
 
 # remove_done MODE [FILE...] removes, with one rm, the FILEs, the files of
@@ -1928,10 +1941,13 @@ start_job() {
 		# The job's pid file, made here (empty until the command runs),
 		# is the waiter's claim: an attacher that found this job's server
 		# dead may have given up on the job first (see unstarted), and a
-		# job's tombstone keeps it (see bury). A redirection of exec that
-		# fails ends this subshell.
+		# job's tombstone keeps it (see bury). Then the waiter only removes
+		# what it was given to (see below).
 		set -C
-		{ exec 7>"$1.pid"; } 2>/dev/null || exit 0
+		if ! { command exec 7>"$1.pid"; } 2>/dev/null; then
+			[ -z "$_sj_hand" ] || remove_done exec
+			exit 0
+		fi
 		set +C
 		trap '' HUP PIPE
 		# The command is the waiter's own child (see supervise), or a

@@ -306,6 +306,60 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				matches, _ := filepath.Glob(filepath.Join(jobs, other[0]+".*"))
 				assert.NotEmpty(t, matches, "the job not forgotten stays")
 			})
+			t.Run("collected jobs go at once, whatever the request that names them does", func(t *testing.T) {
+				// The files of the jobs a request names go with the rm the
+				// waiter of the job it starts becomes as it ends: at once
+				// all the same when that job runs on, or starts not at all.
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				var ids []string
+				for i := range 2 {
+					job := newJob(fmt.Sprintf("echo %d", i))
+					assert.Equal(t, "0", l.do(t, io.Discard, "run_job", job...))
+					ids = append(ids, job[0])
+				}
+				gone := func(id string) func(c *assert.CollectT) {
+					return func(c *assert.CollectT) {
+						matches, _ := filepath.Glob(filepath.Join(jobs, id+".*"))
+						assert.Empty(c, matches, id)
+					}
+				}
+				long := newJob("sleep 4; echo slept")
+				long[10] = ids[0]
+				require.NoError(t, l.send(call("run_job", long...)))
+				start := time.Now()
+				require.EventuallyWithT(t, gone(ids[0]), 3*time.Second, 20*time.Millisecond, "while the next command runs")
+				assert.Less(t, time.Since(start), 3*time.Second)
+				var out bytes.Buffer
+				assert.Equal(t, "0", l.nextAnswer(t, &out))
+				assert.Equal(t, "slept\n", out.String())
+
+				failing := newJob("true")
+				failing[3] = filepath.Join(l.tmp, "no-such-dir")
+				failing[10] = ids[1] + " " + long[0]
+				assert.Equal(t, "!ENOENT", l.do(t, io.Discard, "run_job", failing...))
+				require.EventuallyWithT(t, gone(ids[1]), 3*time.Second, 20*time.Millisecond, "after a start that failed")
+				require.EventuallyWithT(t, gone(long[0]), 3*time.Second, 20*time.Millisecond, "after a start that failed")
+			})
+			t.Run("a job whose waiter was killed ends without a status, not as exit 0", func(t *testing.T) {
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				job := newJob("sleep 3")
+				require.NoError(t, l.send(call("run_job", job...)))
+				var waiter int
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					b, err := os.ReadFile(filepath.Join(jobs, job[0]+".server"))
+					require.NoError(c, err)
+					lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+					require.Len(c, lines, 3)
+					waiter, err = strconv.Atoi(lines[2])
+					require.NoError(c, err)
+				}, 5*time.Second, 20*time.Millisecond)
+				require.NoError(t, syscall.Kill(waiter, syscall.SIGKILL))
+				assert.Equal(t, "!EIO the job ended without a status (its waiter was killed)", l.nextAnswer(t, io.Discard))
+			})
 			t.Run("an ended job stays until its client says it has the result", func(t *testing.T) {
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
