@@ -2227,6 +2227,10 @@ tick() {
 	_tk_again=yes
 	while [ -n "$_tk_again" ]; do
 		_tk_again=
+		# (Without /proc, a child that ended is a zombie, alive to
+		# child_alive, until reaped: the relay's end would wait for the
+		# next timer. There is a keeper then, see read_host.)
+		[ -n "$procfs" ] || jobs >/dev/null 2>&1
 		on_relay
 		on_timer
 	done
@@ -2241,8 +2245,6 @@ tick() {
 # grace is over: _sv_cutting).
 on_timer() {
 	[ -n "$_sv_timer" ] || return 0
-	# (Without /proc, a timer that ended is a zombie until reaped.)
-	[ -n "$procfs" ] || jobs >/dev/null 2>&1
 	! child_alive "$_sv_timer" || return 0
 	_sv_timer=
 	if [ -n "$_sv_cutting" ]; then
