@@ -562,6 +562,7 @@ wait_job() {
 		fi
 	else
 		_wj_nap=0.01
+		_wj_bare=0
 		while [ ! -s "$_wj_job.status" ] && [ -z "$detach" ]; do
 			# (Gone: forgotten or swept meanwhile.)
 			if [ ! -e "$_wj_job.out" ]; then
@@ -573,8 +574,12 @@ wait_job() {
 				_wj_result=1
 				break
 			fi
-			# (No waiter for a moment while the job starts.)
-			if [ -z "$_ji_waiter" ] && unstarted "$_wj_job"; then
+			# (No waiter for a moment while the job starts: no server
+			# either for 25 rounds, about 5 s, is one that died.)
+			[ -n "$_ji_server" ] || _wj_bare=$((_wj_bare + 1))
+			_wj_waited=
+			[ "$_wj_bare" -lt 25 ] || _wj_waited=waited
+			if [ -z "$_ji_waiter" ] && unstarted "$_wj_job" "$_wj_waited"; then
 				_wj_result=2
 				break
 			fi
@@ -708,15 +713,25 @@ parent_of() {
 	_po=${_po%% *}
 }
 
-# unstarted JOB (after job_info): true, with the job's files gone, for a
-# job whose server died after creating it and before its waiter began
-# (its pid, in JOB.server, is gone; or the host rebooted since): the
+# unstarted JOB [WAITED] (after job_info): true, with the job's files
+# gone, for a job whose server died after creating it and before its
+# waiter began (its pid, in JOB.server, is gone, or JOB.server never came
+# and the caller WAITED; or the host rebooted since): the
 # client starts it again. Of this and the waiter, whoever creates JOB.pid
 # first decides; the waiter runs the command only if it does. Another
 # host's job is never judged here.
 unstarted() {
 	case $_ji_where in
-	here) [ -n "$_ji_server" ] && ! pid_alive "$_ji_server" || return 1 ;;
+	here)
+		if [ -z "$_ji_server" ]; then
+			# (A server killed between the job's first file and
+			# JOB.server, a moment, leaves no pid: a caller that saw none
+			# for seconds, WAITED, judges it as one killed later.)
+			[ "$2" = waited ] || return 1
+		else
+			! pid_alive "$_ji_server" || return 1
+		fi
+		;;
 	gone) ;;
 	*) return 1 ;;
 	esac
@@ -1037,7 +1052,7 @@ run_job() {
 		# news FIFO (see attach_job) the first time: one mkfifo for eight
 		# jobs. (Made before the job's first file: from that file to
 		# JOB.server, the job has no server that an attacher could see
-		# die.)
+		# die; one killed meanwhile is judged later, see unstarted.)
 		[ -n "$fifos" ] || make_fifos
 		# noclobber: of two starts of one job, one creates it (the other
 		# attaches to it).
@@ -1396,8 +1411,13 @@ attach_jobs() {
 	attach_watcher "$_aj_dir" "$_aj_ttl" &
 	_aj_watcher=$!
 	_aj_idle=0
+	_aj_rounds=0
 	_aj_end=OK
 	while :; do
+		_aj_rounds=$((_aj_rounds + 1))
+		# (See wait_job: a job with no server for seconds, 60 rounds.)
+		_aj_waited=
+		[ "$_aj_rounds" -lt 60 ] || _aj_waited=waited
 		if [ -e "$_aj_dir.stop" ]; then
 			_aj_end='!DETACHED'
 			break
@@ -1427,7 +1447,7 @@ attach_jobs() {
 					rm -f "$_aj_state"
 					continue
 				fi
-				if [ -z "$_ji_waiter" ] && unstarted "$_aj_job"; then
+				if [ -z "$_ji_waiter" ] && unstarted "$_aj_job" "$_aj_waited"; then
 					echo "X $_aj_id !NOJOB"
 					rm -f "$_aj_state"
 					continue
@@ -1951,14 +1971,19 @@ start_job() {
 		set +C
 		trap '' HUP PIPE
 		# The command is the waiter's own child (see supervise), or a
-		# keeper's where it needs one (see keep). (Closed by exec in the child: a redirection of a
-		# function's call, as "keep 8>&-", keeps a copy of the fd in dash,
-		# to restore after the call, which would hold the news FIFO open.)
-		# The child's open of the FIFO waits for the waiter's, which holds
-		# its reading end from then on (see start_relay).
+		# keeper's where it needs one (see keep). (Closed by exec in the
+		# child: a redirection of a function's call, as "keep 8>&-", keeps
+		# a copy of the fd in dash, to restore after the call, which would
+		# hold the news FIFO open.) No open of the FIFO waits for another
+		# process, which may be killed meanwhile: the waiter holds it open
+		# read-write (fd 5, which never waits) while the child opens it to
+		# write and the waiter to read, and the child closes its copy
+		# once its output is open. The waiter then holds the reading end
+		# (see start_relay).
+		exec 5<>"$4"
 		if [ -z "$keeper" ]; then
 			(
-				exec 7>&- 8>&-
+				exec 5>&- 7>&- 8>&-
 				exec_command "$1" "$2" "$3"
 			) >"$4" 2>&1 &
 			_sj_child=$!
@@ -1966,13 +1991,13 @@ start_job() {
 			_sj_keeper=
 		else
 			(
-				exec 8>&-
+				exec 5>&- 8>&-
 				keep "$1" "$2" "$3"
 			) >"$4" 2>&1 &
 			_sj_child=$!
 			_sj_keeper=$_sj_child
 		fi
-		exec 7>&- 4<"$4"
+		exec 7>&- 4<"$4" 5>&-
 		supervise "$1" "$_sj_child" "$_sj_keeper" "$5" "$6" "$8"
 		_sj_reason=
 		[ ! -e "$1.killed" ] || read -r _sj_reason <"$1.killed"

@@ -182,6 +182,19 @@ func sleeping(t *testing.T, arg string) []string {
 	return psWhere(t, "pid=,args=", func(f []string) bool { return len(f) == 3 && f[1] == "sleep" && f[2] == arg })
 }
 
+// holding lists the processes that have a file open whose path holds
+// name, as "PID PATH".
+func holding(name string) []string {
+	var found []string
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && strings.Contains(target, name) {
+			found = append(found, strings.Split(fd, "/")[2]+" "+target)
+		}
+	}
+	return found
+}
+
 // psWhere lists the lines of ps -eo FORMAT whose fields match.
 func psWhere(t *testing.T, format string, match func(fields []string) bool) []string {
 	t.Helper()
@@ -342,6 +355,35 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				require.EventuallyWithT(t, gone(ids[1]), 3*time.Second, 20*time.Millisecond, "after a start that failed")
 				require.EventuallyWithT(t, gone(long[0]), 3*time.Second, 20*time.Millisecond, "after a start that failed")
 			})
+			t.Run("a job whose server died before it said so is started again", func(t *testing.T) {
+				// A server killed between a job's first files and
+				// JOB.server leaves a job with no server to see die: an
+				// attacher that waited seconds for one judges it unstarted
+				// (as with a server seen dead) instead of waiting forever.
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", newJob("true")...))
+				for _, kind := range []string{"run_job", "attach_jobs"} {
+					job := newJob("echo ran")
+					require.NoError(t, os.WriteFile(filepath.Join(jobs, job[0]+".out"), nil, 0o600))
+					require.NoError(t, os.WriteFile(filepath.Join(jobs, job[0]+".lease"), []byte("60\n"), 0o600))
+					start := time.Now()
+					var out bytes.Buffer
+					if kind == "run_job" {
+						assert.Equal(t, "!NOJOB", l.do(t, io.Discard, "run_job", job...))
+					} else {
+						assert.Equal(t, "OK", l.do(t, &out, "attach_jobs", "60", job[0], "0", "", "", ""))
+						assert.Equal(t, "X "+job[0]+" !NOJOB\n", out.String())
+					}
+					assert.Less(t, time.Since(start), 20*time.Second)
+					matches, _ := filepath.Glob(filepath.Join(jobs, job[0]+".*"))
+					assert.Empty(t, matches, "its files go: the client starts it again")
+					out.Reset()
+					assert.Equal(t, "0", l.do(t, &out, "run_job", job...))
+					assert.Equal(t, "ran\n", out.String())
+				}
+			})
 			t.Run("a job whose waiter was killed ends without a status, not as exit 0", func(t *testing.T) {
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
@@ -359,6 +401,12 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}, 5*time.Second, 20*time.Millisecond)
 				require.NoError(t, syscall.Kill(waiter, syscall.SIGKILL))
 				assert.Equal(t, "!EIO the job ended without a status (its waiter was killed)", l.nextAnswer(t, io.Discard))
+				// Killed at any moment, even before it opened the job's
+				// FIFO, the waiter leaves nothing waiting for it: the
+				// command ends (sleep 3), and nothing holds the job's files.
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					assert.Empty(c, holding(job[0]))
+				}, 10*time.Second, 100*time.Millisecond)
 			})
 			t.Run("an ended job stays until its client says it has the result", func(t *testing.T) {
 				cache := t.TempDir()
