@@ -587,7 +587,15 @@ wait_job() {
 			case $_wj_nap in 0.01) _wj_nap=0.05 ;; 0.05) _wj_nap=0.2 ;; esac
 		done
 	fi
-	kill -s KILL "$_wj_watcher" 2>/dev/null
+	# The watcher goes, unless it is killing the job: cut short, it would
+	# leave the job's processes stopped for good (see kill_job). Of the
+	# two, whoever marks the request settled first decides; the watcher
+	# ends by itself once its kill is done.
+	set -C
+	if { command : >"$private/settled.$seq"; } 2>/dev/null; then
+		kill -s KILL "$_wj_watcher" 2>/dev/null
+	fi
+	set +C
 	wait "$_wj_watcher" 2>/dev/null
 	# (Almost never there: no rm for nothing.)
 	[ ! -e "$private/detaching" ] || rm -f "$private/detaching"
@@ -769,6 +777,11 @@ watch_for_cancel() {
 			# (A job whose process cannot be proven its own is not
 			# killed: the watcher goes on, the job ends by itself.)
 			if job_process "$1"; then
+				# (See wait_job: a job that ended meanwhile is not
+				# killed.)
+				set -C
+				{ command : >"$private/settled.$seq"; } 2>/dev/null || return
+				set +C
 				kill_job "$_jp_pid"
 				return
 			fi
@@ -1126,7 +1139,7 @@ remove_done() {
 	_rd_mode=$1
 	shift
 	for _rd_n in $_rj_done_fifos; do set -- "$@" "$host_dir/fifo-$$-$_rd_n"; done
-	for _rd_n in $_rj_done_seqs; do set -- "$@" "$private/claim.$_rd_n" "$private/tail.$_rd_n" "$private/copy.$_rd_n"; done
+	for _rd_n in $_rj_done_seqs; do set -- "$@" "$private/claim.$_rd_n" "$private/tail.$_rd_n" "$private/copy.$_rd_n" "$private/settled.$_rd_n"; done
 	set -f
 	# shellcheck disable=SC2086 # job IDs (not globbed)
 	set -- "$@" -- $_rj_done_ids

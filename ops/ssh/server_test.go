@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -382,6 +383,41 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					out.Reset()
 					assert.Equal(t, "0", l.do(t, &out, "run_job", job...))
 					assert.Equal(t, "ran\n", out.String())
+				}
+			})
+			t.Run("a kill cut short by the job's end leaves nothing stopped", func(t *testing.T) {
+				// "k" as the job's waiter dies: the server, done waiting,
+				// must not stop its watcher in the middle of the kill (the
+				// job's processes frozen by it, never killed).
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				arg := fmt.Sprintf("31.%04d", rand.IntN(10000))
+				for range 3 {
+					l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+					job := newJob("sleep " + arg)
+					require.NoError(t, l.send(call("run_job", job...)))
+					var waiter int
+					require.EventuallyWithT(t, func(c *assert.CollectT) {
+						b, err := os.ReadFile(filepath.Join(jobs, job[0]+".server"))
+						require.NoError(c, err)
+						lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+						require.Len(c, lines, 3)
+						waiter, err = strconv.Atoi(lines[2])
+						require.NoError(c, err)
+						assert.NotEmpty(c, sleeping(t, arg), "the command runs")
+					}, 5*time.Second, 10*time.Millisecond)
+					require.NoError(t, syscall.Kill(waiter, syscall.SIGKILL))
+					require.NoError(t, l.write("k\n"))
+					l.nextAnswer(t, io.Discard)
+					time.Sleep(200 * time.Millisecond)
+					stopped := psWhere(t, "pid=,stat=,args=", func(f []string) bool {
+						return len(f) == 4 && strings.HasPrefix(f[1], "T") && f[2] == "sleep" && f[3] == arg
+					})
+					assert.Empty(t, stopped, "frozen by a kill never finished")
+					for _, line := range sleeping(t, arg) {
+						pid, _ := strconv.Atoi(strings.Fields(line)[0])
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
 				}
 			})
 			t.Run("a job whose waiter was killed ends without a status, not as exit 0", func(t *testing.T) {
