@@ -1508,9 +1508,18 @@ EOF
 			sleep 0.2 2>/dev/null || sleep 1
 		fi
 	done
+	# The watcher goes, but not in the middle of a kill (see wait_job):
+	# each marks what it does, then looks at the other's mark.
+	# (At most about 10 s: a watcher killed by someone leaves its mark.)
+	: >"$_aj_dir.ending"
+	_aj_tries=0
+	while [ -e "$_aj_dir.killing" ] && [ "$_aj_tries" -lt 200 ]; do
+		_aj_tries=$((_aj_tries + 1))
+		sleep 0.05 2>/dev/null || sleep 1
+	done
 	kill -s KILL "$_aj_watcher" 2>/dev/null
 	wait "$_aj_watcher" 2>/dev/null
-	rm -rf "$_aj_dir" "$_aj_dir.stop"
+	rm -rf "$_aj_dir" "$_aj_dir.stop" "$_aj_dir.ending" "$_aj_dir.killing"
 	finish "$_aj_end"
 }
 
@@ -1540,7 +1549,12 @@ attach_watcher() {
 				[ ! -f "$_aw_state" ] || renew "$jobs/${_aw_state##*/}" "$2"
 			done
 			;;
-		"k "*) kill_running "${_aw_line#k }" ;;
+		"k "*)
+			# (See attach_jobs: a kill is not cut short.)
+			: >"$1.killing"
+			[ -e "$1.ending" ] || kill_running "${_aw_line#k }"
+			rm -f "$1.killing"
+			;;
 		d) : >"$1.stop" ;;
 		"a "*)
 			# a ID OFFSET SAVE_BYTES SAVE_LINES SAVE: one more job (SAVE,
