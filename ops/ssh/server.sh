@@ -2353,14 +2353,34 @@ command_runs() {
 # parent is the waiter (_sv_self; a pid reaped a moment ago may already be
 # another's) and it is no zombie.
 child_alive() {
-	kill -s 0 "$1" 2>/dev/null || return 1
+	# (BusyBox's builtins say 128+N when the trap's signal comes as they
+	# run, kill -0 and test included: asked again. A read cut short comes
+	# back empty, and is made again: a child's stat stays until the
+	# waiter reaps it.)
+	_cal_tries=0
+	while :; do
+		kill -s 0 "$1" 2>/dev/null
+		_cal_rc=$?
+		_cal_tries=$((_cal_tries + 1))
+		case $_cal_rc in 0 | [0-9] | [0-9][0-9] | 1[01][0-9] | 12[0-7]) break ;; esac
+		case $_cal_tries in 100) break ;; esac
+	done
+	case $_cal_rc in 0) ;; *) return 1 ;; esac
 	[ -n "$procfs" ] || return 0
 	_cal_stat=
-	read -r _cal_stat <"/proc/$1/stat" 2>/dev/null
+	_cal_tries=0
+	while :; do
+		read -r _cal_stat <"/proc/$1/stat" 2>/dev/null
+		_cal_tries=$((_cal_tries + 1))
+		case $_cal_stat in '') ;; *) break ;; esac
+		case $_cal_tries in 100) break ;; esac
+	done
+	# (None after all: not proven this waiter's child.)
 	_cal_stat=${_cal_stat##*) }
-	case $_cal_stat in Z* | X*) return 1 ;; esac
+	case $_cal_stat in '' | Z* | X*) return 1 ;; esac
 	_cal_stat=${_cal_stat#* }
-	[ "${_cal_stat%% *}" = "$_sv_self" ]
+	case ${_cal_stat%% *} in "$_sv_self") return 0 ;; esac
+	return 1
 }
 
 # kill_child PID kills the waiter's timer PID if it has not ended.
