@@ -16,7 +16,7 @@ cap=${CAP:-1073741824}
 [ "$cap" != none ] || cap="''"
 command -v strace >/dev/null || { echo "forks.sh needs strace (apt-get install strace)" >&2; exit 1; }
 work=$(mktemp -d)
-trap 'cp "$work/out" /tmp/forks-out; rm -rf "$work"' EXIT
+trap 'rm -rf "$work"' EXIT
 if [ "$#" = 0 ]; then
 	git show HEAD:ops/ssh/server.sh >"$work/committed.sh"
 	set -- "$work/committed.sh" ops/ssh/server.sh
@@ -30,32 +30,45 @@ answers() {
 	tr '\036' '\n' <"$work/out" | grep -c '^M0$' || true
 }
 
-# count SERVER N: "FORKS EXECS ANSWERS" for a server running N jobs.
-count() {
-	local cache tmp
+# traced SERVER FEED [ARG...]: "FORKS EXECS" for SERVER run on dash under
+# strace, fed its program, a moment to start, then what FEED ARG... prints;
+# its answers go to $work/out.
+traced() {
+	local server=$1 cache tmp
+	shift
 	cache=$(mktemp -d -p "$work") tmp=$(mktemp -d -p "$work")
 	: >"$work/out"
 	{
-		cat "$1"
+		cat "$server"
 		echo "serve M 0.2 yes abcdef 0123456789abcdef 1"
 		echo "#pi-remote-end"
 		sleep 2
-		for i in $(seq 1 "$2"); do
-			# As a client does, each request names the job before it,
-			# whose result the client has: its files go.
-			forget="''"
-			[ "$i" = 1 ] || forget="$((i - 1))123456789abcde"
-			echo "Mrun_job ${i}123456789abcde 0 true '' '' '' '' 60 $cap label $forget"
-			# Its answer first (at most 30 s), then a moment for the
-			# waiter to end.
-			for _ in $(seq 1 300); do
-				[ "$(answers)" -lt "$i" ] || break
-				sleep 0.1
-			done
-			sleep 0.3
-		done
+		"$@"
 	} | XDG_CACHE_HOME=$cache TMPDIR=$tmp strace --seccomp-bpf -f -qq -e trace=clone,clone3,fork,vfork,execve -o "$work/trace" dash -c "$boot" >"$work/out" 2>&1
-	echo "$(grep -cE 'clone\(|clone3\(|fork\(' "$work/trace") $(grep -E execve "$work/trace" | grep -cE '= 0$') $(answers)"
+	echo "$(grep -cE 'clone\(|clone3\(|fork\(' "$work/trace") $(grep -E execve "$work/trace" | grep -cE '= 0$')"
+}
+
+# lone_jobs N: N run_job requests, each sent once the one before is answered.
+lone_jobs() {
+	for i in $(seq 1 "$1"); do
+		# As a client does, each request names the job before it,
+		# whose result the client has: its files go.
+		forget="''"
+		[ "$i" = 1 ] || forget="$((i - 1))123456789abcde"
+		echo "Mrun_job ${i}123456789abcde 0 true '' '' '' '' 60 $cap label $forget"
+		# Its answer first (at most 30 s), then a moment for the
+		# waiter to end.
+		for _ in $(seq 1 300); do
+			[ "$(answers)" -lt "$i" ] || break
+			sleep 0.1
+		done
+		sleep 0.3
+	done
+}
+
+# count SERVER N: "FORKS EXECS ANSWERS" for a server running N jobs.
+count() {
+	echo "$(traced "$1" lone_jobs "$2") $(answers)"
 }
 
 # batch_answered: true once the server has answered the batch.
@@ -68,36 +81,32 @@ ended() {
 	tr '\036' '\n' <"$work/out" | grep -c '^X [0-9a-f]* 0$' || true
 }
 
+# batch_jobs N: one run_jobs request of N jobs (none for N=0), ended once
+# every job has.
+batch_jobs() {
+	if [ "$1" -gt 0 ]; then
+		echo "Mrun_jobs 60 $cap ''"
+		for i in $(seq 1 "$1"); do
+			printf 'Madd_job %02d23456789abcde true %s %s %s %s label\n' "$i" "''" "''" "''" "''"
+		done
+		# The client ends the request once every job has ended.
+		for _ in $(seq 1 300); do
+			[ "$(ended)" -lt "$1" ] || break
+			sleep 0.1
+		done
+		echo e
+		for _ in $(seq 1 300); do
+			! batch_answered || break
+			sleep 0.1
+		done
+	fi
+	sleep 0.5
+}
+
 # count_batch SERVER N: "FORKS EXECS ENDED" for a server that runs one
 # batch of N jobs (run_jobs; N=0: the server alone).
 count_batch() {
-	local cache tmp
-	cache=$(mktemp -d -p "$work") tmp=$(mktemp -d -p "$work")
-	: >"$work/out"
-	{
-		cat "$1"
-		echo "serve M 0.2 yes abcdef 0123456789abcdef 1"
-		echo "#pi-remote-end"
-		sleep 2
-		if [ "$2" -gt 0 ]; then
-			echo "Mrun_jobs 60 $cap ''"
-			for i in $(seq 1 "$2"); do
-				printf 'Madd_job %02d23456789abcde true %s %s %s %s label\n' "$i" "''" "''" "''" "''"
-			done
-			# The client ends the request once every job has ended.
-			for _ in $(seq 1 300); do
-				[ "$(ended)" -lt "$2" ] || break
-				sleep 0.1
-			done
-			echo e
-			for _ in $(seq 1 300); do
-				! batch_answered || break
-				sleep 0.1
-			done
-		fi
-		sleep 0.5
-	} | XDG_CACHE_HOME=$cache TMPDIR=$tmp strace --seccomp-bpf -f -qq -e trace=clone,clone3,fork,vfork,execve -o "$work/trace" dash -c "$boot" >"$work/out" 2>&1
-	echo "$(grep -cE 'clone\(|clone3\(|fork\(' "$work/trace") $(grep -E execve "$work/trace" | grep -cE '= 0$') $(ended)"
+	echo "$(traced "$1" batch_jobs "$2") $(ended)"
 }
 
 printf '%-28s %14s %14s %16s %16s\n' "server" "lone forks/job" "lone execs/job" "batch forks/job" "batch execs/job"
