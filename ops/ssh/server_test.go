@@ -183,6 +183,28 @@ func sleeping(t *testing.T, arg string) []string {
 	return psWhere(t, "pid=,args=", func(f []string) bool { return len(f) == 3 && f[1] == "sleep" && f[2] == arg })
 }
 
+// waiterOf waits for job id's server to write its waiter's pid (the third
+// line of ID.server) and returns it.
+func waiterOf(t *testing.T, jobs, id string) int {
+	t.Helper()
+	var waiter int
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		b, err := os.ReadFile(filepath.Join(jobs, id+".server"))
+		require.NoError(c, err)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		require.Len(c, lines, 3)
+		waiter, err = strconv.Atoi(lines[2])
+		require.NoError(c, err)
+	}, 5*time.Second, 10*time.Millisecond)
+	return waiter
+}
+
+// jobFiles lists the files of job id in jobs.
+func jobFiles(jobs, id string) []string {
+	matches, _ := filepath.Glob(filepath.Join(jobs, id+".*"))
+	return matches
+}
+
 // holding lists the processes that have a file open whose path holds
 // name, as "PID PATH".
 func holding(name string) []string {
@@ -311,8 +333,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", other...))
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
 					for _, id := range ids {
-						matches, _ := filepath.Glob(filepath.Join(jobs, id+".*"))
-						assert.Empty(c, matches, id)
+						assert.Empty(c, jobFiles(jobs, id), id)
 					}
 				}, 5*time.Second, 20*time.Millisecond)
 				assert.FileExists(t, keep)
@@ -334,10 +355,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					ids = append(ids, job[0])
 				}
 				gone := func(id string) func(c *assert.CollectT) {
-					return func(c *assert.CollectT) {
-						matches, _ := filepath.Glob(filepath.Join(jobs, id+".*"))
-						assert.Empty(c, matches, id)
-					}
+					return func(c *assert.CollectT) { assert.Empty(c, jobFiles(jobs, id), id) }
 				}
 				long := newJob("sleep 4; echo slept")
 				long[10] = ids[0]
@@ -378,8 +396,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 						assert.Equal(t, "X "+job[0]+" !NOJOB\n", out.String())
 					}
 					assert.Less(t, time.Since(start), 20*time.Second)
-					matches, _ := filepath.Glob(filepath.Join(jobs, job[0]+".*"))
-					assert.Empty(t, matches, "its files go: the client starts it again")
+					assert.Empty(t, jobFiles(jobs, job[0]), "its files go: the client starts it again")
 					out.Reset()
 					assert.Equal(t, "0", l.do(t, &out, "run_job", job...))
 					assert.Equal(t, "ran\n", out.String())
@@ -396,20 +413,15 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 					job := newJob("sleep " + arg)
 					require.NoError(t, l.send(call("run_job", job...)))
-					var waiter int
+					waiter := waiterOf(t, jobs, job[0])
 					require.EventuallyWithT(t, func(c *assert.CollectT) {
-						b, err := os.ReadFile(filepath.Join(jobs, job[0]+".server"))
-						require.NoError(c, err)
-						lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-						require.Len(c, lines, 3)
-						waiter, err = strconv.Atoi(lines[2])
-						require.NoError(c, err)
 						assert.NotEmpty(c, sleeping(t, arg), "the command runs")
 					}, 5*time.Second, 10*time.Millisecond)
 					require.NoError(t, syscall.Kill(waiter, syscall.SIGKILL))
 					require.NoError(t, l.write("k\n"))
+					// (The answer comes once a kill begun has ended: a
+					// process still stopped now stays so.)
 					l.nextAnswer(t, io.Discard)
-					time.Sleep(200 * time.Millisecond)
 					stopped := psWhere(t, "pid=,stat=,args=", func(f []string) bool {
 						return len(f) == 4 && strings.HasPrefix(f[1], "T") && f[2] == "sleep" && f[3] == arg
 					})
@@ -426,15 +438,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				job := newJob("sleep 3")
 				require.NoError(t, l.send(call("run_job", job...)))
-				var waiter int
-				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					b, err := os.ReadFile(filepath.Join(jobs, job[0]+".server"))
-					require.NoError(c, err)
-					lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-					require.Len(c, lines, 3)
-					waiter, err = strconv.Atoi(lines[2])
-					require.NoError(c, err)
-				}, 5*time.Second, 20*time.Millisecond)
+				waiter := waiterOf(t, jobs, job[0])
 				require.NoError(t, syscall.Kill(waiter, syscall.SIGKILL))
 				assert.Equal(t, "!EIO the job ended without a status (its waiter was killed)", l.nextAnswer(t, io.Discard))
 				// Killed at any moment, even before it opened the job's
