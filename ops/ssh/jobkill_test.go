@@ -28,11 +28,11 @@ func plantJob(t *testing.T, jobs, id string, server int, host string, waiter, pi
 	record := strconv.Itoa(server) + " " + host + "\nplanted job\n"
 	if waiter != "" {
 		record += waiter + "\n"
+		if pid != "" {
+			record += pid + "\n"
+		}
 	}
-	files := map[string]string{".out": "", ".lease": "60\n", ".server": record}
-	if pid != "" {
-		files[".pid"] = pid + "\n"
-	}
+	files := map[string]string{".out": "", ".lease": "60\n", ".server": record, ".status": ""}
 	for suffix, content := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(jobs, id+suffix), []byte(content), 0o600))
 	}
@@ -86,11 +86,11 @@ func (b *bystander) survived(t *testing.T) bool {
 	return ws.Signaled() && ws.Signal() == syscall.SIGTERM
 }
 
-// A job's pid file is trusted only while the job's waiter lives and the
-// pid is its child: jobs kill (stop_job), a client's late cancel
-// (cancel_job) and the attach request's "k" leave alone the process a
-// stale pid file names; a job whose waiter is gone is lost, and only its
-// files go.
+// A job's command pid (the fourth line of its .server) is trusted only
+// while the job's waiter lives and the pid is its child: jobs kill
+// (stop_job), a client's late cancel (cancel_job) and the attach
+// request's "k" leave alone the process a stale record names; a job whose
+// waiter is gone is lost, and only its files go.
 func TestStalePidFileKillsNothing(t *testing.T) {
 	t.Parallel()
 	host := strings.Join(func() []string { n, b := thisHost(t); return []string{n, b} }(), " ")
@@ -132,7 +132,7 @@ func TestStalePidFileKillsNothing(t *testing.T) {
 					if tc.filesGo {
 						assert.NoFileExists(t, filepath.Join(jobs, id+".out"))
 					}
-					assert.True(t, victim.survived(t), "the process the pid file names was killed")
+					assert.True(t, victim.survived(t), "the process the record names was killed")
 				})
 			}
 			t.Run("a stale tail pid file kills nothing as the client goes", func(t *testing.T) {
@@ -163,7 +163,7 @@ func TestStalePidFileKillsNothing(t *testing.T) {
 				// goes once it has.)
 				status := filepath.Join(cache, "pi-remote", "jobs", job[0]+".status")
 				require.Eventually(t, func() bool { fi, err := os.Stat(status); return err == nil && fi.Size() > 0 }, 10*time.Second, 10*time.Millisecond)
-				waitWaiter(t, filepath.Join(cache, "pi-remote", "jobs", job[0]+".server"))
+				waitWaiter(t, filepath.Join(cache, "pi-remote", "jobs"), job[0])
 			})
 			t.Run("a job's own process is still killed", func(t *testing.T) {
 				t.Parallel()
@@ -251,16 +251,10 @@ if job_process "$1"; then echo "proven $_jp_pid"; else echo "refused $_jp_why"; 
 	}
 }
 
-// waitWaiter waits (up to 10 s) for the waiter named in a job's .server
-// file (its third line) to end: it writes into the jobs directory until
-// then.
-func waitWaiter(t *testing.T, server string) {
+// waitWaiter waits (up to 10 s) for the waiter of job id to end: it
+// writes into the jobs directory until then.
+func waitWaiter(t *testing.T, jobs, id string) {
 	t.Helper()
-	data, err := os.ReadFile(server)
-	require.NoError(t, err)
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	require.Len(t, lines, 3, "server, label, waiter")
-	pid, err := strconv.Atoi(lines[2])
-	require.NoError(t, err)
+	pid := waiterOf(t, jobs, id)
 	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond, "the waiter ends")
 }

@@ -59,9 +59,11 @@ call:write_inline call:commit_temp call:settle_write call:remove_temp'
 
 # The files a job may have in the jobs directory, JOB.<suffix>, in the
 # order they are removed: its output first (the job is gone for
-# attach_job), then its lease (no longer running for job_running).
-# (waiter, label, started and relay.pid: jobs of earlier versions of
-# this script.)
+# attach_job), then its lease (no longer running for job_running). A job
+# has four: out, lease, status (empty while it runs) and server (who
+# started it and its pids, see job_info); killed when stop_job killed it,
+# script for a long script (see exec_command). (pid, size, saved, waiter,
+# label, started and relay.pid: jobs of earlier versions of this script.)
 job_files='out lease status pid waiter server label lease.watched lease.check size killed saved script fifo fifo.left started relay.pid'
 # The same as words for eval in remove_files: "$jobs/$_rmf_arg.SUFFIX" for
 # each (a job's 17 files join the list in one step, not one step each:
@@ -609,18 +611,25 @@ wait_job() {
 
 # job_info JOB reads JOB.server (lines: the pid of the server that
 # started the job with the host it runs on, as host_id; its label; the pid
-# of its waiter, once it has one) into _ji_server, _ji_host, _ji_label and
-# _ji_waiter (the pids empty when missing or not numbers), and sets
-# _ji_where to who may judge the job's processes (see host_of).
+# of its waiter, once it has one; the pid of its command, once it runs)
+# into _ji_server, _ji_host, _ji_label, _ji_waiter and _ji_pid (the pids
+# empty when missing or not numbers), and sets _ji_where to who may judge
+# the job's processes (see host_of). (A job of an earlier version of this
+# script has its command's pid in JOB.pid.)
 job_info() {
 	_ji_server=
 	_ji_host=
 	_ji_boot=
 	_ji_label=
 	_ji_waiter=
-	{ read -r _ji_server _ji_host _ji_boot && IFS= read -r _ji_label && read -r _ji_waiter; } <"$1.server" 2>/dev/null
+	_ji_pid=
+	{ read -r _ji_server _ji_host _ji_boot && IFS= read -r _ji_label && read -r _ji_waiter && read -r _ji_pid; } <"$1.server" 2>/dev/null
 	case $_ji_server in *[!0-9]*) _ji_server= ;; esac
 	case $_ji_waiter in *[!0-9]*) _ji_waiter= ;; esac
+	if [ -z "$_ji_pid" ] && [ -n "$_ji_waiter" ] && [ -e "$1.pid" ]; then
+		read -r _ji_pid <"$1.pid"
+	fi
+	case $_ji_pid in *[!0-9]*) _ji_pid= ;; esac
 	host_of "$_ji_host" "$_ji_boot"
 	_ji_where=$_ho
 }
@@ -671,8 +680,8 @@ job_process() {
 			[ -s "$1.status" ] || _jp_why=lost
 			return 1
 		else
-			read -r _jp_pid <"$1.pid" 2>/dev/null
-			case $_jp_pid in '' | *[!0-9]*) _jp_pid= ;; *) break ;; esac
+			_jp_pid=$_ji_pid
+			[ -z "$_jp_pid" ] || break
 		fi
 		_jp_tries=$((_jp_tries + 1))
 		if [ "$_jp_tries" -gt 500 ]; then
@@ -725,8 +734,8 @@ parent_of() {
 # gone, for a job whose server died after creating it and before its
 # waiter began (its pid, in JOB.server, is gone, or JOB.server never came
 # and the caller WAITED; or the host rebooted since): the
-# client starts it again. Of this and the waiter, whoever creates JOB.pid
-# first decides; the waiter runs the command only if it does. Another
+# client starts it again. Of this and the waiter, whoever creates
+# JOB.status first decides; the waiter runs the command only if it does. Another
 # host's job is never judged here.
 unstarted() {
 	case $_ji_where in
@@ -744,7 +753,7 @@ unstarted() {
 	*) return 1 ;;
 	esac
 	set -C
-	{ command : >"$1.pid"; } 2>/dev/null
+	{ command : >"$1.status"; } 2>/dev/null
 	_us_mine=$?
 	set +C
 	[ "$_us_mine" = 0 ] || return 1
@@ -956,6 +965,8 @@ sweep_jobs() {
 	find "$jobs" -name '.fifo-*' -mmin +1440 -exec rm -f -- {} +
 	for _sj_step in 1:60 31:1800 1441:; do
 		find "$jobs" -name '*.status' -mmin +"${_sj_step%:*}" | while IFS= read -r _sj_job; do
+			# (Empty: the job runs, see start_job.)
+			[ -s "$_sj_job" ] || continue
 			_sj_job=${_sj_job%.status}
 			! gone "$_sj_job" || continue
 			# (Another host's client collects its jobs there.)
@@ -976,15 +987,15 @@ sweep_jobs() {
 }
 
 # bury JOB removes the files of job JOB but its tombstone: its status,
-# which says how it ended, and its pid file, which keeps a start of the job
-# that comes late from running it (see start_job). Requests for the job
-# are answered "!GONE STATUS" from then on (see gone), never as for a job
-# that never started.
+# which says how it ended, and keeps a start of the job that comes late
+# from running it (it is the waiter's claim, see start_job). Requests for
+# the job are answered "!GONE STATUS" from then on (see gone), never as
+# for a job that never started.
 bury() {
 	_bu_job=$1
 	set -- "$_bu_job.out"
 	for _bu_suffix in $job_files; do
-		case $_bu_suffix in out | status | pid) ;; *) set -- "$@" "$_bu_job.$_bu_suffix" ;; esac
+		case $_bu_suffix in out | status) ;; *) set -- "$@" "$_bu_job.$_bu_suffix" ;; esac
 	done
 	rm -f -- "$@"
 }
@@ -1138,7 +1149,7 @@ run_job_fails() {
 remove_done() {
 	_rd_mode=$1
 	shift
-	for _rd_n in $_rj_done_fifos; do set -- "$@" "$host_dir/fifo-$$-$_rd_n"; done
+	for _rd_n in $_rj_done_fifos; do set -- "$@" "$host_dir/fifo-$$-$_rd_n" "$host_dir/fifo-$$-$_rd_n.dd" "$host_dir/fifo-$$-$_rd_n.k"; done
 	for _rd_n in $_rj_done_seqs; do set -- "$@" "$private/claim.$_rd_n" "$private/tail.$_rd_n" "$private/copy.$_rd_n" "$private/settled.$_rd_n"; done
 	set -f
 	# shellcheck disable=SC2086 # job IDs (not globbed)
@@ -1189,7 +1200,7 @@ make_fifos() {
 leave_fifo() {
 	[ -n "$_rj_used" ] || return 0
 	: >"$_rj_used.left"
-	[ ! -s "$_rj_used_job.status" ] || rm -f "$_rj_used" "$_rj_used.left"
+	[ ! -s "$_rj_used_job.status" ] || rm -f "$_rj_used" "$_rj_used.left" "$_rj_used.dd" "$_rj_used.k"
 	_rj_used=
 }
 
@@ -1349,14 +1360,25 @@ attach_job() {
 
 # job_result JOB SAVE SAVE_BYTES SAVE_LINES sets _jr_status to the status
 # of the ended job in JOB as attach_job sends it, saving its output first
-# when it qualifies (see save_output).
+# when it qualifies (see save_output). JOB.status has the status, the
+# size of the output (see output_size) and, once the output was looked at
+# for SAVE, " saved" or " unsaved".
 job_result() {
-	read -r _jr_status <"$1.status"
+	_jr_status=
 	_so_saved=
-	if [ -e "$1.saved" ]; then
+	# (The line that starts with a space, wherever it is: a status of an
+	# earlier version of this script has no size.)
+	_jr_n=0
+	while IFS= read -r _jr_line; do
+		_jr_n=$((_jr_n + 1))
+		case $_jr_n:$_jr_line in
+		1:*) _jr_status=$_jr_line ;;
+		*:' '*) _so_saved=$_jr_line ;;
+		esac
+	done <"$1.status"
+	if [ -n "$_so_saved" ]; then
 		# Sent before (that answer was lost): saved then.
-		read -r _so_saved <"$1.saved"
-		_so_saved=" $_so_saved"
+		:
 	elif [ -n "$2" ]; then
 		# An output no longer than either limit, in bytes, has no more
 		# lines than that either (a line takes a byte at least): no wc
@@ -1368,7 +1390,7 @@ job_result() {
 			save_output "$1.out" "$2" "$3" "$4"
 		fi
 		if [ -n "$_so_saved" ]; then
-			echo "$_so_saved" >"$1.saved"
+			echo "$_so_saved" >>"$1.status"
 			# The output is sent again from there, if need be.
 			if [ "$_so_saved" = ' saved' ]; then ln -s -- "$2" "$1.out"; fi
 		fi
@@ -1679,7 +1701,10 @@ run_jobs() {
 		leave_group_fifo "$jobs/${_rs_state##*/}" "$_rs_fifo"
 	done
 	set --
-	for _rs_fifo in $_rs_fifos; do set -- "$@" "$host_dir/fifo-$$-g$seq-$_rs_fifo"; done
+	for _rs_fifo in $_rs_fifos; do
+		set -- "$@" "$host_dir/fifo-$$-g$seq-$_rs_fifo"
+		case $_rs_fifo in *.left) ;; *) set -- "$@" "$host_dir/fifo-$$-g$seq-$_rs_fifo.dd" "$host_dir/fifo-$$-g$seq-$_rs_fifo.k" ;; esac
+	done
 	rm -rf "$_rs_dir" "$@"
 	finish OK
 }
@@ -1985,18 +2010,30 @@ digits() {
 # "x ID" there.
 start_job() {
 	(
-		# The job's pid file, made here (empty until the command runs),
+		# The job's status file, made here (empty until the job ends),
 		# is the waiter's claim: an attacher that found this job's server
 		# dead may have given up on the job first (see unstarted), and a
-		# job's tombstone keeps it (see bury). Then the waiter only removes
-		# what it was given to (see below).
+		# job's tombstone is that file (see bury). Then the waiter only
+		# removes what it was given to (see below).
 		set -C
-		if ! { command exec 7>"$1.pid"; } 2>/dev/null; then
+		if ! { command : >"$1.status"; } 2>/dev/null; then
 			[ -z "$_sj_hand" ] || remove_done exec
 			exit 0
 		fi
 		set +C
+		# (A claim that came after an attacher gave up on the job and
+		# removed its files, output first, is no claim.)
+		if [ ! -e "$1.out" ]; then
+			[ -z "$_sj_hand" ] || remove_done exec "$1.status"
+			exec rm -f "$1.status"
+		fi
 		trap '' HUP PIPE
+		# The waiter's pid, the third line of JOB.server (see job_info),
+		# written by the waiter itself: the command's pid, which the
+		# waiter (or its keeper) adds once the command runs, comes after
+		# it.
+		own_pid
+		echo "$_sv_self" >>"$1.server"
 		# The command is the waiter's own child (see supervise), or a
 		# keeper's where it needs one (see keep). (Closed by exec in the
 		# child: a redirection of a function's call, as "keep 8>&-", keeps
@@ -2010,23 +2047,25 @@ start_job() {
 		exec 5<>"$4"
 		if [ -z "$keeper" ]; then
 			(
-				exec 5>&- 7>&- 8>&-
+				exec 5>&- 8>&-
 				exec_command "$1" "$2" "$3"
 			) >"$4" 2>&1 &
 			_sj_child=$!
-			echo "$_sj_child" >&7
+			echo "$_sj_child" >>"$1.server"
 			_sj_keeper=
 		else
 			(
 				exec 5>&- 8>&-
-				keep "$1" "$2" "$3"
+				keep "$1" "$2" "$3" "$4.k"
 			) >"$4" 2>&1 &
 			_sj_child=$!
 			_sj_keeper=$_sj_child
 		fi
-		exec 7>&- 4<"$4" 5>&-
-		supervise "$1" "$_sj_child" "$_sj_keeper" "$5" "$6" "$8"
-		_sj_reason=
+		exec 4<"$4" 5>&-
+		supervise "$1" "$_sj_child" "$_sj_keeper" "$5" "$6" "$8" "$4"
+		# (A kill by stop_job says so in JOB.killed; the waiter's own, in
+		# _sv_reason.)
+		_sj_reason=$_sv_reason
 		[ ! -e "$1.killed" ] || read -r _sj_reason <"$1.killed"
 		# (A kill that came as the command ended on its own did not end
 		# it: its status is its own.)
@@ -2035,7 +2074,11 @@ start_job() {
 		if [ "$_sv_status" = 141 ] && [ -n "$5" ] && [ "$(wc -c <"$1.out")" -gt "$5" ]; then
 			_sj_reason=capped
 		fi
-		echo "$_sv_status${_sj_reason:+ $_sj_reason}" >"$1.status"
+		# The status, then the size of the output when the relay knew it
+		# (see output_size): one short write.
+		_sj_size=
+		[ "$_sv_output" != all ] || _sj_size=$_sv_size
+		echo "$_sv_status${_sj_reason:+ $_sj_reason}$nl$_sj_size" >"$1.status"
 		# Opened read-write, the FIFO never blocks: its server may be gone
 		# (and then so is the FIFO, or nobody reads what is written).
 		[ -z "$7" ] || echo "x ${1##*/}" 1<>"$7"
@@ -2044,7 +2087,7 @@ start_job() {
 		# (_sj_hand) removes what the server's last requests left, with
 		# the rm it becomes: no fork for it.
 		exec 8>&-
-		if [ -e "$4.left" ]; then set -- "$4" "$4.left"; else set --; fi
+		if [ -e "$4.left" ]; then set -- "$4" "$4.left" "$4.dd" "$4.k"; else set --; fi
 		if [ -n "$_sj_hand" ]; then
 			remove_done exec "$@"
 		elif [ "$#" != 0 ]; then
@@ -2052,7 +2095,16 @@ start_job() {
 		fi
 	) </dev/null >/dev/null 2>&1 3<&- 6<&- &
 	_rj_waiter=$!
-	echo "$_rj_waiter" >>"$1.server"
+}
+
+# own_pid sets _sv_self to the pid of the shell that runs it (a
+# subshell's $$ is its parent's).
+own_pid() {
+	if [ -n "$procfs" ]; then
+		read -r _sv_self _ </proc/self/stat
+	else
+		_sv_self=$(exec sh -c 'echo "$PPID"')
+	fi
 }
 
 # exec_command JOB SCRIPT DIR, in the job's child, becomes SCRIPT run with
@@ -2078,29 +2130,30 @@ exec_command() {
 	exec $setsid_cmd sh -c '. "$0"' "$1.script"
 }
 
-# keep JOB SCRIPT DIR, the keeper, where the waiter cannot wait for the
-# command itself (see read_host): runs the command (exec_command), writes
-# its pid on fd 7 (the job's pid file) and waits for it, then adds its
-# exit status there as a second line. A plain wait, with no trap set,
+# keep JOB SCRIPT DIR FILE, the keeper, where the waiter cannot wait for
+# the command itself (see read_host): runs the command (exec_command),
+# adds its pid to JOB.server (the fourth line, see job_info) and waits for
+# it, then writes its exit status in FILE (beside the job's FIFO, and gone
+# with it, see remove_done). A plain wait, with no trap set,
 # reports an exit status right in every shell. The waiter's waits are cut
 # short by its trap on CHLD: bash then loses the status of the child it
 # reaped; and without /proc, the waiter cannot tell its timers' zombies
 # from the living, and so calls jobs, which makes dash forget the status
 # of a child it reaped (see supervise).
 keep() {
-	(
-		exec_command "$1" "$2" "$3"
-	) 7>&- &
-	echo "$!" >&7
+	exec_command "$1" "$2" "$3" &
+	echo "$!" >>"$1.server"
 	# (The output is the command's: what the shell says of it, as
 	# "Killed", is not.)
 	exec >/dev/null 2>&1
 	wait "$!"
-	echo "$?" >&7
+	echo "$?" >"$4"
 }
 
-# supervise JOB CHILD KEEPER CAP TTL [NEWS]: the waiter's work while job JOB
-# runs, with fd 4 open on the reading end of the job's FIFO. With NEWS,
+# supervise JOB CHILD KEEPER CAP TTL NEWS FIFO: the waiter's work while
+# job JOB runs, with fd 4 open on the reading end of the job's FIFO (the
+# path FIFO; the keeper's and the relay's reports are beside it, FIFO.k
+# and FIFO.dd, and go with it). With NEWS,
 # fd 8 is the news FIFO of the server that started the job (see
 # attach_job): once the command runs on past its first moments, the
 # waiter says so there, "long", and closes it (see tell_long). It starts
@@ -2110,12 +2163,12 @@ keep() {
 # a timer, the waiter's own child, ends, and the lease file is read; a
 # lease whose content has not changed (renew changes it) for TTL seconds
 # (up to a period more) is a client that is gone, and the command is
-# killed ("lease"). Then it waits for the relay, which ends with the
+# killed (_sv_reason "lease"). Then it waits for the relay, which ends with the
 # output a moment after the command, unless children the command left
 # behind hold the FIFO open: those get GRACE seconds before the relay is
 # stopped (they then get SIGPIPE, as they would locally). Sets _sv_status
-# to the command's exit status, and writes the size of the output to
-# JOB.size when the relay knew it.
+# to the command's exit status, and _sv_size to the size of the output
+# when the relay knew it (_sv_output "all").
 #
 # The timers and the relay's rounds are handled by the trap on CHLD
 # itself (tick), which runs whenever a child ends, in a wait or between
@@ -2131,13 +2184,10 @@ keep() {
 # the command is reaped until its status is read, the trap does nothing
 # (tick), and nothing here forks or calls jobs.
 supervise() {
-	_sv_self=
-	if [ -n "$procfs" ]; then
-		read -r _sv_self _ </proc/self/stat
-	else
-		_sv_self=$(exec sh -c 'echo "$PPID"')
-	fi
+	# (_sv_self, the waiter's pid, is set: see start_job.)
 	_sv_job=$1
+	_sv_fifo=$7
+	_sv_reason=
 	_sv_keeper=$3
 	_sv_cap=$4
 	_sv_cmd=
@@ -2181,7 +2231,9 @@ supervise() {
 	_sv_pid=$_sv_cmd
 	_sv_status=
 	if [ -n "$3" ]; then
-		{ read -r _sv_pid && read -r _sv_status; } <"$1.pid"
+		job_info "$1"
+		_sv_pid=$_ji_pid
+		read -r _sv_status <"$7.k"
 		# (A keeper killed by someone: the command's status is unknown.)
 		digits "$_sv_status" || _sv_status='255 lost'
 	else
@@ -2235,9 +2287,6 @@ supervise() {
 	trap - CHLD
 	kill_child "$_sv_timer"
 	_sv_timer=
-	if [ "$_sv_output" = all ] && [ -n "$_sv_size" ]; then
-		echo "$_sv_size" >"$1.size"
-	fi
 }
 
 # tell_long tells the server that started the job, if it waits for news
@@ -2317,8 +2366,8 @@ on_timer() {
 		_sv_silent=$((_sv_silent + _sv_period))
 		# (A change seen at a tick came at most a period before it: one
 		# tick more makes the silence TTL at least.)
-		if [ "$_sv_silent" -gt "$_sv_ttl" ] && [ ! -e "$_sv_job.killed" ] && command_runs; then
-			echo lease >"$_sv_job.killed"
+		if [ "$_sv_silent" -gt "$_sv_ttl" ] && [ -z "$_sv_reason" ] && [ ! -e "$_sv_job.killed" ] && command_runs; then
+			_sv_reason=lease
 			kill_job "$_tk_pid"
 		fi
 	fi
@@ -2338,11 +2387,12 @@ command_runs() {
 		[ -z "$_sv_ended" ] && child_alive "$_sv_cmd"
 		return
 	fi
-	_tk_status=
-	if [ -e "$_sv_job.pid" ]; then
-		{ read -r _tk_pid && read -r _tk_status; } <"$_sv_job.pid"
-		[ -n "$_sv_cmd" ] || ! digits "$_tk_pid" || _sv_cmd=$_tk_pid
+	if [ -z "$_sv_cmd" ]; then
+		job_info "$_sv_job"
+		_sv_cmd=$_ji_pid
 	fi
+	_tk_status=
+	[ ! -e "$_sv_fifo.k" ] || read -r _tk_status <"$_sv_fifo.k"
 	[ -n "$_sv_cmd" ] && [ -z "$_tk_status" ] || return 1
 	_tk_pid=$_sv_cmd
 	child_alive "$_sv_keeper"
@@ -2403,7 +2453,7 @@ signal_group() {
 # without, a cat that copies it all, and the waiter closes its end of the
 # FIFO at once. dd copies a block per read (as it comes: a dd told to fill
 # its blocks, or to count bytes, would hold back what a command wrote until
-# a block is full); its count bounds the bytes, and its report in JOB.size
+# a block is full); its count bounds the bytes, and its report in FIFO.dd
 # (POSIX: "FULL+PARTIAL records in") tells, as it ends, the end of the
 # output, read fewer times than counted, from a stop at the count (see
 # on_relay). Meanwhile the waiter holds the FIFO's reading end: a command
@@ -2417,7 +2467,7 @@ start_relay() {
 		return
 	fi
 	_sv_count=$((($1 + 65535) / 65536))
-	dd bs=65536 count="$_sv_count" <&4 >>"$_sv_job.out" 2>"$_sv_job.size" 4<&- 8>&- &
+	dd bs=65536 count="$_sv_count" <&4 >>"$_sv_job.out" 2>"$_sv_fifo.dd" 4<&- 8>&- &
 	_sv_relay=$!
 }
 
@@ -2451,7 +2501,7 @@ on_relay() {
 			case $_rl_bytes in *[!0-9]*) _rl_bytes= ;; esac
 			;;
 		esac
-	done <"$_sv_job.size"
+	done <"$_sv_fifo.dd"
 	if [ -z "$_rl_reads" ]; then
 		_sv_cap=
 		start_relay
@@ -2475,10 +2525,11 @@ on_relay() {
 }
 
 # output_size JOB sets _os_size to the size of the ended job's output
-# as its relay wrote it in JOB.size, or to "" when it did not.
+# as its waiter wrote it (the second line of JOB.status), or to "" when
+# it did not know it.
 output_size() {
 	_os_size=
-	[ ! -e "$1.size" ] || read -r _os_size <"$1.size"
+	{ read -r _ && read -r _os_size; } <"$1.status"
 	case $_os_size in *[!0-9]*) _os_size= ;; esac
 }
 
