@@ -2487,21 +2487,27 @@ on_relay() {
 		_sv_output=${_sv_output:-all}
 		return 0
 	fi
-	# (GNU dd may warn about partial reads first.)
+	# (GNU dd may warn about partial reads first. A read cut short by
+	# a signal, as BusyBox's is, comes back with nothing: the report is
+	# read again, up to three times, before it is taken as none.)
 	_rl_reads=
-	_rl_bytes=
-	while IFS= read -r _rl_line; do
-		case $_rl_line in
-		[0-9]*+[0-9]*' records in')
-			_rl_line=${_rl_line%% *}
-			_rl_reads=$((${_rl_line%+*} + ${_rl_line#*+}))
-			;;
-		[0-9]*' byte'*)
-			_rl_bytes=${_rl_line%% *}
-			case $_rl_bytes in *[!0-9]*) _rl_bytes= ;; esac
-			;;
-		esac
-	done <"$_sv_fifo.dd"
+	_rl_tries=0
+	while [ -z "$_rl_reads" ] && [ "$_rl_tries" -lt 3 ]; do
+		_rl_tries=$((_rl_tries + 1))
+		_rl_bytes=
+		while IFS= read -r _rl_line; do
+			case $_rl_line in
+			[0-9]*+[0-9]*' records in')
+				_rl_line=${_rl_line%% *}
+				_rl_reads=$((${_rl_line%+*} + ${_rl_line#*+}))
+				;;
+			[0-9]*' byte'*)
+				_rl_bytes=${_rl_line%% *}
+				case $_rl_bytes in *[!0-9]*) _rl_bytes= ;; esac
+				;;
+			esac
+		done <"$_sv_fifo.dd"
+	done
 	if [ -z "$_rl_reads" ]; then
 		_sv_cap=
 		start_relay
