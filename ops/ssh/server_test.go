@@ -861,6 +861,54 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					assert.Empty(c, batchFIFOs(t, jobs))
 				}, 5*time.Second, 20*time.Millisecond)
 			})
+			t.Run("chatty jobs with a cap end by themselves, not by a lease they hold", func(t *testing.T) {
+				// Their waiters' relays end and restart often (a small cap:
+				// dd's count), and the timers of a short lease end every
+				// second: BusyBox's builtins, cut short by the trap, once
+				// made a waiter take its command for ended and kill it
+				// for its lease.
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
+				type chatty struct {
+					script string
+					n      int
+					status string
+				}
+				loop := func(n int, nap, end string) string {
+					return fmt.Sprintf(`i=0; while [ $i -lt %d ]; do printf z; %s i=$((i+1)); done; %s`, n, nap, end)
+				}
+				jobs := []chatty{
+					{loop(250, "", "exit 0"), 250, "0"},
+					{loop(14, "sleep 0.003;", "kill -s KILL $$"), 14, "137"},
+					{loop(234, "sleep 0.001;", "exit 7"), 234, "7"},
+					{loop(293, "sleep 0.006;", "exit 127"), 293, "127"},
+					{loop(124, "", "kill -s ALRM $$"), 124, "142"},
+				}
+				for range 2 {
+					require.NoError(t, l.send(call("run_jobs", "3", "60000", "")))
+					ids := map[string]chatty{}
+					for _, job := range jobs {
+						id := randomHex(8)
+						ids[id] = job
+						require.NoError(t, l.send(call("add_job", id, job.script, "", "", "", "", "chatty")))
+					}
+					outs := map[string]*bytes.Buffer{}
+					ends := map[string]string{}
+					status, err := readAttach(l.server, bufferPer(outs), func(id, status string) {
+						ends[id] = status
+						if len(ends) == len(jobs) {
+							l.write("e\n")
+						}
+					})
+					require.NoError(t, err)
+					assert.Equal(t, "OK", status)
+					for id, job := range ids {
+						assert.Equal(t, job.status, ends[id], "%s", job.script)
+						if assert.NotNil(t, outs[id], "%s", job.script) {
+							assert.Equal(t, strings.Repeat("z", job.n), outs[id].String(), "%s", job.script)
+						}
+					}
+				}
+			})
 			t.Run("a batch's jobs go on when the client goes", func(t *testing.T) {
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
