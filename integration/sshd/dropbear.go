@@ -7,7 +7,6 @@ package sshd
 import (
 	"crypto/ed25519"
 	"crypto/rand"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -91,13 +90,7 @@ func StartDropbear(t testing.TB, opts DropbearOptions) *Server {
 	}
 	authorizeKey(t, u, signer.PublicKey())
 
-	s.Port = freePort(t)
-	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
 	s.KnownHosts = filepath.Join(dir, "known_hosts")
-	if err := os.WriteFile(s.KnownHosts, []byte(knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, hostPub)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
 	// The overlay's upper layer holds the SFTP server's link, or a
 	// whiteout that hides any the machine has.
 	upper, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
@@ -114,12 +107,16 @@ func StartDropbear(t testing.TB, opts DropbearOptions) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// -s: no passwords; -R would write keys to /etc, -r names ours.
-	daemonArgs := wrap(opts.Wrap, []string{daemon, "-F", "-E", "-s", "-p", s.Addr, "-r", hostKey, "-P", filepath.Join(dir, "dropbear.pid")})
-	mount := "mount -t overlay overlay -o lowerdir=/usr/lib,upperdir=" + upper + ",workdir=" + work + " /usr/lib"
-	s.args = []string{"unshare", "-m", "--propagation", "private", "sh", "-c", mount + ` && exec "$@"`, "sh"}
-	s.args = append(s.args, daemonArgs...)
-	s.run(t, "dropbear")
+	s.run(t, "dropbear", func() {
+		if err := os.WriteFile(s.KnownHosts, []byte(knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, hostPub)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// -s: no passwords; -R would write keys to /etc, -r names ours.
+		daemonArgs := wrap(opts.Wrap, []string{daemon, "-F", "-E", "-s", "-p", s.Addr, "-r", hostKey, "-P", filepath.Join(dir, "dropbear.pid")})
+		mount := "mount -t overlay overlay -o lowerdir=/usr/lib,upperdir=" + upper + ",workdir=" + work + " /usr/lib"
+		s.args = []string{"unshare", "-m", "--propagation", "private", "sh", "-c", mount + ` && exec "$@"`, "sh"}
+		s.args = append(s.args, daemonArgs...)
+	})
 	return s
 }
 

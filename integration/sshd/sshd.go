@@ -15,6 +15,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -148,17 +149,8 @@ func Start(t testing.TB, opts Options) *Server {
 		t.Fatal(err)
 	}
 
-	s.Port = freePort(t)
-	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
-	// What OpenSSH's client writes: the Ed25519 key only. The client must
-	// ask for it first even though the server also has ECDSA.
 	s.KnownHosts = filepath.Join(dir, "known_hosts")
-	if err := os.WriteFile(s.KnownHosts, []byte(knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, edSSH)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
 	lines := []string{
-		"Port " + strconv.Itoa(s.Port),
 		"ListenAddress 127.0.0.1",
 		"PidFile " + filepath.Join(dir, "sshd.pid"),
 		"AuthorizedKeysFile " + authorized,
@@ -177,28 +169,49 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	lines = append(lines, opts.Config...)
 	config := filepath.Join(dir, "sshd_config")
-	if err := os.WriteFile(config, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	// OpenSSH ≥ 9.8 penalises sources that fail auth; tests do on purpose.
-	if exec.Command(daemon, "-t", "-f", config, "-o", "PerSourcePenalties=no").Run() == nil {
+	if os.WriteFile(config, []byte(strings.Join(lines, "\n")+"\n"), 0o644) == nil &&
+		exec.Command(daemon, "-t", "-f", config, "-o", "PerSourcePenalties=no").Run() == nil {
 		lines = append(lines, "PerSourcePenalties no")
-		os.WriteFile(config, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	}
-	if out, err := exec.Command(daemon, "-t", "-f", config).CombinedOutput(); err != nil {
-		t.Fatalf("sshd -t: %v\n%s", err, out)
-	}
-	s.args = wrap(opts.Wrap, []string{daemon, "-D", "-e", "-f", config})
-	s.run(t, "sshd")
+	s.run(t, "sshd", func() {
+		// What OpenSSH's client writes: the Ed25519 key only. The client
+		// must ask for it first even though the server also has ECDSA.
+		if err := os.WriteFile(s.KnownHosts, []byte(knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, edSSH)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		withPort := append([]string{"Port " + strconv.Itoa(s.Port)}, lines...)
+		if err := os.WriteFile(config, []byte(strings.Join(withPort, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(daemon, "-t", "-f", config).CombinedOutput(); err != nil {
+			t.Fatalf("sshd -t: %v\n%s", err, out)
+		}
+		s.args = wrap(opts.Wrap, []string{daemon, "-D", "-e", "-f", config})
+	})
 	return s
 }
 
-// run starts the daemon, and stops it when the test ends, showing its log
-// if the test failed.
-func (s *Server) run(t testing.TB, name string) {
+// run starts the daemon on a free port, and stops it when the test ends,
+// showing its log if the test failed. listen, given s.Port and s.Addr,
+// writes what names them and sets s.args. A port another test's daemon
+// took between freePort and the bind is given up for another, up to
+// three times.
+func (s *Server) run(t testing.TB, name string, listen func()) {
 	t.Helper()
-	if err := s.start(); err != nil {
-		t.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		s.Port = freePort(t)
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
+		listen()
+		err := s.start()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %v; another port", name, err)
+		s.log.Reset()
 	}
 	t.Cleanup(func() {
 		s.Stop()
@@ -256,6 +269,13 @@ func (s *Server) start() error {
 	}
 	if err == nil {
 		c.Close()
+		// (What answered may be another test's daemon that took the
+		// port first: this one then fails to bind.)
+		if !listensOn(cmd.Process.Pid, s.Port) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return fmt.Errorf("%w: %s\n%s", errPortTaken, s.Addr, s.log.String())
+		}
 	} else {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -263,6 +283,57 @@ func (s *Server) start() error {
 	}
 	s.cmd, s.stopped = cmd, false
 	return nil
+}
+
+// errPortTaken: another process listens on the daemon's port.
+var errPortTaken = errors.New("the port is another process's")
+
+// listensOn reports whether process pid, or one of its descendants, has
+// a socket listening on 127.0.0.1:port, read from /proc (without it, as
+// on macOS, it cannot tell, and says yes).
+func listensOn(pid, port int) bool {
+	table, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return true
+	}
+	local := fmt.Sprintf("0100007F:%04X", port)
+	sockets := map[string]bool{}
+	for _, line := range strings.Split(string(table), "\n") {
+		f := strings.Fields(line)
+		// sl local remote state ... inode: state 0A is LISTEN.
+		if len(f) > 9 && f[1] == local && f[3] == "0A" {
+			sockets["socket:["+f[9]+"]"] = true
+		}
+	}
+	tree := map[int]bool{pid: true}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for grew := true; grew; {
+		grew = false
+		for _, stat := range stats {
+			b, err := os.ReadFile(stat)
+			if err != nil {
+				continue
+			}
+			after := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+			p, _ := strconv.Atoi(strings.Split(stat, "/")[2])
+			ppid := 0
+			if len(after) > 1 {
+				ppid, _ = strconv.Atoi(after[1])
+			}
+			if tree[ppid] && !tree[p] {
+				tree[p], grew = true, true
+			}
+		}
+	}
+	for p := range tree {
+		fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", p))
+		for _, fd := range fds {
+			if target, err := os.Readlink(fd); err == nil && sockets[target] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Stop kills the daemon (sessions it forked live on until their
@@ -354,6 +425,12 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Reset()
 }
 
 func (l *lockedBuffer) String() string {
