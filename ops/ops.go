@@ -213,7 +213,9 @@ func RealPath(ctx context.Context, r ReadOperations, name string) (string, error
 	return name, nil
 }
 
-// ExitError reports a command that ran and did not exit 0.
+// ExitError reports a command that ran and did not exit 0, or that the
+// backend stopped (Reason): one that exited 0 after its output was cut at
+// the cap is reported too, with Code 0.
 type ExitError struct {
 	Code   int    // exit status; 128+n when killed by signal n
 	Signal string // signal name ("KILL", "TERM") when killed by a signal

@@ -188,9 +188,11 @@ func parseJobStatus(s string) (jobStatus, error) {
 	return js, nil
 }
 
-// err is what Exec returns for the ended job: nil, or an *ops.ExitError.
+// err is what Exec returns for the ended job: nil, or an *ops.ExitError
+// (also for a command that exited 0 once its output was cut at the cap:
+// what the caller has is not all it wrote).
 func (js jobStatus) err(outputCap int64, leaseTTL time.Duration) error {
-	if js.code == 0 {
+	if js.code == 0 && js.stopped == "" {
 		return nil
 	}
 	return &ops.ExitError{Code: js.code, Reason: js.reason(outputCap, leaseTTL)}

@@ -2070,8 +2070,10 @@ start_job() {
 		# (A kill that came as the command ended on its own did not end
 		# it: its status is its own.)
 		case $_sj_reason in lease | killed) [ "$_sv_status" = 137 ] || _sj_reason= ;; esac
-		# Killed by SIGPIPE when the relay stopped at the cap.
-		if [ "$_sv_status" = 141 ] && [ -n "$5" ] && [ "$(wc -c <"$1.out")" -gt "$5" ]; then
+		# Output cut at the cap: the command, writing on, got SIGPIPE
+		# (141), or an error it may have ignored (whatever its status,
+		# its output is not all there).
+		if [ -z "$_sj_reason" ] && [ -n "$_sv_capped" ]; then
 			_sj_reason=capped
 		fi
 		# The status, then the size of the output when the relay knew it
@@ -2205,6 +2207,7 @@ supervise() {
 	_sv_cutting=
 	_sv_relay=
 	_sv_output=
+	_sv_capped=
 	_sv_size=0
 	_tk_busy=
 	_tk_again=
@@ -2472,8 +2475,9 @@ start_relay() {
 }
 
 # on_relay (in tick): once the relay has ended, reads dd's report: at the
-# end of the output, or at the CAP, the output is done (_sv_output, and
-# the waiter's end of the FIFO closed: a command writing on gets SIGPIPE);
+# end of the output, or at the CAP (_sv_capped), the output is done
+# (_sv_output, and the waiter's end of the FIFO closed: a command writing
+# on gets SIGPIPE);
 # at the count short of the CAP, the next round starts. A dd that does not
 # report leaves the rest to cat, without a cap. Where dd also reports the
 # bytes it copied (GNU: "N bytes ... copied"), _sv_size adds them up: the
@@ -2525,6 +2529,7 @@ on_relay() {
 	if [ "$_rl_left" -gt 0 ]; then
 		start_relay "$_rl_left"
 	else
+		[ "$_rl_reads" -lt "$_sv_count" ] || _sv_capped=yes
 		_sv_output=all
 		exec 4<&-
 	fi

@@ -599,6 +599,15 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Less(t, out.Len(), 100000+64<<10, "by less than a block")
 				assert.True(t, strings.HasPrefix(out.String(), "0123456789abcdef\n0123456789abcdef\n"))
 
+				// One that ignores SIGPIPE and exits 0 is capped all the
+				// same: its output is cut.
+				job = newJob(`trap '' PIPE; while echo 0123456789abcdef; do :; done 2>/dev/null; exit 0`)
+				job[8] = "100000"
+				out.Reset()
+				assert.Equal(t, "0 capped", l.do(t, &out, "run_job", job...))
+				assert.Greater(t, out.Len(), 100000, "past the cap")
+				assert.Less(t, out.Len(), 100000+64<<10, "by less than a block")
+
 				job = newJob(`printf %0100000d 0`)
 				job[8] = "100000"
 				out.Reset()
