@@ -533,11 +533,22 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				stale, fresh := newJob("echo stale"), newJob("echo fresh")
 				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", stale...))
 				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", fresh...))
+				// A job that runs has an empty status as old as its start:
+				// it is not swept, however long it runs (its waiter holds
+				// its lease).
+				arg := fmt.Sprintf("32.%04d", rand.IntN(10000))
+				t.Cleanup(func() { exec.Command("pkill", "-x", "-f", "sleep "+arg).Run() })
+				running := newJob("sleep " + arg)
+				require.NoError(t, startLocal(t, sh, true, "XDG_CACHE_HOME="+cache).send(call("run_job", running...)))
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					assert.NotEmpty(c, sleeping(t, arg))
+				}, 5*time.Second, 10*time.Millisecond)
 				// The stale job's client vanished 3 minutes ago (its TTL is
 				// 60 s); the fresh one's may still come back for it.
 				old := time.Now().Add(-3 * time.Minute)
 				for _, f := range []string{".lease", ".status"} {
 					require.NoError(t, os.Chtimes(filepath.Join(jobs, stale[0]+f), old, old))
+					require.NoError(t, os.Chtimes(filepath.Join(jobs, running[0]+f), old, old))
 				}
 				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache).run(t, "true")
 				time.Sleep(300 * time.Millisecond)
@@ -551,6 +562,8 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					assert.Equal(c, []string{filepath.Join(jobs, stale[0]+".status")}, jobFiles(jobs, stale[0]))
 				}, 5*time.Second, 20*time.Millisecond)
 				assert.FileExists(t, filepath.Join(jobs, fresh[0]+".out"))
+				assert.FileExists(t, filepath.Join(jobs, running[0]+".out"), "a job that runs is not swept")
+				assert.NotEmpty(t, sleeping(t, arg), "nor killed")
 				again := slices.Clone(stale)
 				again[2] = "echo ran again >>" + shellquote.Quote(filepath.Join(cache, "again"))
 				assert.Equal(t, "!GONE 0", l.do(t, io.Discard, "run_job", again...), "a start sent again")
