@@ -258,3 +258,73 @@ func waitWaiter(t *testing.T, jobs, id string) {
 	pid := waiterOf(t, jobs, id)
 	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond, "the waiter ends")
 }
+
+// A job whose waiter was killed, with its server, between its claim (the
+// empty status) and writing its pid is lost once the claim is a minute
+// old: its command never began, and a request for it answers instead of
+// waiting for good. Younger, it is taken for one starting.
+func TestJobKilledAtItsClaimIsLost(t *testing.T) {
+	t.Parallel()
+	host := strings.Join(func() []string { n, b := thisHost(t); return []string{n, b} }(), " ")
+	for _, sh := range testShells(t) {
+		t.Run(strings.Join(sh, " "), func(t *testing.T) {
+			t.Parallel()
+			cache := t.TempDir()
+			jobs := filepath.Join(cache, "pi-remote", "jobs")
+			plant := func(age time.Duration) string {
+				id := randomHex(8)
+				plantJob(t, jobs, id, goneProcess(t), host, "", "")
+				then := time.Now().Add(-age)
+				require.NoError(t, os.Chtimes(filepath.Join(jobs, id+".status"), then, then))
+				return id
+			}
+			attached, stopped, young := plant(2*time.Minute), plant(2*time.Minute), plant(0)
+			sweptJustNow(t, jobs)
+			l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+
+			assert.Equal(t, "!EIO the job ended without a status (its waiter was killed)",
+				l.do(t, io.Discard, "attach_job", attached, "0", "", "", "", "60"))
+			assert.Equal(t, "OK removed\n", callFile("stop_job")(t, l, stopped))
+			assert.Equal(t, []string{filepath.Join(jobs, stopped+".status")}, jobFiles(jobs, stopped), "its tombstone")
+			status, err := os.ReadFile(filepath.Join(jobs, stopped+".status"))
+			require.NoError(t, err)
+			assert.Equal(t, "lost\n", string(status))
+			assert.True(t, strings.HasPrefix(callFile("stop_job")(t, l, young), "E EIO "), "a job starting is not lost")
+			assert.FileExists(t, filepath.Join(jobs, young+".out"))
+		})
+	}
+}
+
+// A job an earlier version of the script saved (JOB.saved, its output a
+// link to the saved file) whose answer was lost is answered again as
+// saved, and its saved output stays where it is.
+func TestSavedJobOfAnEarlierScript(t *testing.T) {
+	t.Parallel()
+	host := strings.Join(func() []string { n, b := thisHost(t); return []string{n, b} }(), " ")
+	for _, sh := range testShells(t) {
+		t.Run(strings.Join(sh, " "), func(t *testing.T) {
+			t.Parallel()
+			cache := t.TempDir()
+			jobs := filepath.Join(cache, "pi-remote", "jobs")
+			save := filepath.Join(t.TempDir(), "saved-output")
+			require.NoError(t, os.WriteFile(save, []byte("line 1\nline 2\n"), 0o600))
+			id := randomHex(8)
+			plantJob(t, jobs, id, goneProcess(t), host, strconv.Itoa(goneProcess(t)), "")
+			for suffix, content := range map[string]string{".status": "0\n", ".saved": "saved\n", ".pid": "1\n"} {
+				require.NoError(t, os.WriteFile(filepath.Join(jobs, id+suffix), []byte(content), 0o600))
+			}
+			require.NoError(t, os.Remove(filepath.Join(jobs, id+".out")))
+			require.NoError(t, os.Symlink(save, filepath.Join(jobs, id+".out")))
+			sweptJustNow(t, jobs)
+			l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+			for range 2 {
+				var out bytes.Buffer
+				assert.Equal(t, "0 saved", l.do(t, &out, "attach_job", id, "0", save, "1", "1", "60"))
+				assert.Equal(t, "line 1\nline 2\n", out.String())
+				fi, err := os.Lstat(save)
+				require.NoError(t, err)
+				assert.True(t, fi.Mode().IsRegular(), "the saved output is where it was")
+			}
+		})
+	}
+}

@@ -641,7 +641,17 @@ job_info() {
 job_lost() {
 	case $_ji_where in
 	gone) ;;
-	here) [ -n "$_ji_waiter" ] && ! pid_alive "$_ji_waiter" || return 1 ;;
+	here)
+		if [ -n "$_ji_waiter" ]; then
+			! pid_alive "$_ji_waiter" || return 1
+		else
+			# A waiter killed between its claim and its pid, a moment
+			# (see start_job), with its server: the claim is a minute
+			# old, the server gone. (Its command never began.)
+			[ -e "$1.status" ] && [ -n "$_ji_server" ] && ! pid_alive "$_ji_server" &&
+				[ -n "$(find "$1.status" -prune -mmin +1 2>/dev/null)" ] || return 1
+		fi
+		;;
 	*) return 1 ;;
 	esac
 	# (Looked at again: the waiter writes the status, then ends.)
@@ -675,6 +685,7 @@ job_process() {
 		esac
 		[ "$_ji_where" = here ] || return 1
 		if [ -z "$_ji_waiter" ]; then
+			job_lost "$1" && _jp_why=lost && return 1
 			unstarted "$1" && _jp_why=lost && return 1
 		elif ! pid_alive "$_ji_waiter"; then
 			[ -s "$1.status" ] || _jp_why=lost
@@ -924,8 +935,6 @@ sweep_jobs() {
 		_sj_job=${_sj_job%.server}
 		[ ! -s "$_sj_job.status" ] || continue
 		job_info "$_sj_job"
-		# (A job being started has no waiter for a moment.)
-		[ -n "$_ji_waiter" ] || [ "$_ji_where" = gone ] || continue
 		if job_lost "$_sj_job"; then
 			echo lost >"$_sj_job.status"
 			bury "$_sj_job"
@@ -981,7 +990,7 @@ sweep_jobs() {
 		done
 	done
 	find "$jobs" -name '*.status' -mmin +2880 | while IFS= read -r _sj_job; do
-		! gone "${_sj_job%.status}" || rm -f -- "$_sj_job" "${_sj_job%.status}.pid"
+		! gone "${_sj_job%.status}" || rm -f -- "$_sj_job" "${_sj_job%.status}.pid" "${_sj_job%.status}.server"
 	done
 	rmdir "$host_dir/sweeping"
 }
@@ -1376,6 +1385,11 @@ job_result() {
 		*:' '*) _so_saved=$_jr_line ;;
 		esac
 	done <"$1.status"
+	# (A job of an earlier version of this script says it in JOB.saved.)
+	if [ -z "$_so_saved" ] && [ -n "$2" ] && [ -e "$1.saved" ]; then
+		read -r _so_saved <"$1.saved"
+		_so_saved=" $_so_saved"
+	fi
 	if [ -n "$_so_saved" ]; then
 		# Sent before (that answer was lost): saved then.
 		:
@@ -2034,6 +2048,9 @@ start_job() {
 		# it.
 		own_pid
 		echo "$_sv_self" >>"$1.server"
+		# (Judged lost meanwhile, had this waiter stopped here for a
+		# minute, see job_lost: the command never runs.)
+		[ ! -s "$1.status" ] || exit 0
 		# The command is the waiter's own child (see supervise), or a
 		# keeper's where it needs one (see keep). (Closed by exec in the
 		# child: a redirection of a function's call, as "keep 8>&-", keeps
@@ -2208,6 +2225,7 @@ supervise() {
 	_sv_relay=
 	_sv_output=
 	_sv_capped=
+	_sv_probe=
 	_sv_size=0
 	_tk_busy=
 	_tk_again=
@@ -2224,7 +2242,7 @@ supervise() {
 		done
 	fi
 	if child_alive "$2"; then
-		sleep "$_sv_period" 4<&- 8>&- &
+		sleep "$_sv_period" 4<&- 8>&- 9<&- &
 		_sv_timer=$!
 		tell_long
 	fi
@@ -2279,7 +2297,7 @@ supervise() {
 		_sv_timer=
 		kill_child "$_sv_old"
 		tell_long
-		sleep "$_sv_grace" 4<&- 8>&- &
+		sleep "$_sv_grace" 4<&- 8>&- 9<&- &
 		_sv_timer=$!
 		_sv_cutting=yes
 		while [ -n "$_sv_relay" ]; do
@@ -2374,7 +2392,12 @@ on_timer() {
 			kill_job "$_tk_pid"
 		fi
 	fi
-	sleep "$_sv_period" 4<&- 8>&- &
+	# The job's empty status (the waiter's claim: nobody else writes it
+	# while the waiter lives) is made new: a sweep of an earlier version
+	# of this script, which took an old status for an ended job's, leaves
+	# it alone.
+	[ -s "$_sv_job.status" ] || [ ! -e "$_sv_job.out" ] || : >"$_sv_job.status"
+	sleep "$_sv_period" 4<&- 8>&- 9<&- &
 	_sv_timer=$!
 }
 
@@ -2461,44 +2484,57 @@ signal_group() {
 # output, read fewer times than counted, from a stop at the count (see
 # on_relay). Meanwhile the waiter holds the FIFO's reading end: a command
 # that writes on is never without a reader between two rounds.
+#
+# The waiter opens the report (fd 9) before dd writes it: a sweep may
+# remove the file's name while the job runs (its server gone, the file
+# older than a minute, see sweep_jobs), and the report is read all the
+# same.
 start_relay() {
 	if [ -z "$_sv_cap" ]; then
-		cat <&4 >>"$_sv_job.out" 4<&- 8>&- &
+		cat <&4 >>"$_sv_job.out" 4<&- 8>&- 9<&- &
 		_sv_relay=$!
 		_sv_size=
 		exec 4<&-
 		return
 	fi
 	_sv_count=$((($1 + 65535) / 65536))
-	dd bs=65536 count="$_sv_count" <&4 >>"$_sv_job.out" 2>"$_sv_fifo.dd" 4<&- 8>&- &
+	: >"$_sv_fifo.dd"
+	command exec 9<"$_sv_fifo.dd"
+	dd bs=65536 count="$_sv_count" <&4 >>"$_sv_job.out" 2>"$_sv_fifo.dd" 4<&- 8>&- 9<&- &
 	_sv_relay=$!
 }
 
-# on_relay (in tick): once the relay has ended, reads dd's report: at the
-# end of the output, or at the CAP (_sv_capped), the output is done
-# (_sv_output, and the waiter's end of the FIFO closed: a command writing
-# on gets SIGPIPE);
-# at the count short of the CAP, the next round starts. A dd that does not
-# report leaves the rest to cat, without a cap. Where dd also reports the
-# bytes it copied (GNU: "N bytes ... copied"), _sv_size adds them up: the
-# size of the whole output, which job_result then needs no wc for.
-on_relay() {
-	[ -n "$_sv_relay" ] || return 0
-	! child_alive "$_sv_relay" || return 0
-	_sv_relay=
-	# (Stopped, or a cat: that was all.)
-	if [ -n "$_sv_output" ] || [ -z "$_sv_cap" ]; then
-		_sv_output=${_sv_output:-all}
-		return 0
-	fi
-	# (GNU dd may warn about partial reads first. A read cut short by
-	# a signal, as BusyBox's is, comes back with nothing: the report is
-	# read again, up to three times, before it is taken as none.)
+# start_probe starts the relay's last round once the output has reached
+# the CAP: one byte more, thrown away. It comes if the command writes on
+# (its output is cut: _sv_capped); the end of the output comes if it had
+# written everything already, by less than a block past the CAP, which
+# then went all to JOB.out (not cut).
+start_probe() {
+	_sv_probe=yes
+	: >"$_sv_fifo.dd"
+	command exec 9<"$_sv_fifo.dd"
+	dd bs=1 count=1 <&4 >/dev/null 2>"$_sv_fifo.dd" 4<&- 8>&- 9<&- &
+	_sv_relay=$!
+}
+
+# read_report sets _rl_reads to the reads dd made, "" when its report
+# says nothing of them, and _rl_bytes to the bytes it copied when it says
+# (GNU: "N bytes ... copied"), from fd 9 (see start_relay), then from
+# FIFO.dd while it is there. (GNU dd may warn about partial reads first.
+# A read cut short by a signal, as BusyBox's is, comes back with nothing:
+# the report is read again, up to three times, before it is taken as
+# none.)
+read_report() {
 	_rl_reads=
 	_rl_tries=0
 	while [ -z "$_rl_reads" ] && [ "$_rl_tries" -lt 3 ]; do
 		_rl_tries=$((_rl_tries + 1))
 		_rl_bytes=
+		if [ "$_rl_tries" = 1 ]; then
+			command exec 7<&9 9<&- || continue
+		else
+			command exec 7<"$_sv_fifo.dd" || break
+		fi
 		while IFS= read -r _rl_line; do
 			case $_rl_line in
 			[0-9]*+[0-9]*' records in')
@@ -2510,8 +2546,36 @@ on_relay() {
 				case $_rl_bytes in *[!0-9]*) _rl_bytes= ;; esac
 				;;
 			esac
-		done <"$_sv_fifo.dd"
+		done <&7
+		exec 7<&-
 	done
+}
+
+# on_relay (in tick): once the relay has ended, reads dd's report: at the
+# end of the output the output is done (_sv_output, and the waiter's end
+# of the FIFO closed: a command writing on gets SIGPIPE); at the count
+# short of the CAP, the next round starts; at the CAP, the probe (see
+# start_probe), and then the output is done. A dd that does not report
+# leaves the rest to cat, without a cap. Where dd reports the bytes it
+# copied, _sv_size adds them up: the size of the whole output, which
+# job_result then needs no wc for.
+on_relay() {
+	[ -n "$_sv_relay" ] || return 0
+	! child_alive "$_sv_relay" || return 0
+	_sv_relay=
+	# (Stopped, or a cat: that was all.)
+	if [ -n "$_sv_output" ] || [ -z "$_sv_cap" ]; then
+		_sv_output=${_sv_output:-all}
+		return 0
+	fi
+	read_report
+	if [ -n "$_sv_probe" ]; then
+		# (No report: the output passed the CAP, cut or not.)
+		[ "${_rl_reads:-1}" = 0 ] || _sv_capped=yes
+		_sv_output=all
+		exec 4<&-
+		return 0
+	fi
 	if [ -z "$_rl_reads" ]; then
 		_sv_cap=
 		start_relay
@@ -2522,16 +2586,16 @@ on_relay() {
 	else
 		_sv_size=
 	fi
-	_rl_left=0
-	if [ "$_rl_reads" -ge "$_sv_count" ]; then
-		_rl_left=$((_sv_cap + 1 - $(wc -c <"$_sv_job.out")))
+	if [ "$_rl_reads" -lt "$_sv_count" ]; then
+		_sv_output=all
+		exec 4<&-
+		return 0
 	fi
+	_rl_left=$((_sv_cap + 1 - $(wc -c <"$_sv_job.out")))
 	if [ "$_rl_left" -gt 0 ]; then
 		start_relay "$_rl_left"
 	else
-		[ "$_rl_reads" -lt "$_sv_count" ] || _sv_capped=yes
-		_sv_output=all
-		exec 4<&-
+		start_probe
 	fi
 }
 
@@ -2573,6 +2637,12 @@ read_pid() {
 # needed).
 save_output() {
 	_so_saved=
+	# (Saved already: FILE is the link to DEST. Moved again, it would
+	# take DEST's place, a link to itself.)
+	if [ -L "$1" ]; then
+		_so_saved=' saved'
+		return
+	fi
 	_so_counts=$(wc -lc <"$1") || return
 	# shellcheck disable=SC2086 # "lines bytes"
 	set -- "$1" "$2" "$3" "$4" $_so_counts

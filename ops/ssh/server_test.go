@@ -626,6 +626,65 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				out.Reset()
 				assert.Equal(t, "0", l.do(t, &out, "run_job", job...), "exactly the cap is allowed")
 				assert.Equal(t, 100000, out.Len())
+
+				// Past the cap by less than a block, all of it in one
+				// read, and then ended: nothing was cut.
+				job = newJob(`printf 0123456789AB`)
+				job[8] = "10"
+				out.Reset()
+				assert.Equal(t, "0", l.do(t, &out, "run_job", job...), "nothing cut")
+				assert.Equal(t, "0123456789AB", out.String())
+			})
+			t.Run("the cap holds when a sweep took the relay's report", func(t *testing.T) {
+				// The job's server is gone and its FIFO's files are a
+				// minute old: a sweep removes them while the job runs.
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				arg := fmt.Sprintf("33.%04d", rand.IntN(10000))
+				job := newJob("echo start; exec 2>/dev/null; sleep " + arg + "; head -c 3000000 /dev/zero")
+				job[8] = "1000"
+				require.NoError(t, l.send(call("run_job", job...)))
+				var sleeper []string
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					sleeper = sleeping(t, arg)
+					assert.Len(c, sleeper, 1)
+				}, 5*time.Second, 10*time.Millisecond)
+				reports, err := filepath.Glob(filepath.Join(hostDir(t, jobs), "fifo-*.dd"))
+				require.NoError(t, err)
+				require.Len(t, reports, 1, "the relay's report")
+				require.NoError(t, os.Remove(reports[0]))
+				pid, _ := strconv.Atoi(strings.Fields(sleeper[0])[0])
+				require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+				var out bytes.Buffer
+				assert.Equal(t, "141 capped", l.nextAnswer(t, &out))
+				assert.Greater(t, out.Len(), 1000, "past the cap")
+				assert.Less(t, out.Len(), 1000+64<<10, "by less than a block")
+			})
+			t.Run("a running job's claim stays new", func(t *testing.T) {
+				// A sweep of an earlier version of the script took an old
+				// status file for an ended job's: the waiter's ticks
+				// (every second for a lease of 3 s) keep it new.
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				arg := fmt.Sprintf("34.%04d", rand.IntN(10000))
+				t.Cleanup(func() { exec.Command("pkill", "-x", "-f", "sleep "+arg).Run() })
+				job := newJob("sleep " + arg)
+				job[7] = "3"
+				require.NoError(t, l.send(call("run_job", job...)))
+				status := filepath.Join(jobs, job[0]+".status")
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					assert.NotEmpty(c, sleeping(t, arg))
+				}, 5*time.Second, 10*time.Millisecond)
+				old := time.Now().Add(-3 * time.Minute)
+				require.NoError(t, os.Chtimes(status, old, old))
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					fi, err := os.Stat(status)
+					require.NoError(c, err)
+					assert.Zero(c, fi.Size(), "still running")
+					assert.WithinDuration(c, time.Now(), fi.ModTime(), 10*time.Second)
+				}, 5*time.Second, 50*time.Millisecond)
 			})
 			t.Run("a job whose server goes at once still runs", func(t *testing.T) {
 				// The connection lost the moment the job started: its
