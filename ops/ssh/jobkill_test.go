@@ -93,7 +93,7 @@ func (b *bystander) survived(t *testing.T) bool {
 // waiter is gone is lost, and only its files go.
 func TestStalePidFileKillsNothing(t *testing.T) {
 	t.Parallel()
-	host := strings.Join(func() []string { n, b := thisHost(t); return []string{n, b} }(), " ")
+	host := thisHostRecord(t)
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
@@ -265,7 +265,7 @@ func waitWaiter(t *testing.T, jobs, id string) {
 // waiting for good. Younger, it is taken for one starting.
 func TestJobKilledAtItsClaimIsLost(t *testing.T) {
 	t.Parallel()
-	host := strings.Join(func() []string { n, b := thisHost(t); return []string{n, b} }(), " ")
+	host := thisHostRecord(t)
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
@@ -300,7 +300,7 @@ func TestJobKilledAtItsClaimIsLost(t *testing.T) {
 // saved, and its saved output stays where it is.
 func TestSavedJobOfAnEarlierScript(t *testing.T) {
 	t.Parallel()
-	host := strings.Join(func() []string { n, b := thisHost(t); return []string{n, b} }(), " ")
+	host := thisHostRecord(t)
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()

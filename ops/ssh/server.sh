@@ -2498,10 +2498,7 @@ start_relay() {
 		return
 	fi
 	_sv_count=$((($1 + 65535) / 65536))
-	: >"$_sv_fifo.dd"
-	command exec 9<"$_sv_fifo.dd"
-	dd bs=65536 count="$_sv_count" <&4 >>"$_sv_job.out" 2>"$_sv_fifo.dd" 4<&- 8>&- 9<&- &
-	_sv_relay=$!
+	relay_dd 65536 "$_sv_count" "$_sv_job.out"
 }
 
 # start_probe starts the relay's last round once the output has reached
@@ -2511,9 +2508,16 @@ start_relay() {
 # then went all to JOB.out (not cut).
 start_probe() {
 	_sv_probe=yes
+	relay_dd 1 1 /dev/null
+}
+
+# relay_dd BS COUNT OUT starts the relay's dd: COUNT reads of at most BS
+# bytes from the FIFO (fd 4), appended to OUT, its report in FIFO.dd,
+# which the waiter holds open on fd 9 (see start_relay).
+relay_dd() {
 	: >"$_sv_fifo.dd"
 	command exec 9<"$_sv_fifo.dd"
-	dd bs=1 count=1 <&4 >/dev/null 2>"$_sv_fifo.dd" 4<&- 8>&- 9<&- &
+	dd bs="$1" count="$2" <&4 >>"$3" 2>"$_sv_fifo.dd" 4<&- 8>&- 9<&- &
 	_sv_relay=$!
 }
 

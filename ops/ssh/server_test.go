@@ -183,6 +183,19 @@ func sleeping(t *testing.T, arg string) []string {
 	return psWhere(t, "pid=,args=", func(f []string) bool { return len(f) == 3 && f[1] == "sleep" && f[2] == arg })
 }
 
+// soleSleeper waits for `sleep arg` to run, once, and returns its pid.
+func soleSleeper(t *testing.T, arg string) int {
+	t.Helper()
+	var found []string
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		found = sleeping(t, arg)
+		assert.Len(c, found, 1, "the command runs")
+	}, 5*time.Second, 10*time.Millisecond)
+	pid, err := strconv.Atoi(strings.Fields(found[0])[0])
+	require.NoError(t, err)
+	return pid
+}
+
 // waiterOf waits for job id's waiter to write its pid (the third line of
 // ID.server) and returns it.
 func waiterOf(t *testing.T, jobs, id string) int {
@@ -463,11 +476,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					}
 					return found
 				}
-				var sleeper []string
-				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					sleeper = sleeping(t, arg)
-					assert.Len(c, sleeper, 1, "the command runs")
-				}, 5*time.Second, 10*time.Millisecond)
+				sleep := soleSleeper(t, arg)
 				var server []string
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
 					b, err := os.ReadFile(filepath.Join(jobs, job[0]+".server"))
@@ -477,7 +486,6 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}, 5*time.Second, 10*time.Millisecond)
 				assert.Equal(t, []string{".lease", ".out", ".server", ".status"}, suffixes())
 				// The fourth line is the command's pid: the sleep's parent.
-				sleep, _ := strconv.Atoi(strings.Fields(sleeper[0])[0])
 				stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", sleep))
 				require.NoError(t, err)
 				fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
@@ -645,17 +653,12 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				job := newJob("echo start; exec 2>/dev/null; sleep " + arg + "; head -c 3000000 /dev/zero")
 				job[8] = "1000"
 				require.NoError(t, l.send(call("run_job", job...)))
-				var sleeper []string
-				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					sleeper = sleeping(t, arg)
-					assert.Len(c, sleeper, 1)
-				}, 5*time.Second, 10*time.Millisecond)
+				sleep := soleSleeper(t, arg)
 				reports, err := filepath.Glob(filepath.Join(hostDir(t, jobs), "fifo-*.dd"))
 				require.NoError(t, err)
 				require.Len(t, reports, 1, "the relay's report")
 				require.NoError(t, os.Remove(reports[0]))
-				pid, _ := strconv.Atoi(strings.Fields(sleeper[0])[0])
-				require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+				require.NoError(t, syscall.Kill(sleep, syscall.SIGKILL))
 				var out bytes.Buffer
 				assert.Equal(t, "141 capped", l.nextAnswer(t, &out))
 				assert.Greater(t, out.Len(), 1000, "past the cap")

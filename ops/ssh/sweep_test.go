@@ -27,6 +27,13 @@ func thisHost(t *testing.T) (string, string) {
 	return strings.TrimSpace(string(name)), strings.TrimSpace(string(boot))
 }
 
+// thisHostRecord is this host as a job's server line records it: "NAME
+// BOOT".
+func thisHostRecord(t *testing.T) string {
+	name, boot := thisHost(t)
+	return name + " " + boot
+}
+
 // otherBoot is a boot id that is not this boot's.
 const otherBoot = "00000000-0000-4000-8000-000000000000"
 
