@@ -2,8 +2,8 @@
 # forks.sh [SERVER_SH...]: the processes a command server forks, and the
 # programs it executes, on the host for a lone `true` run with run_job
 # (each request naming the job before it as collected, as clients do),
-# and per job of a batch of 16 run with run_jobs (the request's own
-# forks included),
+# per job of a batch of 16 run with run_jobs (the request's own forks
+# included), and per second of a quiet command whose output streams,
 # counted with strace -f on this machine's dash: the server runs 1 job,
 # then 9 jobs one after another, and the difference over 8 is the cost of
 # one warm job (the server's own start and its sweep cancel out). Each job
@@ -66,6 +66,26 @@ lone_jobs() {
 	done
 }
 
+# streamed_job SECONDS: one run_job request for a command that prints a
+# line and sleeps SECONDS, whose output the client asks to stream after
+# 0.1 s (as clients do), answered once it ends.
+streamed_job() {
+	echo "Mrun_job 1123456789abcde 0 'echo start; sleep $1' '' '' '' '' 60 $cap label ''"
+	sleep 0.1
+	echo s
+	for _ in $(seq 1 $(($1 * 10 + 300))); do
+		[ "$(answers)" -lt 1 ] || break
+		sleep 0.1
+	done
+	sleep 0.3
+}
+
+# count_streamed SERVER SECONDS: "FORKS EXECS ANSWERS" for a server
+# running one streamed job of SECONDS.
+count_streamed() {
+	echo "$(traced "$1" streamed_job "$2") $(answers)"
+}
+
 # count SERVER N: "FORKS EXECS ANSWERS" for a server running N jobs.
 count() {
 	echo "$(traced "$1" lone_jobs "$2") $(answers)"
@@ -109,7 +129,7 @@ count_batch() {
 	echo "$(traced "$1" batch_jobs "$2") $(ended)"
 }
 
-printf '%-28s %14s %14s %16s %16s\n' "server" "lone forks/job" "lone execs/job" "batch forks/job" "batch execs/job"
+printf '%-28s %14s %14s %16s %16s %16s\n' "server" "lone forks/job" "lone execs/job" "batch forks/job" "batch execs/job" "stream forks/s"
 for server in "$@"; do
 	read -r f1 e1 a1 <<<"$(count "$server" 1)"
 	read -r f9 e9 a9 <<<"$(count "$server" 9)"
@@ -123,6 +143,14 @@ for server in "$@"; do
 		echo "$server: not every job of the batch ended with 0 ($n16/16)" >&2
 		exit 1
 	fi
-	printf '%-28s %14s %14s %16s %16s\n' "$(basename "$server")" "$(echo "scale=2; ($f9 - $f1) / 8" | bc)" "$(echo "scale=2; ($e9 - $e1) / 8" | bc)" \
-		"$(echo "scale=2; ($b16 - $b0) / 16" | bc)" "$(echo "scale=2; ($x16 - $x0) / 16" | bc)"
+	# A streamed job of 2 s and one of 12 s: the difference over 10 s is
+	# what following a quiet command's output costs per second.
+	read -r s2 _ n2 <<<"$(count_streamed "$server" 2)"
+	read -r s12 _ n12 <<<"$(count_streamed "$server" 12)"
+	if [ "$n2" != 1 ] || [ "$n12" != 1 ]; then
+		echo "$server: a streamed job was not answered ($n2/1, $n12/1)" >&2
+		exit 1
+	fi
+	printf '%-28s %14s %14s %16s %16s %16s\n' "$(basename "$server")" "$(echo "scale=2; ($f9 - $f1) / 8" | bc)" "$(echo "scale=2; ($e9 - $e1) / 8" | bc)" \
+		"$(echo "scale=2; ($b16 - $b0) / 16" | bc)" "$(echo "scale=2; ($x16 - $x0) / 16" | bc)" "$(echo "scale=2; ($s12 - $s2) / 10" | bc)"
 done

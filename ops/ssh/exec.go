@@ -332,8 +332,8 @@ func (h *Host) askStream(s *server, line string) (stop func()) {
 
 // streamAfter is how long a command runs before its server is asked to
 // stream its output ("s"): most commands end sooner, and a stream costs
-// the host several processes (about five more than the command's own
-// nine or so).
+// the host two processes (an ls and a sleep) every time it looks for new
+// output, and two more for each piece it sends.
 const streamAfter = 100 * time.Millisecond
 
 // maxStreamDelay bounds streamDelay.

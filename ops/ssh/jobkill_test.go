@@ -135,36 +135,6 @@ func TestStalePidFileKillsNothing(t *testing.T) {
 					assert.True(t, victim.survived(t), "the process the record names was killed")
 				})
 			}
-			t.Run("a stale tail pid file kills nothing as the client goes", func(t *testing.T) {
-				t.Parallel()
-				cache := t.TempDir()
-				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-				job := newJob("echo started; exec sleep 300")
-				l.stream(t, job)
-				l.readUntil(t, "started\n")
-				// The stream's tail has written its pid; it ends, and its
-				// pid goes to another process (here, by hand).
-				tails, err := filepath.Glob(filepath.Join(l.tmp, ".pi-remote.*", "tail.*"))
-				require.NoError(t, err)
-				require.Len(t, tails, 1)
-				data, err := os.ReadFile(tails[0])
-				require.NoError(t, err)
-				tail, err := strconv.Atoi(strings.TrimSpace(string(data)))
-				require.NoError(t, err)
-				victim := startBystander(t)
-				require.NoError(t, os.WriteFile(tails[0], []byte(victim.pid()+"\n"), 0o600))
-				require.NoError(t, syscall.Kill(tail, syscall.SIGKILL))
-				// The client goes: the watcher kills the request's helpers.
-				require.NoError(t, l.stdin.Close())
-				require.Eventually(t, func() bool { return syscall.Kill(l.cmd.Process.Pid, 0) != nil }, 10*time.Second, 10*time.Millisecond, "the server ends")
-				assert.True(t, victim.survived(t), "the process the tail's pid file names was killed")
-				assert.Equal(t, "OK killed\n", callFile("stop_job")(t, startLocal(t, sh, true, "XDG_CACHE_HOME="+cache), job[0]))
-				// (Its waiter writes the status then: the test's directory
-				// goes once it has.)
-				status := filepath.Join(cache, "pi-remote", "jobs", job[0]+".status")
-				require.Eventually(t, func() bool { fi, err := os.Stat(status); return err == nil && fi.Size() > 0 }, 10*time.Second, 10*time.Millisecond)
-				waitWaiter(t, filepath.Join(cache, "pi-remote", "jobs"), job[0])
-			})
 			t.Run("a job's own process is still killed", func(t *testing.T) {
 				t.Parallel()
 				cache := t.TempDir()

@@ -156,7 +156,6 @@ serve() {
 		fi
 	fi
 	sweep_jobs </dev/null >/dev/null 2>&1 &
-	_rj_stream=
 	# run_jobs' FIFO, once made (held open on fd 6).
 	events=
 	# The numbers of the FIFOs made ahead for jobs (see run_job) and not
@@ -170,14 +169,14 @@ serve() {
 	_rj_done_ids=
 	_sj_hand=
 	_rj_news=
-	trap 'stop_stream; leave_fifo; remove_fifos; stop_private_jobs; remove_private "$private"' EXIT
+	trap 'leave_fifo; remove_fifos; stop_private_jobs; remove_private "$private"' EXIT
 	trap 'exit 129' HUP
 	trap 'exit 141' PIPE
 	trap 'exit 143' TERM
-	# The client lets go of a running job (watch_for_cancel's "d"): the
-	# signal ends wait_job's wait.
-	detach=
-	trap 'detach=yes' USR1
+	# The client wants the stream of the job it waits for, or lets go of
+	# it (see wake): the signal ends wait_job's wait, and is ignored
+	# anywhere else. (A job's command gets it back, see exec_command.)
+	trap '' USR1
 	# bash sources ~/.bashrc when it thinks sshd started it as a top-level
 	# shell (SSH_CLIENT set, SHLVL below 2 after its own increment).
 	# Commands here are not top-level: give them the level a login shell
@@ -465,36 +464,6 @@ remove_private() {
 	rm -rf "$1"
 }
 
-# stop_stream stops the output stream of the job this server is attached
-# to, if any, as the server exits (its connection lost, or hung up): tail
-# follows a file for ever, and tee, with nothing to write, would never
-# learn that its reader is gone. The mark "stopped" comes first: a tail
-# whose pid is not written yet sees it and does not start (attach_job).
-stop_stream() {
-	command : 2>/dev/null >"$private/stopped"
-	[ -n "$_rj_stream" ] || return 0
-	kill_tail "$_rj_tail" "$_rj_stream"
-	kill -s KILL "$_rj_stream" 2>/dev/null
-	return 0
-}
-
-# kill_tail FILE STREAM kills the tail whose pid is written in FILE when
-# it is proven the child of the stream subshell STREAM (where /proc tells):
-# a tail that ended long ago may have left its pid to another process.
-# (STREAM, this server's child, is killed after it: until then its pid is
-# its own.)
-kill_tail() {
-	_kta_pid=
-	read -r _kta_pid <"$1" 2>/dev/null
-	digits "$_kta_pid" || return 0
-	if [ -n "$procfs" ]; then
-		parent_of "$_kta_pid"
-		[ "$_po" = "$2" ] || return 0
-	fi
-	kill -s KILL "$_kta_pid" 2>/dev/null
-	return 0
-}
-
 # stop_private_jobs, as the server exits, kills the jobs it keeps in its
 # private directory (the jobs directory could not be used, see serve):
 # their files go with that directory, so no client could collect them,
@@ -529,43 +498,88 @@ call() {
 	finish "$?"
 }
 
-# wait_job JOB WAITER [HELPER...] waits until the job in JOB has
-# ended: for the background process WAITER (its waiter, when this server
-# started it), or, without one, until its status file appears (the waiter
-# belongs to a server that is gone). Meanwhile a watcher reads the request
-# stream: "k" kills the job, "r" renews its lease, "s" starts streaming
-# its output (attach_job), "d" stops the wait (the
-# client follows the job elsewhere: this server is wanted for other
-# requests). At the end of the stream (the client is gone) the job goes
-# on: the watcher kills this request's HELPER processes (a HELPER "@FILE"
-# is the pid written in FILE, if any, proven the child of the HELPER
-# before it: see kill_tail) and ends this server, whose channel
-# is gone. Returns 1 when the job will never have a status (job_lost: the
-# host rebooted, or someone killed its waiter), 2 when it never started
-# (unstarted), 3 when the wait stopped for "d" with the job still running.
+# wait_job JOB WAITER OFFSET STREAM waits until the job in JOB has ended:
+# for the background process WAITER (its waiter, when this server started
+# it), or, without one, until its status file appears (the waiter belongs
+# to a server that is gone). With STREAM "yes", or from the moment the
+# client asks for it ("s"), it sends the job's output from byte OFFSET on
+# as it comes (follow_output), and leaves in _wj_off the byte reached.
+# Meanwhile a watcher reads the request stream: "k" kills the job, "r"
+# renews its lease, "s" starts the stream, "d" stops the wait (the client
+# follows the job elsewhere: this server is wanted for other requests). At
+# the end of the stream (the client is gone) the job goes on, and the
+# watcher ends this server, whose channel is gone. Returns 1 when the job
+# will never have a status (job_lost: the host rebooted, or someone killed
+# its waiter), 2 when it never started (unstarted), 3 when the wait
+# stopped for "d" with the job still running.
+#
+# Until the stream starts, a job this server started costs nothing while
+# it runs: the wait for its waiter wakes only when it ends, or when the
+# watcher signals a "s" or a "d" (see wake). Once it streams, the output
+# is looked at as attach_jobs looks at several jobs' (see pace; every
+# second where sleep takes whole seconds only), from the offset reached.
 wait_job() {
 	_wj_job=$1
 	_wj_waiter=$2
-	shift 2
-	detach=
+	_wj_off=$3
+	_wj_stream=$4
 	# (The watcher's: the waiter this server started vouches for the
 	# job's pid where nothing else can, see job_process.)
 	_jp_own=$_wj_waiter
-	watch_for_cancel "$_wj_job" "$@" &
+	watch_for_cancel "$_wj_job" &
 	_wj_watcher=$!
 	_jp_own=
 	_wj_result=0
-	if [ -n "$_wj_waiter" ]; then
-		wait "$_wj_waiter"
-		# (A waiter killed by someone wrote no status; a wait cut short
-		# by the client letting go left it running.)
-		if [ -z "$detach" ] && [ ! -s "$_wj_job.status" ] && ! pid_alive "$_wj_waiter"; then
-			_wj_result=1
+	_wj_looks=0
+	_pc_idle=0
+	# (What the last pause took, in milliseconds: see pace.)
+	_pc_ms=0
+	_wj_bare=0
+	_wj_woke=
+	while :; do
+		# (The watcher signals this server until it sees that its mark
+		# was seen, see wake.)
+		if [ -z "$_wj_woke" ] && { [ -e "$private/stream.$seq" ] || [ -e "$private/detach.$seq" ]; }; then
+			command : 2>/dev/null >"$private/woke.$seq"
+			_wj_woke=yes
 		fi
-	else
-		_wj_nap=0.01
-		_wj_bare=0
-		while [ ! -s "$_wj_job.status" ] && [ -z "$detach" ]; do
+		if [ -e "$private/detach.$seq" ]; then
+			[ -s "$_wj_job.status" ] || _wj_result=3
+			break
+		fi
+		[ ! -e "$private/stream.$seq" ] || _wj_stream=yes
+		if [ -n "$_wj_waiter" ] && [ -z "$_wj_stream" ]; then
+			# (The watcher's signal ends the wait; anywhere else it is
+			# ignored: a read it cut short would end this server.)
+			trap : USR1
+			wait "$_wj_waiter"
+			_wj_waited=$?
+			trap '' USR1
+			# (Cut short: the waiter still runs, its pid its own until
+			# this wait reaps it.)
+			if [ "$_wj_waited" -gt 128 ] && kill -s 0 "$_wj_waiter" 2>/dev/null; then continue; fi
+			# (A waiter killed by someone wrote no status.)
+			[ -s "$_wj_job.status" ] || _wj_result=1
+			break
+		fi
+		# Which way the job went is seen before its size: the size of an
+		# ended job is final.
+		_wj_ended=
+		[ ! -s "$_wj_job.status" ] || _wj_ended=yes
+		_fo_news=
+		if [ -n "$_wj_stream" ]; then
+			follow_output "$_wj_job" "$_wj_off"
+			_wj_off=$_fo_off
+		fi
+		[ -z "$_wj_ended" ] || break
+		if [ -n "$_wj_waiter" ]; then
+			# (Ended, or killed by someone: it is this server's child,
+			# reaped by the wait for any other.)
+			if ! kill -s 0 "$_wj_waiter" 2>/dev/null; then
+				[ -s "$_wj_job.status" ] || _wj_result=1
+				break
+			fi
+		else
 			# (Gone: forgotten or swept meanwhile.)
 			if [ ! -e "$_wj_job.out" ]; then
 				_wj_result=1
@@ -577,18 +591,28 @@ wait_job() {
 				break
 			fi
 			# (No waiter for a moment while the job starts: no server
-			# either for 25 rounds, about 5 s, is one that died.)
-			[ -n "$_ji_server" ] || _wj_bare=$((_wj_bare + 1))
+			# either for about 5 s is one that died.)
+			[ -n "$_ji_server" ] || _wj_bare=$((_wj_bare + _pc_ms))
 			_wj_waited=
-			[ "$_wj_bare" -lt 25 ] || _wj_waited=waited
+			[ "$_wj_bare" -lt 5000 ] || _wj_waited=waited
 			if [ -z "$_ji_waiter" ] && unstarted "$_wj_job" "$_wj_waited"; then
 				_wj_result=2
 				break
 			fi
-			sleep "$_wj_nap" 2>/dev/null || sleep 1
-			case $_wj_nap in 0.01) _wj_nap=0.05 ;; 0.05) _wj_nap=0.2 ;; esac
-		done
-	fi
+		fi
+		# (The first look comes soon: a job that has just started, or
+		# ends.)
+		pace "$_fo_news"
+		if [ "$_wj_looks" = 0 ]; then
+			_pc_nap=0.01
+			_pc_ms=10
+		fi
+		_wj_looks=$((_wj_looks + 1))
+		if ! sleep "$_pc_nap" 2>/dev/null; then
+			_pc_ms=1000
+			sleep 1
+		fi
+	done
 	# The watcher goes, unless it is killing the job: cut short, it would
 	# leave the job's processes stopped for good (see kill_job). Of the
 	# two, whoever marks the request settled first decides; the watcher
@@ -599,14 +623,52 @@ wait_job() {
 	fi
 	set +C
 	wait "$_wj_watcher" 2>/dev/null
-	# (Almost never there: no rm for nothing.)
-	[ ! -e "$private/detaching" ] || rm -f "$private/detaching"
-	# (A job that ended as the client let go is answered as ended.)
-	if [ -n "$detach" ] && [ "$_wj_result" = 0 ] && [ ! -s "$_wj_job.status" ]; then
-		_wj_result=3
+	# (A watcher that signals this server until it sees that its mark was
+	# seen, see wake: it stops.)
+	if [ -z "$_wj_woke" ] && { [ -e "$private/stream.$seq" ] || [ -e "$private/detach.$seq" ]; }; then
+		command : 2>/dev/null >"$private/woke.$seq"
 	fi
-	detach=
 	return "$_wj_result"
+}
+
+# pace NEWS sets _pc_nap to the pause before the next look of a loop that
+# follows jobs' output (wait_job, attach_jobs): 50 ms, 200 ms after 40
+# looks without NEWS (about two seconds), 500 ms after 180 (about half a
+# minute); _pc_ms is the same in milliseconds. _pc_idle counts the looks
+# without news: 0 as the loop starts.
+pace() {
+	if [ -n "$1" ]; then
+		_pc_idle=0
+	else
+		_pc_idle=$((_pc_idle + 1))
+	fi
+	if [ "$_pc_idle" -le 40 ]; then
+		_pc_nap=0.05
+		_pc_ms=50
+	elif [ "$_pc_idle" -le 180 ]; then
+		_pc_nap=0.2
+		_pc_ms=200
+	else
+		_pc_nap=0.5
+		_pc_ms=500
+	fi
+}
+
+# follow_output JOB OFFSET sends the output of the job in JOB from byte
+# OFFSET on, up to its size now, and sets _fo_off to the byte reached;
+# _fo_news is "yes" when there was any.
+follow_output() {
+	_fo_news=
+	_fo_off=$2
+	_fo_size=$(LC_ALL=C ls -lnL -- "$1.out" 2>/dev/null)
+	read -r _ _ _ _ _fo_size _ <<EOT
+$_fo_size
+EOT
+	digits "$_fo_size" || return 0
+	[ "$_fo_size" -gt "$2" ] || return 0
+	tail -c +$(($2 + 1)) "$1.out" | head -c $((_fo_size - $2))
+	_fo_off=$_fo_size
+	_fo_news=yes
 }
 
 # job_info JOB reads JOB.server (lines: the pid of the server that
@@ -789,7 +851,7 @@ wait_child() {
 	wait "$_wc_watcher" 2>/dev/null
 }
 
-# watch_for_cancel JOB [HELPER...]: the watcher of wait_job.
+# watch_for_cancel JOB: the watcher of wait_job.
 watch_for_cancel() {
 	while IFS= read -r _wfc_line <&3; do
 		case $_wfc_line in
@@ -807,40 +869,28 @@ watch_for_cancel() {
 			fi
 			;;
 		r) renew "$1" "$_wj_ttl" ;;
-		# Held open (read-write: that never waits) until this watcher
-		# ends, the FIFO lets the stream through whenever it gets there.
-		s) command exec 2>/dev/null 5<>"$private/gate" ;;
-		d)
-			# Again until the wait has ended (a signal that came before
-			# it began did not end it); "k" is still heard meanwhile.
-			command : 2>/dev/null >"$private/detaching"
-			(
-				while [ -e "$private/detaching" ] && kill -s USR1 $$; do
-					sleep 0.1 2>/dev/null || sleep 1
-				done
-			) 3<&- 5>&- &
-			;;
-		esac
-	done
-	_wfc_job=$1
-	shift
-	# (As stop_stream: the mark first.)
-	command : 2>/dev/null >"$private/stopped"
-	# (Each "@FILE" before the helper whose child it is: see kill_tail.)
-	_wfc_last=
-	for _wfc_pid in "$@"; do
-		case $_wfc_pid in
-		@*) kill_tail "${_wfc_pid#@}" "$_wfc_last" ;;
-		*) _wfc_last=$_wfc_pid ;;
-		esac
-	done
-	for _wfc_pid in "$@"; do
-		case $_wfc_pid in
-		@*) ;;
-		*) kill -s KILL "$_wfc_pid" 2>/dev/null ;;
+		s) wake stream ;;
+		d) wake detach ;;
 		esac
 	done
 	kill -s TERM $$
+}
+
+# wake WHAT, in wait_job's watcher, marks what the client wants of the
+# wait ("stream", "detach"), and signals the server (USR1) until it has
+# seen the mark: a signal that came before its wait began did not end it.
+# Once it has ("woke"), a mark is seen without one ("k" is still heard
+# meanwhile).
+wake() {
+	command : 2>/dev/null >"$private/$1.$seq"
+	[ ! -e "$private/woke.$seq" ] || return 0
+	# (Until the mark is gone too: the request's files go with one rm,
+	# the mark first, see remove_done.)
+	(
+		while [ -e "$private/$1.$seq" ] && [ ! -e "$private/woke.$seq" ] && kill -s USR1 $$; do
+			sleep 0.1 2>/dev/null || sleep 1
+		done
+	) 3<&- &
 }
 
 # kill_job PID kills a job: where commands get their own session, its
@@ -1081,8 +1131,8 @@ run_job() {
 		# The job's output goes through a FIFO in this host's directory
 		# among the jobs (the user's alone, umask 077), not in the private
 		# one: this server may go (its connection lost) before the job has
-		# opened it. They are made eight at a time, with the gate and the
-		# news FIFO (see attach_job) the first time: one mkfifo for eight
+		# opened it. They are made eight at a time, with the news FIFO
+		# (see attach_job) the first time: one mkfifo for eight
 		# jobs. (Made before the job's first file: from that file to
 		# JOB.server, the job has no server that an attacher could see
 		# die; one killed meanwhile is judged later, see unstarted.)
@@ -1159,7 +1209,7 @@ remove_done() {
 	_rd_mode=$1
 	shift
 	for _rd_n in $_rj_done_fifos; do set -- "$@" "$host_dir/fifo-$$-$_rd_n" "$host_dir/fifo-$$-$_rd_n.dd" "$host_dir/fifo-$$-$_rd_n.k"; done
-	for _rd_n in $_rj_done_seqs; do set -- "$@" "$private/claim.$_rd_n" "$private/tail.$_rd_n" "$private/copy.$_rd_n" "$private/settled.$_rd_n"; done
+	for _rd_n in $_rj_done_seqs; do set -- "$@" "$private/stream.$_rd_n" "$private/detach.$_rd_n" "$private/woke.$_rd_n" "$private/settled.$_rd_n"; done
 	set -f
 	# shellcheck disable=SC2086 # job IDs (not globbed)
 	set -- "$@" -- $_rj_done_ids
@@ -1187,8 +1237,8 @@ done_with() {
 	fi
 }
 
-# make_fifos adds eight new FIFOs to $fifos, and makes the gate and the
-# news FIFO (see attach_job) if there are none.
+# make_fifos adds eight new FIFOs to $fifos, and makes the news FIFO
+# (see attach_job) if there is none.
 make_fifos() {
 	set --
 	for _mf_n in 1 2 3 4 5 6 7 8; do
@@ -1196,7 +1246,7 @@ make_fifos() {
 		fifos="$fifos${fifos:+ }$((fifo_n + _mf_n))"
 	done
 	fifo_n=$((fifo_n + 8))
-	[ -p "$private/gate" ] || set -- "$@" "$private/gate" "$private/news"
+	[ -p "$private/news" ] || set -- "$@" "$private/news"
 	mkfifo "$@" 2>/dev/null
 }
 
@@ -1231,10 +1281,10 @@ remove_fifos() {
 # the result (forget_jobs): an answer lost with the connection is sent
 # again to a client that attaches again.
 #
-# The output streams while the job runs: after a moment (most commands end
-# sooner, and then go out in one piece) tail follows out from OFFSET, and
-# tee sends it and keeps a copy that says how much was sent; at the end tail
-# is stopped and the rest goes from there, so every byte is sent once.
+# Most commands end in their first moments, and their output goes out in
+# one piece. The output of one that runs on streams once the client asks
+# for it (see wait_job), at once for a job that was running already (a
+# client coming back); the rest goes at the end.
 attach_job() {
 	# A job this server just started says on the news FIFO (fd 8, see
 	# run_job) whether it runs on past its first moments ("long"); most
@@ -1264,9 +1314,9 @@ attach_job() {
 	# (A client coming back renews the lease at once.)
 	[ -s "$_rj_job.status" ] || renew "$_rj_job" "$6"
 	# A job this server just started said whether it runs on (see
-	# above): one that ended goes out in one piece, with no stream and no
-	# watcher. (Control lines sent meanwhile are left to the request
-	# loop, which ignores them: the job has ended.)
+	# above): one that ended goes out in one piece, with no watcher.
+	# (Control lines sent meanwhile are left to the request loop, which
+	# ignores them: the job has ended.)
 	if [ -z "$_rj_said" ] && [ -n "$_rj_waiter" ]; then
 		wait "$_rj_waiter"
 		if [ -s "$_rj_job.status" ]; then
@@ -1278,89 +1328,23 @@ attach_job() {
 			return
 		fi
 	fi
-	_rj_claim=$private/claim.$seq
-	_rj_tail=$private/tail.$seq
-	_rj_copy=$private/copy.$seq
-	# The live stream starts only for a command still running after a
-	# moment: when the client asks for it ("s", see wait_job), which opens
-	# the gate, a FIFO this process waits to open (most commands end
-	# sooner, and their output goes out in one piece). It starts at once
-	# for a job that was running already (a client coming back), and after
-	# a nap where there is no gate. Whoever creates the claim file first
-	# decides.
-	_rj_nap=0.05
-	if [ -z "$_rj_waiter" ] && [ ! -s "$_rj_job.status" ]; then _rj_nap=0; fi
-	_rj_gate=
-	if [ "$_rj_nap" != 0 ] && [ -p "$private/gate" ]; then _rj_gate=$private/gate; fi
-	(
-		if [ -n "$_rj_gate" ]; then
-			command : 2>/dev/null <"$_rj_gate"
-		elif [ "$_rj_nap" != 0 ]; then
-			sleep "$_rj_nap" 2>/dev/null || sleep 1
-		fi
-		set -C
-		command : 2>/dev/null >"$_rj_claim" || exit 0
-		set +C
-		# tail -f polls every second where it cannot watch the file
-		# (BusyBox; GNU tail out of inotify instances): a tenth of a
-		# second where it takes -s 0.1 (asked once per server).
-		if [ ! -e "$private/tail-s.checked" ]; then
-			if tail -s 0.1 -c +1 /dev/null >/dev/null 2>&1; then : >"$private/tail-s"; fi
-			command : 2>/dev/null >"$private/tail-s.checked"
-		fi
-		_rj_every=
-		[ ! -e "$private/tail-s" ] || _rj_every=0.1
-		# tail only starts with its pid written and this server alive,
-		# not stopping: a server that exits marks that it stops, then
-		# stops the tail by its pid (stop_stream), so a tail either sees
-		# the mark (or the private directory gone with it) or is killed.
-		# shellcheck disable=SC2016 # $$ and $1 to $6 belong to the inner sh
-		sh -c 'echo "$$" >"$2" && [ -d "$6" ] && [ ! -e "$6/stopped" ] && kill -s 0 "$5" || exit 0
-			if [ -n "$4" ]; then exec tail -s "$4" -c +"$3" -f "$1"; fi
-			exec tail -c +"$3" -f "$1"' \
-			sh "$_rj_job.out" "$_rj_tail" "$(($2 + 1))" "$_rj_every" "$$" "$private" 2>/dev/null |
-			tee "$_rj_copy" 2>/dev/null
-	) &
-	_rj_stream=$!
-
 	_rj_status=
 	_wj_ttl=$6
-	wait_job "$_rj_job" "$_rj_waiter" "$_rj_stream" "@$_rj_tail"
+	_rj_stream=
+	[ -n "$_rj_waiter" ] || [ -s "$_rj_job.status" ] || _rj_stream=yes
+	wait_job "$_rj_job" "$_rj_waiter" "$2" "$_rj_stream"
 	case $? in
 	1) _rj_status='!EIO the job ended without a status (its waiter was killed)' ;;
 	2) _rj_status='!NOJOB' ;;
 	3) _rj_status='!DETACHED' ;;
 	esac
 	_rj_waiter=
-	set -C
-	if command : 2>/dev/null >"$_rj_claim"; then
-		set +C
-		kill -s KILL "$_rj_stream" 2>/dev/null
-		[ "$_rj_status" = '!DETACHED' ] || tail -c +$(($2 + 1)) "$_rj_job.out"
-	else
-		set +C
-		# Streaming: stop tail (its pid comes a moment after the claim),
-		# and send what it had not sent yet.
-		if ! read_pid "$_rj_tail"; then
-			# A tee left writing could interleave with later answers: this
-			# server is done.
-			kill -s KILL "$_rj_stream" 2>/dev/null
-			finish '!EIO the output stream did not start'
-			exit 1
-		fi
-		kill_tail "$_rj_tail" "$_rj_stream"
-		wait "$_rj_stream"
-		if [ "$_rj_status" != '!DETACHED' ]; then
-			_rj_sent=$(wc -c <"$_rj_copy")
-			tail -c +$(($2 + _rj_sent + 1)) "$_rj_job.out"
-		fi
-	fi
+	[ "$_rj_status" = '!DETACHED' ] || tail -c +$((_wj_off + 1)) "$_rj_job.out"
 	if [ -z "$_rj_status" ]; then
 		job_result "$_rj_job" "$3" "$4" "$5"
 		_rj_status=$_jr_status
 	fi
 	finish "$_rj_status"
-	_rj_stream=
 	# The job's FIFO goes with the rest (see run_job), unless the job
 	# runs on.
 	[ "$_rj_status" != '!DETACHED' ] || leave_fifo
@@ -1428,9 +1412,9 @@ job_result() {
 # attaches again later. At the end of the request stream the jobs go on
 # and this server ends, as in wait_job.
 #
-# The jobs' sizes come from one ls per round, every 50 ms (every 200 ms
-# after two seconds without news; every second where sleep takes whole
-# seconds only).
+# The jobs' sizes come from one ls per look, paced as wait_job's stream
+# (see pace), and at once again while a job has more than a frame
+# waiting.
 attach_jobs() {
 	# (Anything else is a client that does not speak this protocol.)
 	if ! attach_words "$@"; then
@@ -1459,7 +1443,7 @@ attach_jobs() {
 	done
 	attach_watcher "$_aj_dir" "$_aj_ttl" &
 	_aj_watcher=$!
-	_aj_idle=0
+	_pc_idle=0
 	_aj_rounds=0
 	_aj_end=OK
 	while :; do
@@ -1506,6 +1490,7 @@ attach_jobs() {
 		done
 		[ -n "$_aj_outs" ] || break
 		_aj_news=
+		_aj_full=
 		# shellcheck disable=SC2086 # job IDs are hex
 		_aj_sizes=$(cd "$jobs" && ls -lnL -- $_aj_outs)
 		while read -r _ _ _ _ _aj_size _aj_rest; do
@@ -1515,7 +1500,10 @@ attach_jobs() {
 			{ read -r _aj_off && read -r _aj_save && read -r _aj_bytes && read -r _aj_lines; } <"$_aj_state" || continue
 			if [ "$_aj_size" -gt "$_aj_off" ]; then
 				_aj_n=$((_aj_size - _aj_off))
-				[ "$_aj_n" -le 1048576 ] || _aj_n=1048576
+				if [ "$_aj_n" -gt 1048576 ]; then
+					_aj_n=1048576
+					_aj_full=yes
+				fi
 				echo "D $_aj_id $_aj_n"
 				tail -c +$((_aj_off + 1)) "$jobs/$_aj_id.out" | head -c "$_aj_n"
 				printf '%s\n' $((_aj_off + _aj_n)) "$_aj_save" "$_aj_bytes" "$_aj_lines" >"$_aj_state"
@@ -1533,16 +1521,10 @@ attach_jobs() {
 		done <<EOF
 $_aj_sizes
 EOF
-		if [ -n "$_aj_news" ]; then
-			_aj_idle=0
-			continue
-		fi
-		_aj_idle=$((_aj_idle + 1))
-		if [ "$_aj_idle" -le 40 ]; then
-			sleep 0.05 2>/dev/null || sleep 1
-		else
-			sleep 0.2 2>/dev/null || sleep 1
-		fi
+		# (More than a frame waits: at once.)
+		[ -z "$_aj_full" ] || continue
+		pace "$_aj_news"
+		sleep "$_pc_nap" 2>/dev/null || sleep 1
 	done
 	# The watcher goes, but not in the middle of a kill (see wait_job):
 	# each marks what it does, then looks at the other's mark.
@@ -2131,8 +2113,8 @@ own_pid() {
 # the host has setsid.
 exec_command() {
 	# The command gets the signal dispositions of any other (the waiter's
-	# ignored HUP and PIPE are its own).
-	trap - HUP PIPE
+	# ignored HUP and PIPE are its own, the server's USR1 its own too).
+	trap - HUP PIPE USR1
 	# (A DIR "-" would be $OLDPWD to cd, even after "--".)
 	case $3 in
 	'') ;;
@@ -2619,20 +2601,6 @@ output_size() {
 renew() {
 	_rn=$((${_rn:-0} + 1))
 	echo "$2 $$ $seq $_rn" >"$1.lease"
-}
-
-# read_pid FILE sets _rp_pid to the pid another process is about to write
-# to FILE, waiting for it up to about 5 seconds.
-read_pid() {
-	_rp_pid=
-	_rp_tries=0
-	while [ -z "$_rp_pid" ]; do
-		read -r _rp_pid <"$1" 2>/dev/null && [ -n "$_rp_pid" ] && return 0
-		_rp_tries=$((_rp_tries + 1))
-		[ "$_rp_tries" -le 500 ] && continue
-		[ "$_rp_tries" -le 1000 ] || return 1
-		sleep 0.01 2>/dev/null || sleep 1
-	done
 }
 
 # save_output FILE DEST BYTES LINES moves FILE to DEST when it is longer

