@@ -175,8 +175,17 @@ serve() {
 	trap 'exit 143' TERM
 	# The client wants the stream of the job it waits for, or lets go of
 	# it (see wake): the signal ends wait_job's wait, and is ignored
-	# anywhere else. (A job's command gets it back, see exec_command.)
+	# anywhere else. (A job's command gets it back, see exec_command.) A
+	# shell cannot trap a signal that was ignored as it started (its
+	# parent's choice): sig_usr1 is "yes" when this one can be caught, and
+	# wait_job does without it when it cannot.
+	sig_usr1=
+	trap 'sig_usr1=yes' USR1
+	kill -s USR1 $$
 	trap '' USR1
+	# (Whether sleep takes a fraction of a second: yes, no, or not known
+	# yet, see wait_job.)
+	frac_sleep=
 	# bash sources ~/.bashrc when it thinks sshd started it as a top-level
 	# shell (SSH_CLIENT set, SHLVL below 2 after its own increment).
 	# Commands here are not top-level: give them the level a login shell
@@ -548,7 +557,7 @@ wait_job() {
 			break
 		fi
 		[ ! -e "$private/stream.$seq" ] || _wj_stream=yes
-		if [ -n "$_wj_waiter" ] && [ -z "$_wj_stream" ]; then
+		if [ -n "$_wj_waiter" ] && [ -z "$_wj_stream" ] && [ -n "$sig_usr1" ]; then
 			# (The watcher's signal ends the wait; anywhere else it is
 			# ignored: a read it cut short would end this server.)
 			trap : USR1
@@ -608,7 +617,24 @@ wait_job() {
 			_pc_ms=10
 		fi
 		_wj_looks=$((_wj_looks + 1))
-		if ! sleep "$_pc_nap" 2>/dev/null; then
+		if [ "$frac_sleep" = no ]; then
+			_pc_nap=1
+			_pc_ms=1000
+		fi
+		if [ -n "$_wj_waiter" ] && [ -n "$frac_sleep" ]; then
+			# The pause is a wait for a sleep, which the end of any other
+			# child of this server cuts short (the trap on CHLD): the
+			# job's waiter ending is seen at once. (Should the waiter end
+			# before the wait begins, or CHLD be ignored for good, the
+			# pause is as long as the sleep.)
+			trap : CHLD
+			sleep "$_pc_nap" &
+			wait "$!"
+			trap - CHLD
+		elif sleep "$_pc_nap" 2>/dev/null; then
+			frac_sleep=yes
+		else
+			frac_sleep=no
 			_pc_ms=1000
 			sleep 1
 		fi
@@ -883,7 +909,8 @@ watch_for_cancel() {
 # meanwhile).
 wake() {
 	command : 2>/dev/null >"$private/$1.$seq"
-	[ ! -e "$private/woke.$seq" ] || return 0
+	# (A server that cannot catch it looks for the mark instead.)
+	[ -n "$sig_usr1" ] && [ ! -e "$private/woke.$seq" ] || return 0
 	# (Until the mark is gone too: the request's files go with one rm,
 	# the mark first, see remove_done.)
 	(

@@ -118,8 +118,6 @@ func (l *localServer) do(t *testing.T, w io.Writer, fn string, args ...string) s
 	return status
 }
 
-// readUntil reads the answer in progress a byte at a time up to and
-// including text (no further: the rest stays on the stream).
 // stream starts job and asks for its output as it comes ("s"), as the
 // client does once a command has run for a moment.
 func (l *localServer) stream(t *testing.T, job []string) {
@@ -128,6 +126,8 @@ func (l *localServer) stream(t *testing.T, job []string) {
 	require.NoError(t, l.write("s\n"))
 }
 
+// readUntil reads the answer in progress a byte at a time up to and
+// including text (no further: the rest stays on the stream).
 func (l *localServer) readUntil(t *testing.T, text string) *bytes.Buffer {
 	t.Helper()
 	var got bytes.Buffer
@@ -1049,6 +1049,38 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				require.NoError(t, err)
 				assert.Equal(t, "OK", status)
 				assert.Equal(t, "!NOJOB", ends[other])
+			})
+			t.Run("a server that cannot catch USR1 streams and lets go all the same", func(t *testing.T) {
+				// A login shell that ignores USR1 hands that on: the server
+				// cannot trap it, and looks for its watcher's marks.
+				wrapped := append([]string{"sh", "-c", `trap '' USR1; exec "$0" "$@"`, sh[0]}, sh[1:]...)
+				l := startLocal(t, wrapped, true)
+				dir := t.TempDir()
+				// waits for FILE, 20 s at most, and says which came first.
+				waitFor := func(file string) string {
+					return fmt.Sprintf(`i=0; until [ -e %[1]s ] || [ $i -ge 400 ]; do sleep 0.05; i=$((i+1)); done; [ -e %[1]s ] && echo seen || echo timed-out`, file)
+				}
+				streamed := filepath.Join(dir, "streamed")
+				l.stream(t, newJob("echo start; "+waitFor(streamed)))
+				l.readUntil(t, "start\n")
+				require.NoError(t, os.WriteFile(streamed, nil, 0o600))
+				var rest bytes.Buffer
+				status, err := l.readUntilMarker(&rest)
+				require.NoError(t, err)
+				assert.Equal(t, "0", status)
+				assert.Equal(t, "seen\n", rest.String(), "the output came while the command ran")
+
+				let := filepath.Join(dir, "let-go")
+				job := newJob(waitFor(let))
+				require.NoError(t, l.send(call("run_job", job...)))
+				require.NoError(t, l.write("d\n"))
+				status, err = l.readUntilMarker(io.Discard)
+				require.NoError(t, err)
+				assert.Equal(t, "!DETACHED", status, "let go of while it ran")
+				require.NoError(t, os.WriteFile(let, nil, 0o600))
+				status, out := l.run(t, "echo next")
+				assert.Equal(t, "0", status, "the server serves on")
+				assert.Equal(t, "next\n", out)
 			})
 			t.Run("a server hung up while streaming leaves nothing behind", func(t *testing.T) {
 				l := startLocal(t, sh, true)
