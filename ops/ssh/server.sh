@@ -361,18 +361,28 @@ host_of() {
 # use_jobs_dir LS: true when $jobs may hold this user's jobs: it and its
 # parent (where nothing but it is made) are directories of this user's,
 # not symbolic links (tested before LS was made), that neither the group
-# nor others may write to, with no ACL. LS is ls -ldn of both.
+# nor others may write to, with no ACL. LS is ls -ldn of both. Nobody
+# else may read or search $jobs either (the jobs' files are made under
+# the login's umask): one made so by hand, or by another program, is made
+# 0700. (Nobody but the user can replace it meanwhile: its parent is
+# the user's, and others may not write to it.)
 use_jobs_dir() {
 	[ -n "$jobs" ] && [ -w "$jobs" ] || return 1
 	_ujd_n=0
-	while read -r _ujd_mode _ _ujd_uid _; do
+	_ujd_open=
+	while read -r _ujd_mode _ _ujd_uid _ujd_rest; do
 		case ${_ujd_mode%[.@]}:$_ujd_uid in
 		d????-??-?:"$uid") _ujd_n=$((_ujd_n + 1)) ;;
+		*) continue ;;
+		esac
+		case $_ujd_rest in
+		*/jobs) [ "${_ujd_mode%[.@]}" = drwx------ ] || _ujd_open=yes ;;
 		esac
 	done <<EOF
 $1
 EOF
-	[ "$_ujd_n" = 2 ]
+	[ "$_ujd_n" = 2 ] || return 1
+	[ -z "$_ujd_open" ] || chmod 700 -- "$jobs" 2>/dev/null
 }
 
 # private_jobs_run DIR: true when a job in DIR (a dead server's private

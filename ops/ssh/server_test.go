@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -663,6 +664,22 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "141 capped", l.nextAnswer(t, &out))
 				assert.Greater(t, out.Len(), 1000, "past the cap")
 				assert.Less(t, out.Len(), 1000+64<<10, "by less than a block")
+			})
+			t.Run("a jobs directory others may read is made the user's alone", func(t *testing.T) {
+				// (Made by hand, or by another program: the jobs' files
+				// are made under the login's umask.)
+				cache := t.TempDir()
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				require.NoError(t, os.MkdirAll(jobs, 0o700))
+				require.NoError(t, os.Chmod(jobs, 0o755))
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				assert.False(t, l.privateJobs, "the jobs directory is used")
+				fi, err := os.Stat(jobs)
+				require.NoError(t, err)
+				assert.Equal(t, fs.FileMode(0o700), fi.Mode().Perm())
+				status, out := l.run(t, "echo kept")
+				assert.Equal(t, "0", status)
+				assert.Equal(t, "kept\n", out)
 			})
 			t.Run("a running job's claim stays new", func(t *testing.T) {
 				// A sweep of an earlier version of the script took an old
