@@ -209,7 +209,11 @@ func (c *conn) call(ctx context.Context, kind requestKind, op, name, fn string, 
 
 // callData is call with raw data after the request line.
 func (c *conn) callData(ctx context.Context, kind requestKind, op, name string, data []byte, fn string, args ...string) (string, []byte, error) {
-	s, err := c.server(ctx, false)
+	// With data, a server of its own, as for a request that reads the
+	// request stream: the host reads the data with head -c, and BusyBox's
+	// head reads on past its count, taking any request sent behind the
+	// data with it.
+	s, err := c.server(ctx, data != nil)
 	if err != nil {
 		return "", nil, err
 	}

@@ -2,6 +2,7 @@ package ssh_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -151,6 +152,49 @@ func TestGuardedWriteWithEachDigestTool(t *testing.T) {
 				assert.Len(t, left, 1, "no temporary or expected-content file is left: %v", left)
 			}
 		})
+	}
+}
+
+// An upload through the command server (no SFTP) carries raw data behind
+// its request line, which the host reads with head -c: BusyBox's head
+// reads ahead of its count, and took with it any request sent behind the
+// data, which was never answered. Nothing is pipelined behind such a
+// request. (BusyBox head first in the host's PATH; one session.)
+func TestNothingWaitsBehindAnUpload(t *testing.T) {
+	busybox, err := exec.LookPath("busybox")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("busybox is not installed")
+		}
+		t.Skip("busybox is not installed")
+	}
+	shim := t.TempDir()
+	require.NoError(t, os.Symlink(busybox, filepath.Join(shim, "head")))
+	t.Setenv("PATH", shim+string(os.PathListSeparator)+os.Getenv("PATH"))
+	srv := sshtest.Start(t, sshtest.Options{NoSFTP: true})
+	h := rssh.New(srv.Config(), rssh.HostOptions{MaxSessions: 1, NoSFTP: true})
+	t.Cleanup(func() { h.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	content := bytes.Repeat([]byte("0123456789abcdef"), 32<<10) // 512 KiB: past WriteFile's inline limit
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			assert.NoError(t, h.WriteFile(ctx, filepath.Join(dir, fmt.Sprintf("f%d", i)), bytes.NewReader(content), ops.WriteOptions{}))
+		})
+	}
+	for range 40 {
+		wg.Go(func() {
+			_, err := h.Stat(ctx, "/")
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	for i := range 4 {
+		got, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("f%d", i)))
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(content, got), "file %d", i)
 	}
 }
 
