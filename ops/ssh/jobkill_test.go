@@ -298,3 +298,50 @@ func TestSavedJobOfAnEarlierScript(t *testing.T) {
 		})
 	}
 }
+
+// A lost job's tombstone ("lost", no exit status) is written a moment
+// before its other files go (sweep_jobs, stop_job): an attacher that reads
+// it then answers that the status was lost, never "lost" as a status,
+// which no client can parse.
+func TestALostJobsTombstoneIsNoStatus(t *testing.T) {
+	t.Parallel()
+	host := thisHostRecord(t)
+	for _, sh := range testShells(t) {
+		t.Run(strings.Join(sh, " "), func(t *testing.T) {
+			t.Parallel()
+			cache := t.TempDir()
+			jobs := filepath.Join(cache, "pi-remote", "jobs")
+			single, batch := randomHex(8), randomHex(8)
+			for _, id := range []string{single, batch} {
+				plantJob(t, jobs, id, goneProcess(t), host, strconv.Itoa(goneProcess(t)), "")
+				require.NoError(t, os.WriteFile(filepath.Join(jobs, id+".status"), []byte("lost\n"), 0o600))
+			}
+			sweptJustNow(t, jobs)
+			l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+			want := "!EIO the job ended without a status (its waiter was killed)"
+			assert.Equal(t, want, l.do(t, io.Discard, "attach_job", single, "0", "", "", "", "60"))
+			require.NoError(t, l.send(call("attach_jobs", "60", batch, "0", "", "", "")))
+			ends := map[string]string{}
+			status, err := readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
+			require.NoError(t, err)
+			assert.Equal(t, "OK", status)
+			assert.Equal(t, want, ends[batch])
+		})
+	}
+}
+
+// A late cancel of a job the host does not have (its start never came, or
+// its client collected it) answers at once: it took about 7 s, taken for a
+// job that was starting.
+func TestCancelOfAnUnknownJobAnswersAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, sh := range testShells(t) {
+		t.Run(strings.Join(sh, " "), func(t *testing.T) {
+			t.Parallel()
+			l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
+			start := time.Now()
+			assert.Equal(t, "OK\n", callFile("cancel_job")(t, l, randomHex(8)))
+			assert.Less(t, time.Since(start), 3*time.Second)
+		})
+	}
+}

@@ -183,9 +183,10 @@ serve() {
 	trap 'sig_usr1=yes' USR1
 	kill -s USR1 $$
 	trap '' USR1
-	# (Whether sleep takes a fraction of a second: yes, no, or not known
-	# yet, see wait_job.)
-	frac_sleep=
+	# Whether sleep takes a fraction of a second (the pauses of wait_job
+	# and attach_jobs, a job's grace, see supervise): "yes" or "no".
+	frac_sleep=no
+	! sleep 0.001 2>/dev/null || frac_sleep=yes
 	# bash sources ~/.bashrc when it thinks sshd started it as a top-level
 	# shell (SSH_CLIENT set, SHLVL below 2 after its own increment).
 	# Commands here are not top-level: give them the level a login shell
@@ -631,7 +632,7 @@ wait_job() {
 			_pc_nap=1
 			_pc_ms=1000
 		fi
-		if [ -n "$_wj_waiter" ] && [ -n "$frac_sleep" ]; then
+		if [ -n "$_wj_waiter" ]; then
 			# The pause is a wait for a sleep, which the end of any other
 			# child of this server cuts short (the trap on CHLD): the
 			# job's waiter ending is seen at once. (Should the waiter end
@@ -641,12 +642,8 @@ wait_job() {
 			sleep "$_pc_nap" &
 			wait "$!"
 			trap - CHLD
-		elif sleep "$_pc_nap" 2>/dev/null; then
-			frac_sleep=yes
 		else
-			frac_sleep=no
-			_pc_ms=1000
-			sleep 1
+			sleep "$_pc_nap"
 		fi
 	done
 	# The watcher goes, unless it is killing the job: cut short, it would
@@ -1406,6 +1403,12 @@ job_result() {
 		*:' '*) _so_saved=$_jr_line ;;
 		esac
 	done <"$1.status"
+	# A lost job's tombstone, being written as this looked (see
+	# sweep_jobs, stop_job): no exit status.
+	if [ "$_jr_status" = lost ]; then
+		_jr_status='!EIO the job ended without a status (its waiter was killed)'
+		return
+	fi
 	# (A job of an earlier version of this script says it in JOB.saved.)
 	if [ -z "$_so_saved" ] && [ -n "$2" ] && [ -e "$1.saved" ]; then
 		read -r _so_saved <"$1.saved"
@@ -1541,8 +1544,13 @@ attach_jobs() {
 					_aj_n=1048576
 					_aj_full=yes
 				fi
+				# (The file held open first: a frame promises its bytes,
+				# and the job's files may go meanwhile, collected by
+				# another server or swept.)
+				command exec 7<"$jobs/$_aj_id.out" || continue
 				echo "D $_aj_id $_aj_n"
-				tail -c +$((_aj_off + 1)) "$jobs/$_aj_id.out" | head -c "$_aj_n"
+				tail -c +$((_aj_off + 1)) <&7 | head -c "$_aj_n"
+				exec 7<&-
 				printf '%s\n' $((_aj_off + _aj_n)) "$_aj_save" "$_aj_bytes" "$_aj_lines" >"$_aj_state"
 				_aj_news=yes
 			else
@@ -1708,12 +1716,16 @@ run_jobs() {
 				continue
 			fi
 			_rs_fifos="$_rs_fifos $_rs_fifo"
-			output_size "$_rs_job"
-			_rs_size=$_os_size
-			[ -n "$_rs_size" ] || _rs_size=$(($(wc -c <"$_rs_job.out")))
-			if [ "$_rs_size" -gt 0 ]; then
-				echo "D $_rs_id $_rs_size"
-				cat -- "$_rs_job.out"
+			# (The file held open first: see attach_jobs.)
+			if command exec 7<"$_rs_job.out"; then
+				output_size "$_rs_job"
+				_rs_size=$_os_size
+				[ -n "$_rs_size" ] || _rs_size=$(($(wc -c <"$_rs_job.out")))
+				if [ "$_rs_size" -gt 0 ]; then
+					echo "D $_rs_id $_rs_size"
+					head -c "$_rs_size" <&7
+				fi
+				exec 7<&-
 			fi
 			job_result "$_rs_job" "$_rs_save" "$_rs_bytes" "$_rs_lines"
 			echo "X $_rs_id $_jr_status"
@@ -2005,6 +2017,12 @@ wait_status() {
 cancel_job() {
 	if ! hex "$1"; then
 		echo 'E ENOENT no such job'
+		return
+	fi
+	# (Nothing to kill: it never started here, or its client has its
+	# result, or only its tombstone is left, which stays.)
+	if [ ! -e "$jobs/$1.out" ]; then
+		echo OK
 		return
 	fi
 	if job_process "$jobs/$1"; then
@@ -2309,6 +2327,9 @@ supervise() {
 		if [ -n "$setsid_cmd" ] && [ -n "$_sv_pid" ] && ! signal_group 0 "$_sv_pid"; then
 			_sv_grace=5
 		fi
+		# (Where sleep takes whole seconds only, a second: a fraction
+		# would end the grace at once.)
+		case $frac_sleep:$_sv_grace in no:*.*) _sv_grace=1 ;; esac
 		# (The trap may run between any two of these: it finds no timer
 		# until the grace timer is set, and only then its end stops the
 		# relay.)

@@ -665,6 +665,20 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Greater(t, out.Len(), 1000, "past the cap")
 				assert.Less(t, out.Len(), 1000+64<<10, "by less than a block")
 			})
+			t.Run("where sleep takes whole seconds, a command's children still get their grace", func(t *testing.T) {
+				// The grace (0.3 s) is a fraction: such a sleep failed at
+				// once, and the output a background child wrote a moment
+				// after its command ended was cut.
+				shim := t.TempDir()
+				sleep, err := exec.LookPath("sleep")
+				require.NoError(t, err)
+				script := "#!/bin/sh\ncase $1 in *.*) echo \"sleep: invalid time interval '$1'\" >&2; exit 1 ;; esac\nexec " + sleep + " \"$@\"\n"
+				require.NoError(t, os.WriteFile(filepath.Join(shim, "sleep"), []byte(script), 0o755))
+				l := startLocal(t, sh, true, "PATH="+shim+string(os.PathListSeparator)+os.Getenv("PATH"))
+				status, out := l.run(t, "(echo early; "+sleep+" 0.15; echo late) & echo ended")
+				assert.Equal(t, "0", status)
+				assert.Contains(t, out, "late\n", "written after its command ended, within the grace")
+			})
 			t.Run("a jobs directory others may read is made the user's alone", func(t *testing.T) {
 				// (Made by hand, or by another program: the jobs' files
 				// are made under the login's umask.)
