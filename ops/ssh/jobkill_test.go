@@ -332,16 +332,20 @@ func TestALostJobsTombstoneIsNoStatus(t *testing.T) {
 
 // A late cancel of a job the host does not have (its start never came, or
 // its client collected it) answers at once: it took about 7 s, taken for a
-// job that was starting.
+// job that was starting. A start that arrives after it never runs.
 func TestCancelOfAnUnknownJobAnswersAtOnce(t *testing.T) {
 	t.Parallel()
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
 			l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
+			ran := filepath.Join(t.TempDir(), "ran")
+			job := newJob("touch " + ran)
 			start := time.Now()
-			assert.Equal(t, "OK\n", callFile("cancel_job")(t, l, randomHex(8)))
+			assert.Equal(t, "OK\n", callFile("cancel_job")(t, l, job[0]))
 			assert.Less(t, time.Since(start), 3*time.Second)
+			assert.Equal(t, "!GONE lost", l.do(t, io.Discard, "run_job", job...), "the start that came late")
+			assert.NoFileExists(t, ran)
 		})
 	}
 }

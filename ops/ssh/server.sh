@@ -1720,7 +1720,13 @@ run_jobs() {
 			if command exec 7<"$_rs_job.out"; then
 				output_size "$_rs_job"
 				_rs_size=$_os_size
-				[ -n "$_rs_size" ] || _rs_size=$(($(wc -c <"$_rs_job.out")))
+				# (A size from wc by name, the file gone meanwhile: none.
+				# An empty $(( )) would end the shell.)
+				if [ -z "$_rs_size" ]; then
+					_rs_size=$(wc -c <"$_rs_job.out" 2>/dev/null)
+					_rs_size=${_rs_size##*[!0-9]}
+					_rs_size=${_rs_size:-0}
+				fi
 				if [ "$_rs_size" -gt 0 ]; then
 					echo "D $_rs_id $_rs_size"
 					head -c "$_rs_size" <&7
@@ -2012,6 +2018,7 @@ wait_status() {
 # cancel_job ID kills job ID, whose client gave up on it while the
 # connection was down, and removes its files once its waiter has written
 # the status (within about 5 seconds), or at once when it is lost: "OK".
+# A job the host does not have is made one that never runs.
 # A job that may not be killed from here (refused) keeps its files, and
 # its lease, no longer renewed, ends it on its host: "E EIO message".
 cancel_job() {
@@ -2019,9 +2026,15 @@ cancel_job() {
 		echo 'E ENOENT no such job'
 		return
 	fi
-	# (Nothing to kill: it never started here, or its client has its
-	# result, or only its tombstone is left, which stays.)
+	# Nothing to kill: it never started here, or its client has its
+	# result, or only its tombstone is left, which stays. One that never
+	# started gets a tombstone ("lost") that a start arriving late finds
+	# ("!GONE lost"): it never runs. (Of a start and this, whoever creates
+	# ID.status first decides, as of a waiter and unstarted.)
 	if [ ! -e "$jobs/$1.out" ]; then
+		set -C
+		{ echo lost >"$jobs/$1.status"; } 2>/dev/null
+		set +C
 		echo OK
 		return
 	fi
@@ -2635,7 +2648,12 @@ on_relay() {
 		exec 4<&-
 		return 0
 	fi
-	_rl_left=$((_sv_cap + 1 - $(wc -c <"$_sv_job.out")))
+	# (The output gone meanwhile, its job forgotten by a late cancel: no
+	# size, and the relay goes on to its end. An empty $(( )) would end
+	# this waiter, and leave the command running without its lease.)
+	_rl_size=$(wc -c <"$_sv_job.out" 2>/dev/null)
+	_rl_size=${_rl_size##*[!0-9]}
+	_rl_left=$((_sv_cap + 1 - ${_rl_size:-0}))
 	if [ "$_rl_left" -gt 0 ]; then
 		start_relay "$_rl_left"
 	else
