@@ -183,8 +183,8 @@ serve() {
 	trap 'sig_usr1=yes' USR1
 	kill -s USR1 $$
 	trap '' USR1
-	# Whether sleep takes a fraction of a second (the pauses of wait_job
-	# and attach_jobs, a job's grace, see supervise): "yes" or "no".
+	# Whether sleep takes a fraction of a second (the pauses of wait_job,
+	# a job's grace, see supervise): "yes" or "no".
 	frac_sleep=no
 	! sleep 0.001 2>/dev/null || frac_sleep=yes
 	# bash sources ~/.bashrc when it thinks sshd started it as a top-level

@@ -356,7 +356,8 @@ const uploadChunk = 4 << 20
 
 // uploadInChunks appends r to tmp through the command servers: each
 // request is followed by up to uploadChunk raw bytes that the host reads
-// exactly (receive_temp). It needs no session of its own.
+// exactly (receive_temp), on a server of its own while it does (see
+// callData).
 func (h *Host) uploadInChunks(ctx context.Context, c *conn, tmp tempFile, r io.Reader) error {
 	buf := make([]byte, uploadChunk)
 	for {
