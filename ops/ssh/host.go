@@ -175,19 +175,29 @@ func (h *Host) Close() error {
 }
 
 // forgetCollected removes the files of every collected job, a request
-// per toForget's share, within 2 s in all over the connection; or over a
-// new one when the last one dropped (a reset, a lost link), within 5 s (a
-// login on a busy host takes seconds), unless it went silent: a host that
-// stopped answering would only hold Close up.
+// per toForget's share, within 2 s in all over the connection. When the
+// last one dropped (a reset, a lost link) it dials again: the login gets
+// 5 s and the requests 5 s more once the host let it in (on a busy host
+// each can take seconds). One that went silent is not dialled again: a
+// host that stopped answering would only hold Close up.
 func (h *Host) forgetCollected() {
 	h.mu.Lock()
 	c := h.cur
 	h.mu.Unlock()
-	if c == nil || c.silent.Load() {
+	h.collectedMu.Lock()
+	none := len(h.collected) == 0
+	h.collectedMu.Unlock()
+	if c == nil || c.silent.Load() || none {
 		return
 	}
 	bound := 2 * time.Second
 	if c.isDead() {
+		dialCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := h.conn(dialCtx)
+		cancel()
+		if err != nil {
+			return
+		}
 		bound = 5 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
