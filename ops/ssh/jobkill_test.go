@@ -204,7 +204,7 @@ func TestJobProcessWithoutProc(t *testing.T) {
 					jobs := t.TempDir()
 					id := randomHex(8)
 					plantJob(t, jobs, id, goneProcess(t), "h b", tc.waiter, victim.pid())
-					script := serverSource + `
+					script := serverProgram + `
 host_name=h boot_id=b host_id="h b" procfs= _jp_own=$2
 if job_process "$1"; then echo "proven $_jp_pid"; else echo "refused $_jp_why"; fi`
 					cmd := exec.Command(sh[0], append(sh[1:], "-c", script, "sh", filepath.Join(jobs, id), tc.own)...)

@@ -139,6 +139,7 @@ serve() {
 	# once a boot.
 	host_dir=$jobs/.host.$boot_id.$host_name
 	[ -d "$host_dir" ] || mkdir -m 700 -- "$host_dir" 2>/dev/null
+	user_scope
 	fence=
 	if [ -n "$5" ]; then
 		if ! hex "$5" || ! digits "$6"; then
@@ -257,6 +258,39 @@ fence_start() {
 		done
 	done
 	return 0
+}
+
+# user_scope sets scope when every job's processes can be held in a
+# scope of the user's systemd of its own (see exec_command and kill_job):
+# its manager runs (its private socket, in an XDG_RUNTIME_DIR that is the
+# user's own) and lingers (loginctl enable-linger: without it the
+# manager, and every scope in it, stops seconds after the user's last
+# login ends, and a job would not outlive a lost connection), and
+# systemd-run makes a scope there: tried once a boot, the answer kept in
+# the host's directory. Not for private jobs, which end with their
+# server anyway.
+user_scope() {
+	scope=
+	[ "$jobs" != "$private/jobs" ] || return 0
+	case ${XDG_RUNTIME_DIR-} in /*) ;; *) return 0 ;; esac
+	[ -S "$XDG_RUNTIME_DIR/systemd/private" ] && [ -O "$XDG_RUNTIME_DIR" ] || return 0
+	_us_user=${USER:-${LOGNAME-}}
+	case $_us_user in '' | */* | .*) return 0 ;; esac
+	[ -e "/var/lib/systemd/linger/$_us_user" ] || return 0
+	_us_known=
+	[ ! -f "$host_dir/scope" ] || read -r _us_known <"$host_dir/scope"
+	case $_us_known in
+	yes)
+		scope=yes
+		return 0
+		;;
+	no) return 0 ;;
+	esac
+	if command -v systemctl >/dev/null 2>&1 &&
+		systemd-run --user --scope --quiet --collect -- true >/dev/null 2>&1; then
+		scope=yes
+	fi
+	echo "${scope:-no}" >"$host_dir/scope" 2>/dev/null
 }
 
 # newest_epoch: true unless the client has a connection newer than this
@@ -494,7 +528,7 @@ stop_private_jobs() {
 	[ "$jobs" = "$private/jobs" ] || return 0
 	for _spj_out in "$jobs"/*.out; do
 		[ -e "$_spj_out" ] || continue
-		! job_process "${_spj_out%.out}" || kill_job "$_jp_pid"
+		! job_process "${_spj_out%.out}" || kill_job "$_jp_pid" "${_spj_out%.out}"
 	done
 }
 
@@ -897,7 +931,7 @@ watch_for_cancel() {
 				set -C
 				{ command : >"$private/settled.$seq"; } 2>/dev/null || return
 				set +C
-				kill_job "$_jp_pid"
+				kill_job "$_jp_pid" "$1"
 				return
 			fi
 			;;
@@ -927,16 +961,23 @@ wake() {
 	) 3<&- &
 }
 
-# kill_job PID kills a job: where commands get their own session, its
-# process group is frozen first (SIGSTOP: nobody in it forks, exits or
-# leaves it meanwhile, so no child is re-parented away from the tree),
-# then its process tree is walked, each process stopped as found, and
-# killed with the groups they lead (a descendant that took a session of
-# its own, and its children); then the group. Without sessions of their
-# own (the server shares their group), only the tree. A process that left
-# the tree (a double fork: its parent gone before the walk) escapes, as
-# it does locally without cgroups; docs/tools.md says so.
+# kill_job PID JOB kills job JOB, whose command is PID: where commands
+# run in scopes of the user's systemd (see user_scope), every process of
+# its scope first, a double fork's too (the manager kills a cgroup's
+# processes until none is left). Then, where commands get their own
+# session, its process group is frozen (SIGSTOP: nobody in it forks,
+# exits or leaves it meanwhile, so no child is re-parented away from the
+# tree), then its process tree is walked, each process stopped as found,
+# and killed with the groups they lead (a descendant that took a session
+# of its own, and its children); then the group. Without sessions of
+# their own (the server shares their group), only the tree. Without a
+# scope, a process that left the tree (a double fork: its parent gone
+# before the walk) escapes, as it does locally without cgroups;
+# docs/tools.md says so.
 kill_job() {
+	if [ -n "$scope" ]; then
+		systemctl --user kill --signal=KILL -- "pi-remote-${2##*/}.scope" >/dev/null 2>&1
+	fi
 	if [ -n "$setsid_cmd" ]; then
 		signal_group STOP "$1"
 		kill_tree "$1" "$1"
@@ -1884,7 +1925,7 @@ group_fifo() {
 # proven its own (job_process).
 kill_running() {
 	hex "$1" || return
-	[ -e "$jobs/$1.out" ] && job_process "$jobs/$1" && kill_job "$_jp_pid"
+	[ -e "$jobs/$1.out" ] && job_process "$jobs/$1" && kill_job "$_jp_pid" "$jobs/$1"
 }
 
 # forget_jobs ID... removes the files of ended jobs whose client has
@@ -1980,7 +2021,7 @@ stop_job() {
 		echo 'E ENOENT no such job'
 	elif job_process "$_stj_job"; then
 		echo killed >"$_stj_job.killed"
-		kill_job "$_jp_pid"
+		kill_job "$_jp_pid" "$_stj_job"
 		echo 'OK killed'
 	elif ! refused "$1"; then
 		[ "$_jp_why" != ended ] || wait_status "$_stj_job"
@@ -2039,7 +2080,7 @@ cancel_job() {
 		return
 	fi
 	if job_process "$jobs/$1"; then
-		kill_job "$_jp_pid"
+		kill_job "$_jp_pid" "$jobs/$1"
 	elif refused "$1"; then
 		return
 	fi
@@ -2189,14 +2230,23 @@ exec_command() {
 	-*) cd "./$3" || exit 126 ;;
 	*) cd "$3" || exit 126 ;;
 	esac
+	_ec_job=$1
+	_ec_script=$2
+	shift 3
+	# In a scope of its own, named after the job, where the user's
+	# systemd has scopes (see user_scope): systemd-run registers it and
+	# becomes the command (the same process).
+	if [ -n "$scope" ]; then
+		set -- systemd-run --user --scope --quiet --collect "--unit=pi-remote-${_ec_job##*/}" --
+	fi
 	# One argument may not exceed 128 KiB on Linux: a longer script is
 	# read from a file (it then sees that file as $0).
-	if [ "${#2}" -le 65536 ]; then
-		exec $setsid_cmd sh -c "$2"
+	if [ "${#_ec_script}" -le 65536 ]; then
+		exec $setsid_cmd "$@" sh -c "$_ec_script"
 	fi
-	printf '%s\n' "$2" >"$1.script" || exit 126
+	printf '%s\n' "$_ec_script" >"$_ec_job.script" || exit 126
 	# shellcheck disable=SC2016 # expanded by the inner sh
-	exec $setsid_cmd sh -c '. "$0"' "$1.script"
+	exec $setsid_cmd "$@" sh -c '. "$0"' "$_ec_job.script"
 }
 
 # keep JOB SCRIPT DIR FILE, the keeper, where the waiter cannot wait for
@@ -2442,7 +2492,7 @@ on_timer() {
 		# tick more makes the silence TTL at least.)
 		if [ "$_sv_silent" -gt "$_sv_ttl" ] && [ -z "$_sv_reason" ] && [ ! -e "$_sv_job.killed" ] && command_runs; then
 			_sv_reason=lease
-			kill_job "$_tk_pid"
+			kill_job "$_tk_pid" "$_sv_job"
 		fi
 	fi
 	# The job's empty status (the waiter's claim: nobody else writes it
