@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,9 +32,15 @@ const scopeUser = "pi-scope"
 // process into a scope (on a real host, a process outside it is moved
 // by the system manager on the user manager's behalf; this machine has
 // none). The linger file is made too (see server.sh's user_scope).
-func userManager(t *testing.T) (uid int, runtime string, logins []string) {
+func userManager(t *testing.T) (uid int, runtime string, logins []string, stop func()) {
 	t.Helper()
 	sshd.RequireRoot(t, "starting another user's systemd manager")
+	// One run at a time on a machine: the user, its runtime directory
+	// and its linger file are shared.
+	lock, err := os.OpenFile("/run/lock/pi-remote-scope-test", os.O_CREATE|os.O_RDWR, 0o600)
+	require.NoError(t, err)
+	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
+	t.Cleanup(func() { lock.Close() })
 	manager := ""
 	for _, p := range []string{"/usr/lib/systemd/systemd", "/lib/systemd/systemd"} {
 		if _, err := os.Stat(p); err == nil {
@@ -90,8 +97,10 @@ func userManager(t *testing.T) (uid int, runtime string, logins []string) {
 	require.NoError(t, os.WriteFile(linger, nil, 0o644))
 	t.Cleanup(func() { os.Remove(linger) })
 	runtime = fmt.Sprintf("/run/user/%d", uid)
+	require.NoError(t, os.RemoveAll(runtime))
 	require.NoError(t, os.MkdirAll(runtime, 0o700))
 	require.NoError(t, os.Chown(runtime, uid, uid))
+	t.Cleanup(func() { os.RemoveAll(runtime) })
 
 	cmd := exec.Command("sh", "-c", `for f; do echo "$$" >"$f" || exit 1; done
 exec setpriv --reuid="$UID_" --regid="$UID_" --init-groups env -i HOME="$HOME_" USER="$USER_" LOGNAME="$USER_" XDG_RUNTIME_DIR="$RUNTIME" PATH=/usr/bin:/bin "$MANAGER" --user`, "sh")
@@ -102,10 +111,13 @@ exec setpriv --reuid="$UID_" --regid="$UID_" --init-groups env -i HOME="$HOME_" 
 	require.NoError(t, cmd.Start())
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
+	// (Killed, a manager leaves its socket behind.)
+	stop = func() {
 		cmd.Process.Signal(os.Kill)
 		<-done
+	}
+	t.Cleanup(func() {
+		stop()
 		if t.Failed() {
 			t.Logf("the user manager's log:\n%s", log.String())
 		}
@@ -114,7 +126,7 @@ exec setpriv --reuid="$UID_" --regid="$UID_" --init-groups env -i HOME="$HOME_" 
 		fi, err := os.Stat(filepath.Join(runtime, "systemd", "private"))
 		return err == nil && fi.Mode()&os.ModeSocket != 0
 	}, 20*time.Second, 50*time.Millisecond, "the user manager did not start:\n%s", &log)
-	return uid, runtime, logins
+	return uid, runtime, logins, stop
 }
 
 // cgroupOf is the cgroup line of process pid (of the first hierarchy).
@@ -132,7 +144,8 @@ func cgroupOf(pid string) string {
 // ends).
 func TestJobsInTheUsersSystemdScope(t *testing.T) {
 	t.Parallel()
-	uid, runtime, logins := userManager(t)
+	uid, runtime, logins, stopManager := userManager(t)
+	linger := filepath.Join("/var/lib/systemd/linger", scopeUser)
 	cache := hostCache(t)
 	require.NoError(t, os.Chown(cache, uid, uid))
 	srv := sshd.Start(t, sshd.Options{
@@ -189,8 +202,42 @@ func TestJobsInTheUsersSystemdScope(t *testing.T) {
 		}, 20*time.Second, 100*time.Millisecond)
 	})
 
+	t.Run("output, errors and status come through a scope", func(t *testing.T) {
+		h := rssh.New(srv.Config(), rssh.HostOptions{})
+		t.Cleanup(func() { h.Close() })
+		var out strings.Builder
+		err := h.Exec(t.Context(), ops.Command{Output: &out,
+			Script: `echo "out ${INVOCATION_ID-none}"; echo err >&2; grep -q /pi-remote- /proc/self/cgroup && echo scoped; exit 3`})
+		var ee *ops.ExitError
+		require.ErrorAs(t, err, &ee)
+		assert.Equal(t, 3, ee.Code)
+		assert.Equal(t, "out none\nerr\nscoped\n", out.String(), "in a scope, in the environment it has elsewhere")
+	})
+
+	t.Run("a job is killed with its scope by a server whose user does not linger", func(t *testing.T) {
+		args := append(srv.Flags(), "tool", "bash", fmt.Sprintf(`{"command":%q}`, script))
+		client := exec.Command(binary, args...)
+		require.NoError(t, client.Start())
+		pid := soleSleeper(escapee)
+		soleSleeper(main)
+		require.NoError(t, client.Process.Kill())
+		client.Wait()
+		unit := cgroupOf(pid)
+		id := strings.TrimSuffix(unit[strings.LastIndex(unit, "/pi-remote-")+len("/pi-remote-"):], ".scope")
+		require.Regexp(t, `^[0-9a-f]{16}$`, id, unit)
+		require.NoError(t, os.Remove(linger))
+		code, out, stderr := cli(t, "", append(srv.Flags(), "jobs", "kill", id)...)
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, out, "killed")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Empty(c, sleepers(t, escapee), "the double fork is killed with its scope")
+			assert.Empty(c, sleepers(t, main))
+		}, 10*time.Second, 50*time.Millisecond)
+	})
+
 	t.Run("without linger, no scope", func(t *testing.T) {
-		require.NoError(t, os.Remove(filepath.Join("/var/lib/systemd/linger", scopeUser)))
+		_, err := os.Stat(linger)
+		require.True(t, os.IsNotExist(err))
 		h := rssh.New(srv.Config(), rssh.HostOptions{})
 		t.Cleanup(func() { h.Close() })
 		var out strings.Builder
@@ -198,5 +245,26 @@ func TestJobsInTheUsersSystemdScope(t *testing.T) {
 		line, _, _ := strings.Cut(out.String(), "\n")
 		assert.Contains(t, line, "/login.scope", "the job stays in its login's cgroup")
 		assert.NotContains(t, out.String(), "pi-remote-")
+	})
+
+	// The host's directory says scopes work; the manager is gone, its
+	// socket left behind: each command runs once, without a scope.
+	t.Run("a manager gone, commands run all the same", func(t *testing.T) {
+		require.NoError(t, os.WriteFile(linger, nil, 0o644))
+		stopManager()
+		ran := filepath.Join(cache, "ran")
+		h := rssh.New(srv.Config(), rssh.HostOptions{})
+		t.Cleanup(func() { h.Close() })
+		for range 2 {
+			var out strings.Builder
+			require.NoError(t, h.Exec(t.Context(), ops.Command{Output: &out,
+				Script: "echo ran >>" + ran + "; echo said; cat /proc/self/cgroup"}))
+			line, _, _ := strings.Cut(strings.TrimPrefix(out.String(), "said\n"), "\n")
+			assert.True(t, strings.HasPrefix(out.String(), "said\n"), "nothing but the command's output: %q", out.String())
+			assert.Contains(t, line, "/login.scope")
+		}
+		b, err := os.ReadFile(ran)
+		require.NoError(t, err)
+		assert.Equal(t, "ran\nran\n", string(b), "each ran once")
 	})
 }

@@ -267,13 +267,21 @@ fence_start() {
 # manager, and every scope in it, stops seconds after the user's last
 # login ends, and a job would not outlive a lost connection), and
 # systemd-run makes a scope there: tried once a boot, the answer kept in
-# the host's directory. Not for private jobs, which end with their
-# server anyway.
+# the host's directory (a yes gone stale costs a job a failed try, see
+# scope_wrapper). Not for private jobs, which end with their server
+# anyway. It sets scope_kill wherever the manager runs, linger or not: a
+# job another server started may have a scope (see kill_job).
 user_scope() {
 	scope=
-	[ "$jobs" != "$private/jobs" ] || return 0
+	scope_kill=
 	case ${XDG_RUNTIME_DIR-} in /*) ;; *) return 0 ;; esac
 	[ -S "$XDG_RUNTIME_DIR/systemd/private" ] && [ -O "$XDG_RUNTIME_DIR" ] || return 0
+	command -v systemctl >/dev/null 2>&1 || return 0
+	scope_kill=yes
+	# (A manager that hangs would hold a kill up for minutes.)
+	scope_timeout=
+	! command -v timeout >/dev/null 2>&1 || scope_timeout='timeout 5'
+	[ "$jobs" != "$private/jobs" ] || return 0
 	_us_user=${USER:-${LOGNAME-}}
 	case $_us_user in '' | */* | .*) return 0 ;; esac
 	[ -e "/var/lib/systemd/linger/$_us_user" ] || return 0
@@ -286,12 +294,32 @@ user_scope() {
 		;;
 	no) return 0 ;;
 	esac
-	if command -v systemctl >/dev/null 2>&1 &&
-		systemd-run --user --scope --quiet --collect -- true >/dev/null 2>&1; then
+	if systemd-run --user --scope --quiet --collect -- true >/dev/null 2>&1; then
 		scope=yes
 	fi
 	echo "${scope:-no}" >"$host_dir/scope" 2>/dev/null
 }
+
+# scope_wrapper, run as sh -c "$scope_wrapper" sh UNIT COMMAND..., runs
+# COMMAND in a new scope UNIT of the user's systemd: systemd-run, its
+# child, registers the scope and becomes COMMAND, which first writes "x"
+# to the shell (the command substitution's pipe) and takes back its
+# output and errors (fds 4 and 5). A systemd-run that could not make the
+# scope (its manager gone or hung, the answer of user_scope stale) never
+# wrote it: COMMAND then runs here, without a scope, never twice. The
+# shell exits with COMMAND's status. (COMMAND does not see the variable
+# systemd sets in a unit's processes, INVOCATION_ID: its environment is
+# the one it has elsewhere.)
+# shellcheck disable=SC2016 # expanded by the shell that runs it
+scope_wrapper='_sw_unit=$1
+shift
+exec 4>&1 5>&2
+_sw_began=$(systemd-run --user --scope --quiet --collect "--unit=$_sw_unit" -- \
+	sh -c "printf x; exec >&4 2>&5 4>&- 5>&-; unset INVOCATION_ID; exec \"\$@\"" sh "$@" 2>/dev/null)
+_sw_status=$?
+[ -z "$_sw_began" ] || exit "$_sw_status"
+exec 4>&- 5>&-
+exec "$@"'
 
 # newest_epoch: true unless the client has a connection newer than this
 # server's (an epoch.N in $fence with N above $epoch).
@@ -962,29 +990,34 @@ wake() {
 }
 
 # kill_job PID JOB kills job JOB, whose command is PID: where commands
-# run in scopes of the user's systemd (see user_scope), every process of
-# its scope first, a double fork's too (the manager kills a cgroup's
-# processes until none is left). Then, where commands get their own
-# session, its process group is frozen (SIGSTOP: nobody in it forks,
-# exits or leaves it meanwhile, so no child is re-parented away from the
-# tree), then its process tree is walked, each process stopped as found,
+# get their own session, its process group is frozen first (SIGSTOP:
+# nobody in it forks, exits or leaves it meanwhile, so no child is
+# re-parented away from the tree); where the user's systemd manager runs,
+# the job's scope (see user_scope) is killed, every process in it, a
+# double fork's too (the manager kills a cgroup's processes until none is
+# left); then the process tree is walked, each process stopped as found,
 # and killed with the groups they lead (a descendant that took a session
 # of its own, and its children); then the group. Without sessions of
-# their own (the server shares their group), only the tree. Without a
-# scope, a process that left the tree (a double fork: its parent gone
-# before the walk) escapes, as it does locally without cgroups;
-# docs/tools.md says so.
+# their own (the server shares their group), the scope and the tree.
+# Without a scope, a process that left the tree (a double fork: its
+# parent gone before the walk) escapes, as it does locally without
+# cgroups; docs/tools.md says so.
 kill_job() {
-	if [ -n "$scope" ]; then
-		systemctl --user kill --signal=KILL -- "pi-remote-${2##*/}.scope" >/dev/null 2>&1
-	fi
 	if [ -n "$setsid_cmd" ]; then
 		signal_group STOP "$1"
+		kill_scope "$2"
 		kill_tree "$1" "$1"
 		signal_group KILL "$1"
 	else
+		kill_scope "$2"
 		kill_tree "$1"
 	fi
+}
+
+# kill_scope JOB kills the processes of JOB's scope, if it has one.
+kill_scope() {
+	[ -n "$scope_kill" ] && [ -n "$1" ] || return 0
+	$scope_timeout systemctl --user kill --signal=KILL -- "pi-remote-${1##*/}.scope" >/dev/null 2>&1
 }
 
 # kill_tree PID [GROUP] kills PID and every process descended from it,
@@ -2234,10 +2267,9 @@ exec_command() {
 	_ec_script=$2
 	shift 3
 	# In a scope of its own, named after the job, where the user's
-	# systemd has scopes (see user_scope): systemd-run registers it and
-	# becomes the command (the same process).
+	# systemd has scopes (see user_scope and scope_wrapper).
 	if [ -n "$scope" ]; then
-		set -- systemd-run --user --scope --quiet --collect "--unit=pi-remote-${_ec_job##*/}" --
+		set -- sh -c "$scope_wrapper" sh "pi-remote-${_ec_job##*/}"
 	fi
 	# One argument may not exceed 128 KiB on Linux: a longer script is
 	# read from a file (it then sees that file as $0).
