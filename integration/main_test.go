@@ -2,18 +2,31 @@ package integration
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pi-remote/pi-remote/internal/tier"
 )
 
 // binary is the pi-remote command built once for the CLI tests.
 var binary string
 
+// fastTier is what go test -short runs here (when no -run is given): the
+// conformance suite and the tools over sshd, and one pass of each front
+// end (print, rpc, jobs) against it.
+const fastTier = "^(TestOpsConformance|TestTools|TestRunAgainstOpenAICompatibleServerAndSSHD|TestCLIOverSSH|TestRPC|TestJobsCommand)$"
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	tier.Parallel(4)
+	if testing.Short() && flag.Lookup("test.run").Value.String() == "" {
+		flag.Set("test.run", fastTier)
+	}
 	dir, err := os.MkdirTemp("", "pi-remote-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

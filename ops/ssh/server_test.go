@@ -33,7 +33,11 @@ import (
 func testShells(t *testing.T) [][]string {
 	t.Helper()
 	var shells [][]string
-	for _, sh := range [][]string{{"dash"}, {"bash", "--posix"}, {"busybox", "sh"}} {
+	all := [][]string{{"dash"}, {"bash", "--posix"}, {"busybox", "sh"}}
+	if testing.Short() {
+		all = all[:1] // the fast tier: dash only
+	}
+	for _, sh := range all {
 		if _, err := exec.LookPath(sh[0]); err != nil {
 			if os.Getenv("CI") != "" {
 				t.Fatalf("%s is not installed; CI installs it to run server.sh under it", sh[0])
@@ -252,6 +256,7 @@ func TestServerScript(t *testing.T) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
 			t.Run("background output stays with its command", func(t *testing.T) {
+				t.Parallel()
 				l := startLocal(t, sh, true)
 				status, out := l.run(t, `(sleep 2; echo LEAKED-FROM-A) & echo A-done`)
 				assert.Equal(t, "0", status)
@@ -261,6 +266,7 @@ func TestServerScript(t *testing.T) {
 				assert.Equal(t, "B-done\n", out, "nothing of the first command's child")
 			})
 			t.Run("a relay slower than the grace loses no output", func(t *testing.T) {
+				t.Parallel()
 				// As on a busy host, the relay copies the output long after
 				// the command has exited: the command stops the relay's dd
 				// for a second (a process of another session lets it go
@@ -292,6 +298,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Greater(t, time.Since(start), time.Second, "the relay was held up")
 			})
 			t.Run("a job outlives its server and is attached to from an offset", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				job := newJob(printLines(30, "0.02", 5))
@@ -328,6 +335,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "next\n", out)
 			})
 			t.Run("a request forgets many jobs at once, and only jobs", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
@@ -356,6 +364,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.NotEmpty(t, matches, "the job not forgotten stays")
 			})
 			t.Run("collected jobs go at once, whatever the request that names them does", func(t *testing.T) {
+				t.Parallel()
 				// The files of the jobs a request names go with the rm the
 				// waiter of the job it starts becomes as it ends: at once
 				// all the same when that job runs on, or starts not at all.
@@ -389,6 +398,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				require.EventuallyWithT(t, gone(long[0]), 3*time.Second, 20*time.Millisecond, "after a start that failed")
 			})
 			t.Run("a job whose server died before it said so is started again", func(t *testing.T) {
+				t.Parallel()
 				// A server killed between a job's first files and
 				// JOB.server leaves a job with no server to see die: an
 				// attacher that waited seconds for one judges it unstarted
@@ -417,12 +427,13 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}
 			})
 			t.Run("a kill cut short by the job's end leaves nothing stopped", func(t *testing.T) {
+				t.Parallel()
 				// "k" as the job's waiter dies: the server, done waiting,
 				// must not stop its watcher in the middle of the kill (the
 				// job's processes frozen by it, never killed).
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
-				arg := fmt.Sprintf("31.%04d", rand.IntN(10000))
+				arg := fmt.Sprintf("31.%06d", rand.IntN(1000000))
 				for range 3 {
 					l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 					job := newJob("sleep " + arg)
@@ -447,6 +458,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}
 			})
 			t.Run("a job whose waiter was killed ends without a status, not as exit 0", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
@@ -463,10 +475,11 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}, 10*time.Second, 100*time.Millisecond)
 			})
 			t.Run("a job has four files, and its status says its output's size", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-				arg := fmt.Sprintf("31.%04d", rand.IntN(10000))
+				arg := fmt.Sprintf("31.%06d", rand.IntN(1000000))
 				job := newJob("echo out; exec 2>/dev/null; sleep " + arg + "; echo more")
 				job[8] = "1000" // a cap: the relay counts the output
 				require.NoError(t, l.send(call("run_job", job...)))
@@ -505,6 +518,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "0\n"+size+"\n", string(status), "the status, then the output's size")
 			})
 			t.Run("an ended job stays until its client says it has the result", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
@@ -527,6 +541,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}, 5*time.Second, 20*time.Millisecond)
 			})
 			t.Run("an ended job nobody collects is swept once its lease is past", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
@@ -545,7 +560,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// A job that runs has an empty status as old as its start:
 				// it is not swept, however long it runs (its waiter holds
 				// its lease).
-				arg := fmt.Sprintf("32.%04d", rand.IntN(10000))
+				arg := fmt.Sprintf("32.%06d", rand.IntN(1000000))
 				t.Cleanup(func() { exec.Command("pkill", "-x", "-f", "sleep "+arg).Run() })
 				running := newJob("sleep " + arg)
 				require.NoError(t, startLocal(t, sh, true, "XDG_CACHE_HOME="+cache).send(call("run_job", running...)))
@@ -590,6 +605,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}, 5*time.Second, 20*time.Millisecond)
 			})
 			t.Run("jobs kill of an ended job leaves its tombstone", func(t *testing.T) {
+				t.Parallel()
 				// A client lost its connection as its job ended; a person
 				// kills (forgets) the job meanwhile. The client's start,
 				// sent again, learns how it ended and runs nothing.
@@ -611,6 +627,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "ran\n", string(ran), "the job ran once")
 			})
 			t.Run("output past the cap stops the command", func(t *testing.T) {
+				t.Parallel()
 				l := startLocal(t, sh, true)
 				job := newJob(`yes 0123456789abcdef; echo not reached`)
 				job[8] = "100000"
@@ -645,12 +662,13 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "0123456789AB", out.String())
 			})
 			t.Run("the cap holds when a sweep took the relay's report", func(t *testing.T) {
+				t.Parallel()
 				// The job's server is gone and its FIFO's files are a
 				// minute old: a sweep removes them while the job runs.
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-				arg := fmt.Sprintf("33.%04d", rand.IntN(10000))
+				arg := fmt.Sprintf("33.%06d", rand.IntN(1000000))
 				job := newJob("echo start; exec 2>/dev/null; sleep " + arg + "; head -c 3000000 /dev/zero")
 				job[8] = "1000"
 				require.NoError(t, l.send(call("run_job", job...)))
@@ -666,6 +684,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Less(t, out.Len(), 1000+64<<10, "by less than a block")
 			})
 			t.Run("where sleep takes whole seconds, a command's children still get their grace", func(t *testing.T) {
+				t.Parallel()
 				// The grace (0.3 s) is a fraction: such a sleep failed at
 				// once, and the output a background child wrote a moment
 				// after its command ended was cut.
@@ -680,6 +699,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Contains(t, out, "late\n", "written after its command ended, within the grace")
 			})
 			t.Run("a jobs directory others may read is made the user's alone", func(t *testing.T) {
+				t.Parallel()
 				// (Made by hand, or by another program: the jobs' files
 				// are made under the login's umask.)
 				cache := t.TempDir()
@@ -696,13 +716,14 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "kept\n", out)
 			})
 			t.Run("a running job's claim stays new", func(t *testing.T) {
+				t.Parallel()
 				// A sweep of an earlier version of the script took an old
 				// status file for an ended job's: the waiter's ticks
 				// (every second for a lease of 3 s) keep it new.
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-				arg := fmt.Sprintf("34.%04d", rand.IntN(10000))
+				arg := fmt.Sprintf("34.%06d", rand.IntN(1000000))
 				t.Cleanup(func() { exec.Command("pkill", "-x", "-f", "sleep "+arg).Run() })
 				job := newJob("sleep " + arg)
 				job[7] = "3"
@@ -721,6 +742,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}, 5*time.Second, 50*time.Millisecond)
 			})
 			t.Run("a job whose server goes at once still runs", func(t *testing.T) {
+				t.Parallel()
 				// The connection lost the moment the job started: its
 				// server and private directory go before the job may have
 				// opened its output FIFO.
@@ -749,6 +771,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}
 			})
 			t.Run("several jobs are attached to in one request", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				// Three jobs outlive their servers: one still printing, one
@@ -792,6 +815,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "next\n", out)
 			})
 			t.Run("a job let go of runs on and joins a running attach request", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				// Let go of while its output streams.
@@ -846,6 +870,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "137", ends[sleeper[0]], "killed once the others ended")
 			})
 			t.Run("an attach request let go of ends early, its jobs running on", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				sleeper := newJob("echo sleeping; exec sleep 30")
@@ -875,6 +900,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "137", ends[sleeper[0]])
 			})
 			t.Run("a batch's jobs run in one request, each answered as it ends", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
@@ -977,6 +1003,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}, 5*time.Second, 20*time.Millisecond)
 			})
 			t.Run("chatty jobs with a cap end by themselves, not by a lease they hold", func(t *testing.T) {
+				t.Parallel()
 				// Their waiters' relays end and restart often (a small cap:
 				// dd's count), and the timers of a short lease end every
 				// second: BusyBox's builtins, cut short by the trap, once
@@ -1033,6 +1060,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}
 			})
 			t.Run("a batch's jobs go on when the client goes", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
@@ -1054,6 +1082,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "done\n", string(out))
 			})
 			t.Run("a job whose server died before it began is started again", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				require.NoError(t, os.MkdirAll(jobs, 0o700))
@@ -1082,6 +1111,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "!NOJOB", ends[other])
 			})
 			t.Run("a server that cannot catch USR1 streams and lets go all the same", func(t *testing.T) {
+				t.Parallel()
 				// A login shell that ignores USR1 hands that on: the server
 				// cannot trap it, and looks for its watcher's marks.
 				wrapped := append([]string{"sh", "-c", `trap '' USR1; exec "$0" "$@"`, sh[0]}, sh[1:]...)
@@ -1114,6 +1144,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "next\n", out)
 			})
 			t.Run("a server hung up while streaming leaves nothing behind", func(t *testing.T) {
+				t.Parallel()
 				l := startLocal(t, sh, true)
 				job := newJob("echo started; sleep 0.5; echo done")
 				l.stream(t, job)
@@ -1134,6 +1165,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}, 5*time.Second, 50*time.Millisecond)
 			})
 			t.Run("a start sent twice runs once", func(t *testing.T) {
+				t.Parallel()
 				cache := t.TempDir()
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				counter := filepath.Join(t.TempDir(), "runs")
@@ -1148,6 +1180,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "run\n", string(runs))
 			})
 			t.Run("a slow reader gets all of the output", func(t *testing.T) {
+				t.Parallel()
 				l := startLocal(t, sh, true)
 				w := &slowWriter{pause: 20 * time.Millisecond}
 				status := l.do(t, w, "run_job", newJob(`awk 'BEGIN { for (i = 1; i <= 100000; i++) print i }'; echo END-MARKER`)...)
@@ -1180,6 +1213,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				})
 			}
 			t.Run("a cancel after the end is ignored", func(t *testing.T) {
+				t.Parallel()
 				l := startLocal(t, sh, true)
 				l.run(t, "true")
 				require.NoError(t, l.cancel())
@@ -1188,6 +1222,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "next\n", out)
 			})
 			t.Run("a request of 30,000 lines is read in linear time", func(t *testing.T) {
+				t.Parallel()
 				l := startLocal(t, sh, true)
 				target := filepath.Join(t.TempDir(), "quotes")
 				content := strings.Repeat("'\n", 30000)
@@ -1201,6 +1236,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, content, string(got))
 			})
 			t.Run("raw data after a request is read exactly", func(t *testing.T) {
+				t.Parallel()
 				l := startLocal(t, sh, true)
 				dir := t.TempDir()
 				var out bytes.Buffer
@@ -1234,6 +1270,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "in step\n", echo)
 			})
 			t.Run("a failed temporary file is an error answer", func(t *testing.T) {
+				t.Parallel()
 				l := startLocal(t, sh, true)
 				dir := "/sys" // not writable, even for root
 				if os.Geteuid() != 0 {
@@ -1249,6 +1286,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "alive\n", echo)
 			})
 			t.Run("the temporary file is synced before the rename", func(t *testing.T) {
+				t.Parallel()
 				if out, _ := exec.Command(sh[0], append(sh[1:], "-c", "command -v sync")...).Output(); !strings.HasPrefix(string(out), "/") {
 					t.Skipf("%s runs its own sync, which cannot be watched from PATH", sh[0])
 				}
@@ -1269,6 +1307,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Contains(t, string(synced), filepath.Join(filepath.Dir(target), ".f.pi-remote-0123"))
 			})
 			t.Run("private directories", func(t *testing.T) {
+				t.Parallel()
 				tmp := t.TempDir()
 				stale := filepath.Join(tmp, ".pi-remote.999999999.dead")
 				require.NoError(t, os.MkdirAll(filepath.Join(stale, "sub"), 0o700))

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-remote/pi-remote/internal/tier"
 	"github.com/pi-remote/pi-remote/internal/unprivileged"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/opstest"
@@ -40,6 +41,7 @@ func TestConformance(t *testing.T) {
 
 // A bare POSIX host: no SFTP subsystem, no GNU find, no setsid.
 func TestConformanceWithoutSFTP(t *testing.T) {
+	tier.Default(t)
 	t.Parallel()
 	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{NoGNUFind: true, NoSetsid: true}))
 }
@@ -47,6 +49,7 @@ func TestConformanceWithoutSFTP(t *testing.T) {
 // A host with neither GNU find nor stat -c (macOS, some embedded systems):
 // directories are listed with an ls per entry.
 func TestConformanceWithoutStat(t *testing.T) {
+	tier.Default(t)
 	t.Parallel()
 	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{NoGNUFind: true, NoStatC: true}))
 }
@@ -54,12 +57,14 @@ func TestConformanceWithoutStat(t *testing.T) {
 // The suite's permission checks need a user that permission bits stop: the
 // in-process server runs commands as the test's own user.
 func TestConformanceUnprivileged(t *testing.T) {
+	tier.Default(t)
 	t.Parallel()
 	unprivileged.Rerun(t, "TestConformance")
 }
 
 // Every tool's table, over SSH to a server on this machine.
 func TestTools(t *testing.T) {
+	tier.Default(t)
 	t.Parallel()
 	toolstest.Run(t, toolstest.Harness{RequireEngines: os.Getenv("CI") != "", New: func(t *testing.T) ops.Operations {
 		srv := sshtest.Start(t, sshtest.Options{})
