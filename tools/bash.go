@@ -3,8 +3,6 @@ package tools
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops"
@@ -86,7 +85,7 @@ func runBash(ctx context.Context, e *env.ExecutionEnv, opts Options, in bashInpu
 		// option of bash.
 		script = "exec " + shellquote.Quote(caps.Bash) + " -c -- " + shellquote.Quote(in.Command)
 	}
-	spill := path.Join(caps.TmpDir, "pi-remote-bash-"+randomHex(8)+".log")
+	spill := path.Join(caps.TmpDir, "pi-remote-bash-"+randhex.String(8)+".log")
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -149,14 +148,6 @@ func runBash(ctx context.Context, e *env.ExecutionEnv, opts Options, in bashInpu
 		Details: details,
 		IsError: isError,
 	}, nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand does not fail on supported platforms
-	}
-	return hex.EncodeToString(b)
 }
 
 // bashSink collects a command's output: it counts it and keeps a tail

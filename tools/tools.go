@@ -4,7 +4,7 @@
 //
 // Every tool acts through an env.ExecutionEnv, so it behaves the same on the
 // local machine and on a remote host. Tools never import os, os/exec or a
-// backend package. Their exact behaviour is specified in TOOLS.md; the
+// backend package. Their exact behaviour is specified in docs/tools.md; the
 // tests in this package pin each rule.
 package tools
 

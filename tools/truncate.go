@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// The shared output limits of TOOLS.md.
+// The shared output limits of docs/tools.md.
 const (
 	MaxLines = 2000
 	MaxBytes = 50 * 1024

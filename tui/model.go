@@ -753,7 +753,7 @@ func (m *model) View() tea.View {
 	}
 	var parts []string
 	if live := m.stream[m.streamed:]; strings.TrimSpace(live) != "" {
-		parts = append(parts, tailLines(termtext.String(live), 12))
+		parts = append(parts, termtext.LastLines(termtext.String(live), 12))
 	} else if m.thinking && m.running {
 		parts = append(parts, m.th.dim.Render(spinner[m.spin%len(spinner)]+" thinking…"))
 	}
@@ -848,13 +848,4 @@ func stableCut(s string) int {
 		start = i + 1
 	}
 	return cut
-}
-
-// tailLines is the last n lines of s.
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/tools"
 )
@@ -78,7 +79,7 @@ func mcpRun(ctx context.Context, ios iostreams, g *globalOptions, toolList strin
 					}
 					progress++
 					req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-						ProgressToken: token, Progress: progress, Message: tailLines(u.PartialResult.Content.Text(), liveLines),
+						ProgressToken: token, Progress: progress, Message: termtext.LastLines(u.PartialResult.Content.Text(), liveLines),
 					})
 				}
 				call := &loop.ToolCall{ID: fmt.Sprintf("mcp-%d", seq.Add(1)), Name: d.Name, Arguments: args}
@@ -109,12 +110,4 @@ func mcpRun(ctx context.Context, ios iostreams, g *globalOptions, toolList strin
 		return nil
 	}
 	return &exitError{code: exitConnection, err: fmt.Errorf("mcp: the connection to the client failed: %w", err)}
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -27,6 +27,7 @@ package termtext
 import (
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -220,4 +221,13 @@ func JSON(b []byte) []byte {
 		return b
 	}
 	return append(out, b[done:]...)
+}
+
+// LastLines is the last n lines of s, without its trailing newlines.
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -194,3 +194,8 @@ func TestJSON(t *testing.T) {
 	plain := []byte(`{"a":"héllo 👍"}`)
 	assert.Equal(t, plain, termtext.JSON(plain))
 }
+
+func TestLastLines(t *testing.T) {
+	assert.Equal(t, "c\nd", termtext.LastLines("a\nb\nc\nd\n\n", 2))
+	assert.Equal(t, "a", termtext.LastLines("a", 3))
+}

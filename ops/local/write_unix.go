@@ -3,8 +3,6 @@
 package local
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pi-remote/pi-remote/internal/randhex"
 )
 
 // tempFile is a write's temporary file: f, named name, in a private
@@ -37,7 +37,7 @@ func newTemp(target string, perm fs.FileMode) (*tempFile, error) {
 	var name string
 	for attempt := 0; ; attempt++ {
 		// A name of up to 255 bytes must leave room for the temporary one.
-		name = "." + base[:min(len(base), 200)] + ".pi-remote-" + randomHex(8)
+		name = "." + base[:min(len(base), 200)] + ".pi-remote-" + randhex.String(8)
 		err := os.Mkdir(filepath.Join(parent, name), 0o700)
 		if err == nil {
 			break
@@ -168,10 +168,4 @@ func keepOwner(f *os.File, old fs.FileInfo) error {
 		return err
 	}
 	return nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

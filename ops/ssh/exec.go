@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/ops"
 )
@@ -36,7 +37,7 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	if out == nil {
 		out = io.Discard
 	}
-	js := jobStart{id: randomHex(8), script: script, dir: cmd.Dir, ttl: strconv.Itoa(int(h.leaseTTL().Seconds())), limit: h.outputLimit()}
+	js := jobStart{id: randhex.String(8), script: script, dir: cmd.Dir, ttl: strconv.Itoa(int(h.leaseTTL().Seconds())), limit: h.outputLimit()}
 	if so := cmd.SaveOutput; so != nil {
 		so.Saved = false
 		js.save, js.overBytes, js.overLines = so.Path, strconv.FormatInt(so.OverBytes, 10), strconv.FormatInt(so.OverLines, 10)

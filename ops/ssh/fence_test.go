@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,7 +36,7 @@ func TestRequestsOfAnOlderConnectionActOnNothing(t *testing.T) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
 			cache, dir := t.TempDir(), t.TempDir()
-			client := randomHex(8)
+			client := randhex.String(8)
 			oldWrite, err := startFenced(t, sh, cache, client, "1")
 			require.NoError(t, err)
 			oldJob, err := startFenced(t, sh, cache, client, "1")
@@ -75,7 +76,7 @@ func TestRequestsOfAnOlderConnectionActOnNothing(t *testing.T) {
 				assert.Empty(c, entries, "the refused server's private directory")
 			}, 5*time.Second, 20*time.Millisecond)
 			// Another client is not fenced by this one's connections.
-			other, err := startFenced(t, sh, cache, randomHex(8), "1")
+			other, err := startFenced(t, sh, cache, randhex.String(8), "1")
 			require.NoError(t, err)
 			status, _ = other.run(t, "true")
 			assert.Equal(t, "0", status)
@@ -92,7 +93,7 @@ func TestRequestsOfAnOlderConnectionActOnNothing(t *testing.T) {
 func TestNewConnectionWaitsForActsInProgress(t *testing.T) {
 	sh := testShells(t)[0]
 	cache := t.TempDir()
-	client := randomHex(8)
+	client := randhex.String(8)
 	_, err := startFenced(t, sh, cache, client, "1")
 	require.NoError(t, err)
 	fences, err := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", ".host.*", "client."+client))

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/ops"
 )
 
@@ -137,7 +138,7 @@ func New(cfg Config, opts HostOptions) *Host {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
 	}
-	return &Host{cfg: cfg, opts: opts, fenceID: randomHex(8)}
+	return &Host{cfg: cfg, opts: opts, fenceID: randhex.String(8)}
 }
 
 // Config is the resolved configuration of the host.

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/internal/randhex"
 )
 
 // Hosts that share a home directory (NFS) share the jobs directory: a job
@@ -32,14 +34,14 @@ func TestJobsOfAnotherHostAreLeftToIt(t *testing.T) {
 			jobs := filepath.Join(cache, "pi-remote", "jobs")
 			victim := startBystander(t)
 			dead := strconv.Itoa(goneProcess(t))
-			running, starting, rebooted := randomHex(8), randomHex(8), randomHex(8)
+			running, starting, rebooted := randhex.String(8), randhex.String(8), randhex.String(8)
 			// Its server and waiter are dead here: pids of the other host.
 			plantJob(t, jobs, running, goneProcess(t), "elsewhere "+otherBoot, dead, victim.pid())
 			plantJob(t, jobs, starting, goneProcess(t), "elsewhere "+otherBoot, "", "")
 			plantJob(t, jobs, rebooted, goneProcess(t), name+" "+otherBoot, dead, victim.pid())
 			// Ended an hour ago, past its lease: its client collects it on
 			// its own host.
-			ended := randomHex(8)
+			ended := randhex.String(8)
 			plantJob(t, jobs, ended, goneProcess(t), "elsewhere "+otherBoot, dead, victim.pid())
 			endedStatus := filepath.Join(jobs, ended+".status")
 			require.NoError(t, os.WriteFile(endedStatus, []byte("0\n"), 0o600))

@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/internal/randhex"
 )
 
 // plantJob writes the files of a job that has no status into jobs, as a
@@ -120,7 +122,7 @@ func TestStalePidFileKillsNothing(t *testing.T) {
 					if tc.waiterAlive {
 						waiter = startBystander(t).pid()
 					}
-					id := randomHex(8)
+					id := randhex.String(8)
 					plantJob(t, jobs, id, goneProcess(t), host, waiter, victim.pid())
 					// (Swept a moment ago: the server's start leaves the
 					// lost job to the request.)
@@ -202,7 +204,7 @@ func TestJobProcessWithoutProc(t *testing.T) {
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					jobs := t.TempDir()
-					id := randomHex(8)
+					id := randhex.String(8)
 					plantJob(t, jobs, id, goneProcess(t), "h b", tc.waiter, victim.pid())
 					script := serverProgram + `
 host_name=h boot_id=b host_id="h b" procfs= _jp_own=$2
@@ -242,7 +244,7 @@ func TestJobKilledAtItsClaimIsLost(t *testing.T) {
 			cache := t.TempDir()
 			jobs := filepath.Join(cache, "pi-remote", "jobs")
 			plant := func(age time.Duration) string {
-				id := randomHex(8)
+				id := randhex.String(8)
 				plantJob(t, jobs, id, goneProcess(t), host, "", "")
 				then := time.Now().Add(-age)
 				require.NoError(t, os.Chtimes(filepath.Join(jobs, id+".status"), then, then))
@@ -278,7 +280,7 @@ func TestSavedJobOfAnEarlierScript(t *testing.T) {
 			jobs := filepath.Join(cache, "pi-remote", "jobs")
 			save := filepath.Join(t.TempDir(), "saved-output")
 			require.NoError(t, os.WriteFile(save, []byte("line 1\nline 2\n"), 0o600))
-			id := randomHex(8)
+			id := randhex.String(8)
 			plantJob(t, jobs, id, goneProcess(t), host, strconv.Itoa(goneProcess(t)), "")
 			for suffix, content := range map[string]string{".status": "0\n", ".saved": "saved\n", ".pid": "1\n"} {
 				require.NoError(t, os.WriteFile(filepath.Join(jobs, id+suffix), []byte(content), 0o600))
@@ -311,7 +313,7 @@ func TestALostJobsTombstoneIsNoStatus(t *testing.T) {
 			t.Parallel()
 			cache := t.TempDir()
 			jobs := filepath.Join(cache, "pi-remote", "jobs")
-			single, batch := randomHex(8), randomHex(8)
+			single, batch := randhex.String(8), randhex.String(8)
 			for _, id := range []string{single, batch} {
 				plantJob(t, jobs, id, goneProcess(t), host, strconv.Itoa(goneProcess(t)), "")
 				require.NoError(t, os.WriteFile(filepath.Join(jobs, id+".status"), []byte("lost\n"), 0o600))

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -106,7 +107,7 @@ func TestLeaseKillAsTheCommandEnds(t *testing.T) {
 			require.NoError(t, l.send(call("run_jobs", "3", "", "")))
 			for i := range n {
 				script := fmt.Sprintf("sleep %.3f; exit 7", 3.7+float64(i)*0.8/n)
-				require.NoError(t, l.send(call("add_job", randomHex(8), script, "", "", "", "", "lease edge")))
+				require.NoError(t, l.send(call("add_job", randhex.String(8), script, "", "", "", "", "lease edge")))
 			}
 			ends := map[string]string{}
 			status, err := readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) {

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +16,7 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/ops"
 )
@@ -180,8 +179,8 @@ func drainSessionRequests(reqs <-chan *gossh.Request) bool {
 // handshake sends the program to a bootstrap that runs on the other end of
 // s's pipes and waits until it is ready. fence: see startServer.
 func (s *server) handshake(ctx context.Context, useSetsid bool, fence ...string) error {
-	s.marker = []byte("\x1e@pi-remote:" + randomHex(12) + ":")
-	call := "serve " + shellquote.Join(append([]string{string(s.marker), graceSeconds, yesNo(useSetsid), randomHex(6)}, fence...)...)
+	s.marker = []byte("\x1e@pi-remote:" + randhex.String(12) + ":")
+	call := "serve " + shellquote.Join(append([]string{string(s.marker), graceSeconds, yesNo(useSetsid), randhex.String(6)}, fence...)...)
 	stop := context.AfterFunc(ctx, func() { s.end() })
 	_, err := io.WriteString(s.stdin, serverProgram+call+"\n"+programEnd+"\n")
 	var status string
@@ -211,12 +210,6 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // close ends the server's channel; the server sees the end of its input.

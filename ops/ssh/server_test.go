@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -795,7 +796,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 
 				outs := map[string]*bytes.Buffer{}
 				ends := map[string]string{}
-				missing := randomHex(8)
+				missing := randhex.String(8)
 				args := []string{"60", printing[0], strconv.Itoa(got.Len()), "", "", "", ended[0], "0", "", "", "", sleeper[0], "9", "", "", "", missing, "0", "", "", ""}
 				require.NoError(t, l.send(call("attach_jobs", args...)))
 				require.NoError(t, l.write("k "+sleeper[0]+"\n"))
@@ -912,7 +913,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					t.Helper()
 					require.NoError(t, l.send(call("add_job", id, script, dir, save, "100", "1000", "batch job")))
 				}
-				fast, failing, large, slow, nodir, sleeper, saved := randomHex(8), randomHex(8), randomHex(8), randomHex(8), randomHex(8), randomHex(8), randomHex(8)
+				fast, failing, large, slow, nodir, sleeper, saved := randhex.String(8), randhex.String(8), randhex.String(8), randhex.String(8), randhex.String(8), randhex.String(8), randhex.String(8)
 				savePath := filepath.Join(t.TempDir(), "saved-output")
 				marker := fmt.Sprintf("30.%d", time.Now().UnixNano()%1000000007)
 				t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
@@ -982,7 +983,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// "k ID" kills a job of the batch.
 				require.NoError(t, l.send(call("run_jobs", "60", "", "")))
 				add(fast, "echo again", "", "")
-				killed := randomHex(8)
+				killed := randhex.String(8)
 				add(killed, "exec sleep "+marker, "", "")
 				require.NoError(t, l.write("k "+killed+"\n"))
 				ends = map[string]string{}
@@ -1030,7 +1031,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					require.NoError(t, l.send(call("run_jobs", "3", "60000", "")))
 					ids := map[string]chatty{}
 					for _, job := range jobs {
-						id := randomHex(8)
+						id := randhex.String(8)
 						ids[id] = job
 						require.NoError(t, l.send(call("add_job", id, job.script, "", "", "", "", "chatty")))
 					}
@@ -1064,7 +1065,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				cache := t.TempDir()
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-				id := randomHex(8)
+				id := randhex.String(8)
 				require.NoError(t, l.send(call("run_jobs", "60", "", "")))
 				require.NoError(t, l.send(call("add_job", id, "sleep 0.5; echo done", "", "", "", "", "batch job")))
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -1101,7 +1102,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "3", l.do(t, &out, "run_job", job...), "started anew")
 				assert.Equal(t, "ran\n", out.String())
 
-				other := randomHex(8)
+				other := randhex.String(8)
 				claim(other)
 				ends := map[string]string{}
 				require.NoError(t, l.send(call("attach_jobs", "60", other, "0", "", "", "")))
@@ -1396,7 +1397,7 @@ func hostDir(t *testing.T, jobs string) string {
 // newJob is the arguments of run_job for a new job running script in the
 // home directory, its output not saved, with a lease of a minute.
 func newJob(script string) []string {
-	return []string{randomHex(8), "0", script, "", "", "", "", "60", "", "test job", ""}
+	return []string{randhex.String(8), "0", script, "", "", "", "", "60", "", "test job", ""}
 }
 
 // printLines is a script that prints numberedLines(n), a line every nap

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/ops"
 )
 
@@ -114,7 +115,7 @@ type writeAttempt struct {
 
 // suffix returns a new temporary file suffix, remembered.
 func (a *writeAttempt) suffix() string {
-	s := randomHex(8)
+	s := randhex.String(8)
 	a.suffixes = append(a.suffixes, s)
 	return s
 }
