@@ -11,6 +11,10 @@
 //
 // Key is a distinct type so that a raw string cannot reach a mutation queue
 // by accident.
+//
+// The package needs one ability of a host, resolving an existing path
+// (Resolver), and nothing else of the layers above it: ops and its
+// conformance suite import canonpath, never the other way round.
 package canonpath
 
 import (
@@ -20,9 +24,17 @@ import (
 	"io/fs"
 	"path"
 	"slices"
-
-	"github.com/pi-remote/pi-remote/ops"
 )
+
+// Resolver is the one ability of a host that Of needs. ops.ResolverOf gives
+// it for any backend.
+type Resolver interface {
+	// RealPath returns the canonical absolute form of the existing path
+	// name, every symlink and ".." resolved on the host that owns it. When
+	// name does not exist (a component is missing, or is not a directory)
+	// the error wraps fs.ErrNotExist.
+	RealPath(ctx context.Context, name string) (string, error)
+}
 
 // Key identifies one file on one environment. Keys are comparable and usable
 // as map keys. The zero Key identifies nothing.
@@ -40,22 +52,21 @@ func (k Key) Path() string { return k.path }
 func (k Key) String() string { return k.env + ":" + k.path }
 
 // Of returns the key of the absolute path name on the environment identified
-// by envID, resolving with r (ops.RealPath semantics: r's Resolver ability
-// when it has one).
+// by envID, resolving with r.
 //
 // When resolution fails for a reason other than a missing component (for
 // instance a directory it may not search), the key falls back to the
 // lexically cleaned path below the deepest ancestor that did resolve: the
 // operation that follows will report the real error, and identical spellings
 // still share a key.
-func Of(ctx context.Context, envID string, r ops.ReadOperations, name string) (Key, error) {
+func Of(ctx context.Context, envID string, r Resolver, name string) (Key, error) {
 	if !path.IsAbs(name) {
 		return Key{}, fmt.Errorf("canonpath: %q is not absolute", name)
 	}
 	p := path.Clean(name)
 	var rest []string // missing segments, innermost last
 	for {
-		real, err := ops.RealPath(ctx, r, p)
+		real, err := r.RealPath(ctx, p)
 		if err == nil {
 			slices.Reverse(rest)
 			return Key{env: envID, path: path.Join(append([]string{real}, rest...)...)}, nil
@@ -63,7 +74,7 @@ func Of(ctx context.Context, envID string, r ops.ReadOperations, name string) (K
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return Key{}, ctxErr
 		}
-		if p == "/" || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, ops.ErrNotDir)) {
+		if p == "/" || !errors.Is(err, fs.ErrNotExist) {
 			slices.Reverse(rest)
 			return Key{env: envID, path: path.Join(append([]string{p}, rest...)...)}, nil
 		}

@@ -144,7 +144,7 @@ func (e *ExecutionEnv) Resolve(ctx context.Context, p string) (string, error) {
 
 // Key returns the canonical key of an absolute path on this environment.
 func (e *ExecutionEnv) Key(ctx context.Context, abs string) (canonpath.Key, error) {
-	return canonpath.Of(ctx, e.id, e.ops, abs)
+	return canonpath.Of(ctx, e.id, ops.ResolverOf(e.ops), abs)
 }
 
 // Stat delegates to the backend.

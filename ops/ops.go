@@ -213,6 +213,27 @@ func RealPath(ctx context.Context, r ReadOperations, name string) (string, error
 	return name, nil
 }
 
+// ResolverOf returns RealPath over r as a Resolver, the shape package
+// canonpath takes. Its errors say "no such path" one way: one for a path
+// below a non-directory wraps fs.ErrNotExist as well as ErrNotDir.
+func ResolverOf(r ReadOperations) Resolver { return resolver{r} }
+
+type resolver struct{ r ReadOperations }
+
+func (x resolver) RealPath(ctx context.Context, name string) (string, error) {
+	p, err := RealPath(ctx, x.r, name)
+	if errors.Is(err, ErrNotDir) && !errors.Is(err, fs.ErrNotExist) {
+		return "", notDirMissing{err}
+	}
+	return p, err
+}
+
+// notDirMissing is an ErrNotDir error that also reports fs.ErrNotExist.
+type notDirMissing struct{ error }
+
+func (e notDirMissing) Unwrap() error        { return e.error }
+func (e notDirMissing) Is(target error) bool { return target == fs.ErrNotExist }
+
 // ExitError reports a command that ran and did not exit 0, or that the
 // backend stopped (Reason): one that exited 0 after its output was cut at
 // the cap is reported too, with Code 0.

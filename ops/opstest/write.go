@@ -231,7 +231,7 @@ func testWrite(t *testing.T, h Harness) {
 		require.NoError(t, o.MkdirAll(ctx, path.Join(dir, "other")))
 		run(t, o, fmt.Sprintf("cd '%s' && ln -s real via && ln -s real/f alias", dir))
 		key := func(name string) string {
-			k, err := canonpath.Of(ctx, "conformance", o, name)
+			k, err := canonpath.Of(ctx, "conformance", ops.ResolverOf(o), name)
 			require.NoError(t, err)
 			return k.Path()
 		}
