@@ -113,16 +113,22 @@ func (m *model) commands() map[string]command {
 			if err := c.SetDefaultHost(arg); err != nil {
 				return m.fail(err)
 			}
-			for i, h := range m.footer.hosts {
-				if h.name == arg {
-					m.footer.hosts = append([]hostState{h}, append(m.footer.hosts[:i:i], m.footer.hosts[i+1:]...)...)
-					break
-				}
-			}
+			m.footer.setDefaultHost(arg)
 			return m.print(m.th.dim.Render("default host: " + termtext.String(arg)))
 		}}
 	}
 	return all
+}
+
+// commandNames are the slash commands offered for completion.
+func (m *model) commandNames() []string {
+	var names []string
+	for name, c := range m.commands() {
+		if c.usage != "" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // command runs a slash command.
@@ -174,8 +180,8 @@ func (m *model) hotkeys(string) tea.Cmd {
 
 // copyAnswer copies the last answer's text (OSC 52).
 func (m *model) copyAnswer(string) tea.Cmd {
-	if m.lastAnswer == "" {
+	if m.transcript.lastAnswer == "" {
 		return m.fail(fmt.Errorf("no answer to copy yet"))
 	}
-	return tea.Sequence(tea.SetClipboard(m.lastAnswer), m.print(m.th.dim.Render("copied the last answer")))
+	return tea.Sequence(tea.SetClipboard(m.transcript.lastAnswer), m.print(m.th.dim.Render("copied the last answer")))
 }

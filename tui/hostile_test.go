@@ -100,16 +100,16 @@ func TestHostileTextIsShownAsText(t *testing.T) {
 			show(eventMsg{agent.CompactionEnd{Error: "compaction " + hostile}})
 			show(noticeMsg{text: "retry " + hostile, print: true})
 			show(noticeMsg{text: "status " + hostile})
-			h.m.notice = ""
+			h.m.footer.notice = ""
 			show(doneMsg{err: errors.New("run " + hostile)})
 
 			h.typeText("look at @m")
 			h.do(tea.KeyPressMsg{Code: 'x', Text: "x"})
 			h.completions()
 			views = append(views, h.view())
-			require.Len(t, h.m.comps, 2, "the host's file names are offered")
-			h.m.editor.Reset()
-			h.m.comps, h.m.token = nil, ""
+			require.Len(t, h.m.editor.comps, 2, "the host's file names are offered")
+			h.m.editor.ta.Reset()
+			h.m.editor.comps, h.m.editor.token = nil, ""
 			for _, command := range []string{"/jobs", "/hosts", "/resume"} {
 				h.typeText(command)
 				show(enter)

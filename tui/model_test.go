@@ -157,7 +157,7 @@ func (h *harness) settle() {
 // completions waits for the completions asked for in the background, when
 // they have not come yet.
 func (h *harness) completions() {
-	if len(h.m.comps) > 0 {
+	if len(h.m.editor.comps) > 0 {
 		return
 	}
 	select {
@@ -197,7 +197,7 @@ func TestPromptSteerFollowUpAbort(t *testing.T) {
 	require.Eventually(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return len(h.a.prompts) == 1 }, time.Second, time.Millisecond)
 	assert.Equal(t, []string{"fix the test"}, h.a.prompts)
 	assert.True(t, h.m.running)
-	assert.Equal(t, "", h.m.editor.Value(), "the editor is cleared")
+	assert.Equal(t, "", h.m.editor.value(), "the editor is cleared")
 	assert.Contains(t, h.view(), "Esc aborts")
 
 	h.typeText("use the other file")
@@ -216,7 +216,7 @@ func TestPromptSteerFollowUpAbort(t *testing.T) {
 	h.do(esc)
 	h.settle()
 	assert.False(t, h.m.running, "aborted")
-	assert.Empty(t, h.m.queued, "what was not delivered is shown, then dropped")
+	assert.Empty(t, h.m.transcript.queued, "what was not delivered is shown, then dropped")
 }
 
 // Alt+Enter and Ctrl+J make new lines when idle; Ctrl+C clears, twice
@@ -228,12 +228,12 @@ func TestEditingAndQuitting(t *testing.T) {
 	h.typeText("two")
 	h.do(ctrlJ)
 	h.typeText("three")
-	assert.Equal(t, "one\ntwo\nthree", h.m.editor.Value())
-	assert.Equal(t, 3, h.m.editor.Height(), "the editor grows with its text")
+	assert.Equal(t, "one\ntwo\nthree", h.m.editor.value())
+	assert.Equal(t, 3, h.m.editor.ta.Height(), "the editor grows with its text")
 	assert.Contains(t, h.view(), "› one")
 
 	assert.False(t, h.do(ctrlC))
-	assert.Equal(t, "", h.m.editor.Value(), "Ctrl+C clears the editor")
+	assert.Equal(t, "", h.m.editor.value(), "Ctrl+C clears the editor")
 	assert.False(t, h.do(ctrlC), "the first Ctrl+C on an empty editor only warns")
 	assert.Contains(t, h.view(), "Ctrl+C again to quit")
 	assert.True(t, h.do(ctrlC), "the second quits")
@@ -256,9 +256,9 @@ func TestLongPasteIsAMarker(t *testing.T) {
 	pasted := strings.Join(lines, "\n") + "\n"
 	h.typeText("look: ")
 	h.do(tea.PasteMsg{Content: pasted})
-	assert.Equal(t, "look: [paste #1: 200 lines]", h.m.editor.Value())
+	assert.Equal(t, "look: [paste #1: 200 lines]", h.m.editor.value())
 	h.do(tea.PasteMsg{Content: "short\npaste"})
-	assert.Equal(t, "look: [paste #1: 200 lines]short\npaste", h.m.editor.Value())
+	assert.Equal(t, "look: [paste #1: 200 lines]short\npaste", h.m.editor.value())
 	h.do(enter)
 	require.Eventually(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return len(h.a.prompts) == 1 }, time.Second, time.Millisecond)
 	assert.Equal(t, "look: "+pasted+"short\npaste", h.a.prompts[0], "sent unchanged")
@@ -272,20 +272,20 @@ func TestHistory(t *testing.T) {
 	h := newHarness(t, Options{History: []string{"first", "second"}, SaveHistory: func(p string) { saved = append(saved, p) }})
 	h.typeText("draft")
 	h.do(up)
-	assert.Equal(t, "second", h.m.editor.Value())
+	assert.Equal(t, "second", h.m.editor.value())
 	h.do(up)
-	assert.Equal(t, "first", h.m.editor.Value())
+	assert.Equal(t, "first", h.m.editor.value())
 	h.do(up)
-	assert.Equal(t, "first", h.m.editor.Value(), "nothing before the first")
+	assert.Equal(t, "first", h.m.editor.value(), "nothing before the first")
 	h.do(down)
 	h.do(down)
-	assert.Equal(t, "draft", h.m.editor.Value(), "back to what was being written")
+	assert.Equal(t, "draft", h.m.editor.value(), "back to what was being written")
 	close(h.a.release)
 	h.do(enter)
 	h.settle()
 	assert.Equal(t, []string{"draft"}, saved)
 	h.do(up)
-	assert.Equal(t, "draft", h.m.editor.Value())
+	assert.Equal(t, "draft", h.m.editor.value())
 }
 
 // Slash commands: /compact with a focus; an unknown one is an error; a
@@ -329,7 +329,7 @@ func TestToolBoxesLiveThenScrollback(t *testing.T) {
 	assert.Contains(t, h.view(), "Done: it builds.", "the answer streams live")
 	h.do(eventMsg{loop.MessageEnd{Message: &loop.AssistantMessage{Content: loop.ContentList{&loop.Text{Text: "Done: it builds."}}}}})
 	assert.NotContains(t, h.view(), "Done: it builds.", "a finished answer goes to the scrollback")
-	assert.Equal(t, "Done: it builds.", h.m.lastAnswer)
+	assert.Equal(t, "Done: it builds.", h.m.transcript.lastAnswer)
 	h.do(eventMsg{agent.UsageUpdate{Session: agent.Totals{Cost: 1.5}, ContextTokens: 800, ContextWindow: 1000}})
 	assert.Contains(t, h.view(), "$1.500")
 	assert.Contains(t, h.view(), "ctx 80% of 1k")
@@ -344,29 +344,29 @@ func TestCompletion(t *testing.T) {
 		return []string{prefix + "ain.go", prefix + "akefile", "cmd/"}
 	}})
 	h.typeText("/co")
-	assert.Equal(t, []string{"/compact", "/copy"}, h.m.comps)
+	assert.Equal(t, []string{"/compact", "/copy"}, h.m.editor.comps)
 	assert.Contains(t, h.view(), "▸ /compact")
 	h.do(down)
 	assert.Contains(t, h.view(), "▸ /copy", "Up and Down move through the offers")
 	h.do(up)
 	h.do(tea.KeyPressMsg{Code: tea.KeyTab})
-	assert.Equal(t, "/compact ", h.m.editor.Value())
-	assert.Empty(t, h.m.comps)
+	assert.Equal(t, "/compact ", h.m.editor.value())
+	assert.Empty(t, h.m.editor.comps)
 
-	h.m.editor.Reset()
+	h.m.editor.ta.Reset()
 	h.typeText("look at @")
 	h.do(tea.KeyPressMsg{Code: 'm', Text: "m"})
 	h.completions()
 	assert.Equal(t, []string{"m"}, asked)
-	assert.Equal(t, []string{"@main.go", "@makefile", "@cmd/"}, h.m.comps)
+	assert.Equal(t, []string{"@main.go", "@makefile", "@cmd/"}, h.m.editor.comps)
 	h.do(tea.KeyPressMsg{Code: tea.KeyTab})
-	assert.Equal(t, "look at @main.go ", h.m.editor.Value())
+	assert.Equal(t, "look at @main.go ", h.m.editor.value())
 
 	// Enter on a half-typed command runs the command offered.
-	h.m.editor.Reset()
+	h.m.editor.ta.Reset()
 	h.typeText("/hot")
 	h.do(enter)
-	assert.Equal(t, "", h.m.editor.Value())
+	assert.Equal(t, "", h.m.editor.value())
 	assert.Empty(t, h.a.prompts, "a command, not a prompt")
 }
 
@@ -442,7 +442,7 @@ func TestStreamingMarkdown(t *testing.T) {
 	h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.ThinkingDelta{Delta: "let me\nthink"}}})
 	delta("First paragraph.")
 	assert.Contains(t, h.view(), "First paragraph.")
-	assert.True(t, h.m.thoughtShown, "the folded thinking went out before the text")
+	assert.True(t, h.m.transcript.thoughtShown, "the folded thinking went out before the text")
 	delta("\n\nSecond ")
 	assert.NotContains(t, h.view(), "First paragraph.", "a finished block leaves the live part")
 	assert.Contains(t, h.view(), "Second")
@@ -450,7 +450,7 @@ func TestStreamingMarkdown(t *testing.T) {
 	h.do(eventMsg{loop.MessageEnd{Message: &loop.AssistantMessage{Content: loop.ContentList{
 		&loop.Thinking{Thinking: "let me\nthink"}, &loop.Text{Text: "First paragraph.\n\nSecond paragraph."}}}}})
 	assert.NotContains(t, h.view(), "Second")
-	assert.Equal(t, "First paragraph.\n\nSecond paragraph.", h.m.lastAnswer)
+	assert.Equal(t, "First paragraph.\n\nSecond paragraph.", h.m.transcript.lastAnswer)
 }
 
 // Ctrl+Z (or Ctrl+-) undoes the editor's changes one by one: typing, a
@@ -462,23 +462,23 @@ func TestUndo(t *testing.T) {
 	h.do(tea.KeyPressMsg{Code: 'b', Text: "b"})
 	h.do(altEnter)
 	h.do(tea.PasteMsg{Content: "pasted"})
-	assert.Equal(t, "ab\npasted", h.m.editor.Value())
+	assert.Equal(t, "ab\npasted", h.m.editor.value())
 	h.do(ctrlC)
-	assert.Equal(t, "", h.m.editor.Value())
+	assert.Equal(t, "", h.m.editor.value())
 	h.do(undo)
-	assert.Equal(t, "ab\npasted", h.m.editor.Value(), "the clear is undone")
+	assert.Equal(t, "ab\npasted", h.m.editor.value(), "the clear is undone")
 	h.do(undo)
-	assert.Equal(t, "ab\n", h.m.editor.Value())
+	assert.Equal(t, "ab\n", h.m.editor.value())
 	h.do(undo)
-	assert.Equal(t, "ab", h.m.editor.Value())
+	assert.Equal(t, "ab", h.m.editor.value())
 	h.do(tea.KeyPressMsg{Code: '_', Mod: tea.ModCtrl})
-	assert.Equal(t, "a", h.m.editor.Value())
+	assert.Equal(t, "a", h.m.editor.value())
 	h.do(tea.KeyPressMsg{Code: 'c', Text: "c"})
-	assert.Equal(t, "ac", h.m.editor.Value(), "the cursor came back to where it was")
+	assert.Equal(t, "ac", h.m.editor.value(), "the cursor came back to where it was")
 	h.do(undo)
 	h.do(undo)
 	h.do(undo)
-	assert.Equal(t, "", h.m.editor.Value(), "nothing left to undo is no error")
+	assert.Equal(t, "", h.m.editor.value(), "nothing left to undo is no error")
 }
 
 // Ctrl+O when idle prints the last batch's tools again, in full (the
@@ -492,16 +492,16 @@ func TestCtrlO(t *testing.T) {
 	}
 	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "a", ToolName: "bash", Result: loop.TextResult("one")}})
 	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "b", ToolName: "bash", Result: loop.TextResult("two")}})
-	require.Len(t, h.m.lastBoxes, 2)
+	require.Len(t, h.m.transcript.lastBoxes, 2)
 	assert.NotNil(t, h.m.key(ctrlO), "the last batch is printed again")
-	assert.False(t, h.m.expanded, "a one-off")
+	assert.False(t, h.m.transcript.expanded, "a one-off")
 	h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "c", ToolName: "bash", Args: []byte(`{"command":"y"}`)}})
 	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "c", ToolName: "bash", Result: loop.TextResult("three")}})
-	require.Len(t, h.m.lastBoxes, 1, "a new batch replaces the last one")
+	require.Len(t, h.m.transcript.lastBoxes, 1, "a new batch replaces the last one")
 
 	h.do(tea.PasteMsg{Content: strings.Repeat("line\n", 20)})
 	h.do(ctrlO)
-	assert.Equal(t, strings.Repeat("line\n", 20), h.m.editor.Value())
+	assert.Equal(t, strings.Repeat("line\n", 20), h.m.editor.value())
 }
 
 // The calls an answer asks for show as pending until they start.
@@ -511,10 +511,10 @@ func TestPendingThenRunning(t *testing.T) {
 		&loop.ToolCall{ID: "c1", Name: "bash", Arguments: []byte(`{"command":"make"}`)},
 		&loop.ToolCall{ID: "c2", Name: "bash", Arguments: []byte(`{"command":"make test"}`)},
 	}}}})
-	require.Len(t, h.m.boxes, 2)
+	require.Len(t, h.m.transcript.boxes, 2)
 	assert.Contains(t, h.view(), "○ $ make test")
 	h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "c1", ToolName: "bash", Args: []byte(`{"command":"make"}`)}})
-	assert.Equal(t, toolRunning, h.m.boxes[0].state)
-	assert.Equal(t, toolPending, h.m.boxes[1].state)
-	require.Len(t, h.m.boxes, 2, "no second box for a started call")
+	assert.Equal(t, toolRunning, h.m.transcript.boxes[0].state)
+	assert.Equal(t, toolPending, h.m.transcript.boxes[1].state)
+	require.Len(t, h.m.transcript.boxes, 2, "no second box for a started call")
 }

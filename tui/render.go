@@ -2,7 +2,6 @@ package tui
 
 import (
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -10,7 +9,6 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/tools"
@@ -185,100 +183,3 @@ func markdown(text string, width int, th theme) string {
 // trailingBlank is the padding at the end of a rendered line: spaces,
 // each perhaps in its own colour.
 var trailingBlank = regexp.MustCompile(`(\x1b\[[0-9;]*m| )+$`)
-
-// footerState is what the footer shows.
-type footerState struct {
-	hosts    []hostState
-	cwd      string
-	branch   string
-	model    string
-	thinking string
-	usage    agent.Totals
-	context  int // tokens
-	window   int
-	auto     bool // automatic compaction on
-}
-
-type hostState struct {
-	name string
-	up   bool
-}
-
-// renderFooter draws the status line: hosts and their connection, the
-// working directory, model and thinking level, tokens, cost, and how full
-// the context is (warning colour past 70 %, error past 90 %). On a narrow
-// terminal it leaves out what matters least. Names and paths (a host's)
-// are shown with their controls as text.
-func renderFooter(f footerState, width int, th theme) string {
-	var hosts []string
-	for _, h := range f.hosts {
-		dot := th.ok.Render("●")
-		if !h.up {
-			dot = th.warn.Render("◌ reconnecting")
-		}
-		hosts = append(hosts, termtext.String(h.name)+" "+dot)
-	}
-	pct := 0
-	if f.window > 0 {
-		pct = f.context * 100 / f.window
-	}
-	ctx := fmt.Sprintf("ctx %d%% of %s", pct, short(f.window))
-	switch {
-	case pct > 90:
-		ctx = th.bad.Render(ctx)
-	case pct > 70:
-		ctx = th.warn.Render(ctx)
-	}
-	model := termtext.String(f.model)
-	if f.thinking != "" && f.thinking != "off" {
-		model += " · think " + f.thinking
-	}
-	tokens := fmt.Sprintf("↑%s ↓%s", short(f.usage.Input+f.usage.CacheRead+f.usage.CacheWrite), short(f.usage.Output))
-	if f.usage.CacheRead > 0 {
-		tokens += fmt.Sprintf(" (cache %s)", short(f.usage.CacheRead))
-	}
-	cost := fmt.Sprintf("$%.3f", f.usage.Cost)
-	auto := ""
-	if f.auto {
-		auto = "auto-compact"
-	}
-	// By importance: what does not fit is left out from the end.
-	cwd := f.cwd
-	if f.branch != "" {
-		cwd += " (" + f.branch + ")"
-	}
-	cwd = termtext.String(cwd)
-	parts := []string{strings.Join(hosts, " "), ctx, model, cost, tokens, cwd, auto}
-	sep := th.dim.Render(" · ")
-	for n := len(parts); n > 0; n-- {
-		line := strings.Join(inDisplayOrder(parts[:n]), sep)
-		if lipgloss.Width(line) <= width || n == 1 {
-			return ansi.Truncate(line, width, "…")
-		}
-	}
-	return ""
-}
-
-// inDisplayOrder puts the footer's parts (by importance) in the order
-// they are shown: hosts, cwd, model, tokens, cost, context, auto-compact;
-// empty ones go.
-func inDisplayOrder(parts []string) []string {
-	var out []string
-	for _, i := range []int{0, 5, 2, 4, 3, 1, 6} {
-		if i < len(parts) && parts[i] != "" {
-			out = append(out, parts[i])
-		}
-	}
-	return out
-}
-
-// short writes a token count compactly: 950, 12.3k, 1.2M.
-func short(n int) string {
-	switch {
-	case n >= 1_000_000:
-		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e6), ".0") + "M"
-	case n >= 1000:
-		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e3), ".0") + "k"
-	}
-	return fmt.Sprint(n)
-}

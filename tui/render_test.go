@@ -78,7 +78,7 @@ func TestToolBoxGolden(t *testing.T) {
 
 // The footer at each width: what matters most stays when it is narrow.
 func TestFooterGolden(t *testing.T) {
-	states := []footerState{
+	states := []footer{
 		{hosts: []hostState{{"devbox", true}}, cwd: "/home/alice/src/project", branch: "main", model: "anthropic/claude-sonnet-4-5", thinking: "low",
 			usage: agent.Totals{Usage: loop.Usage{Input: 12_300, Output: 1_250, CacheRead: 40_000}, Cost: 0.0421}, context: 52_000, window: 200_000, auto: true},
 		{hosts: []hostState{{"devbox", true}, {"gpu", false}}, cwd: "/srv", model: "openai/gpt-4o-mini",
@@ -89,7 +89,7 @@ func TestFooterGolden(t *testing.T) {
 	for _, w := range widths {
 		var out []string
 		for _, f := range states {
-			line := renderFooter(f, w, th)
+			line := f.view(w, th)
 			assert.LessOrEqual(t, ansi.StringWidth(line), w)
 			out = append(out, line)
 		}
@@ -97,9 +97,9 @@ func TestFooterGolden(t *testing.T) {
 	}
 	// Colour marks a context past 70 % and past 90 %.
 	color := newTheme(true)
-	assert.Contains(t, renderFooter(states[1], 120, color), "\x1b[", "78 %: the warning colour")
-	assert.NotEqual(t, renderFooter(states[1], 120, color), renderFooter(states[2], 120, color))
-	assert.NotContains(t, renderFooter(states[0], 120, th), "\x1b[", "no colour without it")
+	assert.Contains(t, states[1].view(120, color), "\x1b[", "78 %: the warning colour")
+	assert.NotEqual(t, states[1].view(120, color), states[2].view(120, color))
+	assert.NotContains(t, states[0].view(120, th), "\x1b[", "no colour without it")
 }
 
 // A user message and an answer's Markdown, wrapped to the width.
@@ -126,18 +126,18 @@ func TestViewGolden(t *testing.T) {
 			}, Resume: func(string) (Agent, string, error) { return nil, "", nil }}})
 		h.m.width = w
 		h.m.footer.hosts = []hostState{{"devbox", true}}
-		h.m.editor.SetWidth(h.m.cols())
+		h.m.editor.setWidth(h.m.cols())
 		h.m.running = true
 		h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "c1", ToolName: "bash", Args: []byte(`{"command":"go test ./..."}`)}})
 		h.do(eventMsg{loop.ToolExecutionUpdate{ToolCallID: "c1", ToolName: "bash", PartialResult: loop.TextResult("ok  pkg/a\nok  pkg/b")}})
-		h.m.queued = []string{"also run the linter"}
+		h.m.transcript.queued = []string{"also run the linter"}
 		h.typeText("first line")
 		h.do(ctrlJ)
 		h.typeText("/co")
 		running := h.view()
 		h.m.running = false
-		h.m.editor.Reset()
-		h.m.comps, h.m.token = nil, ""
+		h.m.editor.ta.Reset()
+		h.m.editor.comps, h.m.editor.token = nil, ""
 		h.typeText("/resume")
 		h.do(enter)
 		picker := h.view()

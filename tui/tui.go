@@ -3,6 +3,16 @@
 // own scrollback, where copying and scrolling work as in any program; only
 // the live part — the answer being written, running tools, queued
 // messages, the editor and the footer — is redrawn.
+//
+// One model (model.go) owns Update and routes each message to the
+// component it is for. The components are plain structs, each with its
+// own update methods and view: the editor (editor.go, completion.go: the
+// prompt being written, its history, paste markers, undo, completions),
+// the transcript (transcript.go: the answer being written and the live
+// tool calls; render.go draws messages and tool boxes), and the footer
+// (footer.go: the status line and the info line with hosts, model,
+// tokens and cost). The slash commands are in commands.go, the picker
+// they open in picker.go.
 package tui
 
 import (
@@ -102,7 +112,7 @@ func New(o Options) *UI {
 	m := newModel(o, newTheme(o.Color))
 	if o.Width > 0 {
 		m.width = o.Width
-		m.editor.SetWidth(o.Width)
+		m.editor.setWidth(o.Width)
 	}
 	for _, h := range o.Hosts {
 		m.footer.hosts = append(m.footer.hosts, hostState{name: h, up: true})

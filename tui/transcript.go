@@ -1,0 +1,289 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/pi-remote/pi-remote/internal/termtext"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/tools"
+)
+
+// transcript is the conversation as the terminal shows it. What is
+// finished goes to the scrollback through print; what can still change is
+// live: the answer being written (its thinking folded), the tools that
+// run, and the messages queued for the agent.
+type transcript struct {
+	tools map[string]tools.Definition // render calls and results
+
+	stream       string // the answer being written
+	streamed     int    // how much of stream is in the scrollback
+	thought      int    // lines of thinking in the answer being written
+	thoughtShown bool
+	thinking     bool       // the model is thinking (no text yet)
+	boxes        []*toolBox // running tools, in call order
+	queued       []string   // steering and follow-up messages not delivered yet
+	expanded     bool       // Ctrl+O: tool output in full
+
+	lastBoxes     []*toolBox // the last batch of tools, finished
+	lastBatchDone bool
+	lastAnswer    string // for /copy
+}
+
+// printer puts text in the scrollback, above the live part (model.print).
+type printer func(text string) tea.Cmd
+
+// frame is how the transcript is drawn at one moment: the width, the
+// theme, the spinner's frame, and where finished text goes.
+type frame struct {
+	cols  int
+	th    theme
+	spin  string
+	print printer
+}
+
+// event shows one of the loop's events: a message or a tool call.
+func (t *transcript) event(e loop.Event, f frame) tea.Cmd {
+	switch e := e.(type) {
+	case loop.MessageStart:
+		if _, ok := e.Message.(*loop.AssistantMessage); ok {
+			t.thinking = true
+			t.stream, t.streamed, t.thought, t.thoughtShown = "", 0, 0, false
+		}
+	case loop.MessageUpdate:
+		return t.delta(e.Delta, f)
+	case loop.MessageEnd:
+		switch msg := e.Message.(type) {
+		case *loop.UserMessage:
+			return t.userMessage(msg, f)
+		case *loop.AssistantMessage:
+			return t.answer(msg, f)
+		}
+	case loop.ToolExecutionStart:
+		if b := t.findBox(e.ToolCallID); b != nil {
+			b.state, b.args = toolRunning, e.Args
+		} else {
+			t.boxes = append(t.boxes, &toolBox{id: e.ToolCallID, name: e.ToolName, args: e.Args, state: toolRunning})
+		}
+	case loop.ToolExecutionUpdate:
+		if b := t.findBox(e.ToolCallID); b != nil {
+			b.output = e.PartialResult.Content.Text()
+		}
+	case loop.ToolExecutionEnd:
+		if b := t.findBox(e.ToolCallID); b != nil {
+			b.result, b.state = e.Result, toolDone
+			if e.IsError {
+				b.state = toolFailed
+			}
+			t.removeBox(b)
+			t.finished(b)
+			return f.print(t.box(b, f))
+		}
+	}
+	return nil
+}
+
+// delta adds a piece of the answer being written. Blocks that can no
+// longer change go to the scrollback rendered; the live part is only the
+// one being written.
+func (t *transcript) delta(d loop.StreamEvent, f frame) tea.Cmd {
+	switch d := d.(type) {
+	case *loop.ThinkingDelta:
+		t.thought += strings.Count(d.Delta, "\n")
+		if t.thought == 0 && d.Delta != "" {
+			t.thought = 1
+		}
+	case *loop.TextDelta:
+		t.thinking = false
+		var cmds []tea.Cmd
+		if t.thought > 0 && !t.thoughtShown {
+			cmds = append(cmds, f.print(t.thinkingNote(f.th)))
+			t.thoughtShown = true
+		}
+		t.stream += d.Delta
+		if cut := stableCut(t.stream[t.streamed:]); cut > 0 {
+			cmds = append(cmds, f.print(markdown(t.stream[t.streamed:t.streamed+cut], f.cols, f.th)))
+			t.streamed += cut
+		}
+		return tea.Sequence(cmds...)
+	}
+	return nil
+}
+
+// userMessage prints a user message delivered; a queued one leaves the
+// queue.
+func (t *transcript) userMessage(msg *loop.UserMessage, f frame) tea.Cmd {
+	text := msg.Content.Text()
+	for i, q := range t.queued {
+		if q == text {
+			t.queued = append(t.queued[:i], t.queued[i+1:]...)
+			break
+		}
+	}
+	return f.print(renderUser(text, f.cols, f.th))
+}
+
+// answer ends the answer being written: what is left of it (all of it
+// when it was not streamed) goes to the scrollback, with the folded
+// thinking and an error; the calls it asks for wait live until they
+// start.
+func (t *transcript) answer(msg *loop.AssistantMessage, f frame) tea.Cmd {
+	t.thinking = false
+	var out, texts []string
+	for _, c := range msg.Content {
+		switch c := c.(type) {
+		case *loop.Text:
+			texts = append(texts, c.Text)
+		case *loop.Thinking:
+			if t.thought == 0 && strings.TrimSpace(c.Thinking) != "" {
+				t.thought = strings.Count(strings.TrimSpace(c.Thinking), "\n") + 1
+			}
+		}
+	}
+	if t.thought > 0 && !t.thoughtShown {
+		out = append(out, t.thinkingNote(f.th))
+	}
+	for _, c := range msg.ToolCalls() {
+		if t.findBox(c.ID) == nil && msg.StopReason != loop.StopLength {
+			t.boxes = append(t.boxes, &toolBox{id: c.ID, name: c.Name, args: c.Arguments, state: toolPending})
+		}
+	}
+	rest := t.stream[t.streamed:]
+	if t.stream == "" {
+		rest = strings.Join(texts, "") // not streamed
+	}
+	if strings.TrimSpace(rest) != "" {
+		out = append(out, markdown(rest, f.cols, f.th))
+	}
+	// (/copy copies the answer as it was shown: controls as text, so that
+	// pasting it cannot end a bracketed paste.)
+	if all := strings.Join(texts, ""); strings.TrimSpace(all) != "" {
+		t.lastAnswer = termtext.String(all)
+	}
+	t.stream, t.streamed = "", 0
+	if msg.ErrorMessage != "" && msg.StopReason != loop.StopAborted {
+		out = append(out, f.th.bad.Render("error: "+termtext.String(msg.ErrorMessage)))
+	}
+	if len(out) > 0 {
+		return f.print(strings.Join(out, "\n"))
+	}
+	return nil
+}
+
+// endRun sends what is still live to the scrollback when a run ends: the
+// tools (after an abort, as they are), the rest of the answer, and the
+// queued messages, which were not delivered.
+func (t *transcript) endRun(f frame) []tea.Cmd {
+	var cmds []tea.Cmd
+	for _, b := range t.boxes {
+		if b.state == toolRunning || b.state == toolPending {
+			b.state = toolFailed
+			b.result = loop.TextResult("interrupted")
+		}
+		cmds = append(cmds, f.print(t.box(b, f)))
+	}
+	t.boxes = nil
+	if rest := t.stream[t.streamed:]; strings.TrimSpace(rest) != "" {
+		cmds = append(cmds, f.print(markdown(rest, f.cols, f.th)))
+	}
+	t.stream, t.streamed = "", 0
+	for _, q := range t.queued {
+		cmds = append(cmds, f.print(f.th.dim.Render("(not delivered) ")+renderUser(q, f.cols, f.th)))
+	}
+	t.queued = nil
+	return cmds
+}
+
+// toggleExpanded shows tool output in full or folded (Ctrl+O). With no
+// tool running, the last batch's output goes to the scrollback again, in
+// full: the scrollback cannot change.
+func (t *transcript) toggleExpanded(f frame) tea.Cmd {
+	t.expanded = !t.expanded
+	if t.expanded && len(t.boxes) == 0 && len(t.lastBoxes) > 0 {
+		var cmds []tea.Cmd
+		for _, b := range t.lastBoxes {
+			cmds = append(cmds, f.print(t.box(b, f)))
+		}
+		t.expanded = false
+		return tea.Sequence(cmds...)
+	}
+	return nil
+}
+
+// view draws the live part of the transcript: the answer being written
+// (or, while the model only thinks, a spinner), the running tools and the
+// queued messages.
+func (t *transcript) view(running bool, f frame) []string {
+	var parts []string
+	if live := t.stream[t.streamed:]; strings.TrimSpace(live) != "" {
+		parts = append(parts, termtext.LastLines(termtext.String(live), 12))
+	} else if t.thinking && running {
+		parts = append(parts, f.th.dim.Render(f.spin+" thinking…"))
+	}
+	for _, b := range t.boxes {
+		parts = append(parts, t.box(b, f))
+	}
+	for _, q := range t.queued {
+		parts = append(parts, f.th.dim.Render("queued: ")+termtext.String(firstLine(q)))
+	}
+	return parts
+}
+
+func (t *transcript) box(b *toolBox, f frame) string {
+	return renderToolBox(b, t.tools[b.name], f.cols, t.expanded, f.spin, f.th)
+}
+
+// thinkingNote stands for the model's thinking, folded.
+func (t *transcript) thinkingNote(th theme) string {
+	return th.dim.Render(fmt.Sprintf("(thought for %d lines — folded)", t.thought))
+}
+
+// finished keeps b among the last batch's tools (for Ctrl+O): the batch
+// ends when no tool runs any more.
+func (t *transcript) finished(b *toolBox) {
+	if t.lastBatchDone {
+		t.lastBoxes = nil
+	}
+	t.lastBoxes = append(t.lastBoxes, b)
+	t.lastBatchDone = len(t.boxes) == 0
+}
+
+func (t *transcript) findBox(id string) *toolBox {
+	for _, b := range t.boxes {
+		if b.id == id {
+			return b
+		}
+	}
+	return nil
+}
+
+func (t *transcript) removeBox(b *toolBox) {
+	for i, x := range t.boxes {
+		if x == b {
+			t.boxes = append(t.boxes[:i], t.boxes[i+1:]...)
+			return
+		}
+	}
+}
+
+// stableCut is how much of streamed Markdown can no longer change: up to
+// the last blank line outside a code fence (0: none yet).
+func stableCut(s string) int {
+	cut, fences, start := 0, 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\n' {
+			continue
+		}
+		line := strings.TrimSpace(s[start:i])
+		if strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") {
+			fences++
+		}
+		if line == "" && fences%2 == 0 && i > 0 {
+			cut = i + 1
+		}
+		start = i + 1
+	}
+	return cut
+}
