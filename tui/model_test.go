@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -245,49 +247,6 @@ func TestEditingAndQuitting(t *testing.T) {
 	assert.True(t, h.do(ctrlD))
 }
 
-// A paste of more than 10 lines is a marker in the editor and goes out
-// whole.
-func TestLongPasteIsAMarker(t *testing.T) {
-	h := newHarness(t, Options{})
-	var lines []string
-	for i := range 200 {
-		lines = append(lines, strings.Repeat("x", i%7)+"line")
-	}
-	pasted := strings.Join(lines, "\n") + "\n"
-	h.typeText("look: ")
-	h.do(tea.PasteMsg{Content: pasted})
-	assert.Equal(t, "look: [paste #1: 200 lines]", h.m.editor.value())
-	h.do(tea.PasteMsg{Content: "short\npaste"})
-	assert.Equal(t, "look: [paste #1: 200 lines]short\npaste", h.m.editor.value())
-	h.do(enter)
-	require.Eventually(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return len(h.a.prompts) == 1 }, time.Second, time.Millisecond)
-	assert.Equal(t, "look: "+pasted+"short\npaste", h.a.prompts[0], "sent unchanged")
-	close(h.a.release)
-	h.settle()
-}
-
-// Up and Down walk through earlier prompts; a new one is saved.
-func TestHistory(t *testing.T) {
-	var saved []string
-	h := newHarness(t, Options{History: []string{"first", "second"}, SaveHistory: func(p string) { saved = append(saved, p) }})
-	h.typeText("draft")
-	h.do(up)
-	assert.Equal(t, "second", h.m.editor.value())
-	h.do(up)
-	assert.Equal(t, "first", h.m.editor.value())
-	h.do(up)
-	assert.Equal(t, "first", h.m.editor.value(), "nothing before the first")
-	h.do(down)
-	h.do(down)
-	assert.Equal(t, "draft", h.m.editor.value(), "back to what was being written")
-	close(h.a.release)
-	h.do(enter)
-	h.settle()
-	assert.Equal(t, []string{"draft"}, saved)
-	h.do(up)
-	assert.Equal(t, "draft", h.m.editor.value())
-}
-
 // Slash commands: /compact with a focus; an unknown one is an error; a
 // command that changes the session waits for the run to end.
 func TestSlashCommands(t *testing.T) {
@@ -313,61 +272,6 @@ func TestSlashCommands(t *testing.T) {
 	assert.Equal(t, "openai/gpt-4o", model, "not while a run goes on")
 	close(h.a.release)
 	h.settle()
-}
-
-// Tool events: a running box is live, a finished one leaves the view
-// (for the scrollback).
-func TestToolBoxesLiveThenScrollback(t *testing.T) {
-	h := newHarness(t, Options{})
-	h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "c1", ToolName: "bash", Args: []byte(`{"command":"make"}`)}})
-	h.do(eventMsg{loop.ToolExecutionUpdate{ToolCallID: "c1", ToolName: "bash", PartialResult: loop.TextResult("compiling\nlinking")}})
-	assert.Contains(t, h.view(), "linking")
-	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "c1", ToolName: "bash", Result: loop.TextResult("built")}})
-	assert.NotContains(t, h.view(), "make")
-	h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.TextDelta{Delta: "Done: "}}})
-	h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.TextDelta{Delta: "it builds."}}})
-	assert.Contains(t, h.view(), "Done: it builds.", "the answer streams live")
-	h.do(eventMsg{loop.MessageEnd{Message: &loop.AssistantMessage{Content: loop.ContentList{&loop.Text{Text: "Done: it builds."}}}}})
-	assert.NotContains(t, h.view(), "Done: it builds.", "a finished answer goes to the scrollback")
-	assert.Equal(t, "Done: it builds.", h.m.transcript.lastAnswer)
-	h.do(eventMsg{agent.UsageUpdate{Session: agent.Totals{Cost: 1.5}, ContextTokens: 800, ContextWindow: 1000}})
-	assert.Contains(t, h.view(), "$1.500")
-	assert.Contains(t, h.view(), "ctx 80% of 1k")
-}
-
-// "/" offers the commands, "@" paths on the host (asked in the
-// background); Tab or Enter takes the one highlighted.
-func TestCompletion(t *testing.T) {
-	var asked []string
-	h := newHarness(t, Options{CompletePath: func(_ context.Context, prefix string) []string {
-		asked = append(asked, prefix)
-		return []string{prefix + "ain.go", prefix + "akefile", "cmd/"}
-	}})
-	h.typeText("/co")
-	assert.Equal(t, []string{"/compact", "/copy"}, h.m.editor.comps)
-	assert.Contains(t, h.view(), "▸ /compact")
-	h.do(down)
-	assert.Contains(t, h.view(), "▸ /copy", "Up and Down move through the offers")
-	h.do(up)
-	h.do(tea.KeyPressMsg{Code: tea.KeyTab})
-	assert.Equal(t, "/compact ", h.m.editor.value())
-	assert.Empty(t, h.m.editor.comps)
-
-	h.m.editor.ta.Reset()
-	h.typeText("look at @")
-	h.do(tea.KeyPressMsg{Code: 'm', Text: "m"})
-	h.completions()
-	assert.Equal(t, []string{"m"}, asked)
-	assert.Equal(t, []string{"@main.go", "@makefile", "@cmd/"}, h.m.editor.comps)
-	h.do(tea.KeyPressMsg{Code: tea.KeyTab})
-	assert.Equal(t, "look at @main.go ", h.m.editor.value())
-
-	// Enter on a half-typed command runs the command offered.
-	h.m.editor.ta.Reset()
-	h.typeText("/hot")
-	h.do(enter)
-	assert.Equal(t, "", h.m.editor.value())
-	assert.Empty(t, h.a.prompts, "a command, not a prompt")
 }
 
 // /resume, /fork and /model open a picker (typing filters it, Enter
@@ -425,96 +329,37 @@ func TestPickersSwitchSessions(t *testing.T) {
 	assert.Empty(t, h.a.prompts)
 }
 
-// An answer streams: blocks that are complete (a blank line outside a
-// code fence ends them) go to the scrollback as they come; only the block
-// being written is live.
-func TestStreamingMarkdown(t *testing.T) {
-	assert.Equal(t, 0, stableCut("one paragraph, still going"))
-	assert.Equal(t, len("First.\n\n"), stableCut("First.\n\nSecond"))
-	assert.Equal(t, len("a\n\n"), stableCut("a\n\n```go\nx := 1\n\ny := 2\n"), "no cut inside a fence")
-	assert.Equal(t, len("a\n\n```go\nx\n\ny\n```\n\n"), stableCut("a\n\n```go\nx\n\ny\n```\n\nafter"))
-
-	h := newHarness(t, Options{})
-	delta := func(s string) {
-		h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.TextDelta{Delta: s}}})
+// The whole live part at each width: a running tool, a queued message,
+// the completions offered, the editor with two lines, the footer; and a
+// picker.
+func TestViewGolden(t *testing.T) {
+	for _, w := range widths {
+		h := newHarness(t, Options{Tools: definitions(t), Hosts: []string{"devbox"}, Cwd: "/srv/app", Model: "openai/gpt-4o", AutoCompact: true,
+			Commands: Commands{Sessions: func() []Choice {
+				return []Choice{{Label: "11-30 10:00  3f9a01  devbox  fix the flaky parser test", Value: "a"}, {Label: "11-29 17:20  77c2aa  devbox  write the release notes", Value: "b"}}
+			}, Resume: func(string) (Agent, string, error) { return nil, "", nil }}})
+		h.m.width = w
+		h.m.footer.hosts = []hostState{{"devbox", true}}
+		h.m.editor.setWidth(h.m.cols())
+		h.m.running = true
+		h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "c1", ToolName: "bash", Args: []byte(`{"command":"go test ./..."}`)}})
+		h.do(eventMsg{loop.ToolExecutionUpdate{ToolCallID: "c1", ToolName: "bash", PartialResult: loop.TextResult("ok  pkg/a\nok  pkg/b")}})
+		h.m.transcript.queued = []string{"also run the linter"}
+		h.typeText("first line")
+		h.do(ctrlJ)
+		h.typeText("/co")
+		running := h.view()
+		h.m.running = false
+		h.m.editor.ta.Reset()
+		h.m.editor.comps, h.m.editor.token = nil, ""
+		h.typeText("/resume")
+		h.do(enter)
+		picker := h.view()
+		for _, v := range []string{running, picker} {
+			for _, l := range strings.Split(v, "\n") {
+				assert.LessOrEqual(t, ansi.StringWidth(l), w, "fits in %d columns: %q", w, l)
+			}
+		}
+		golden(t, fmt.Sprintf("view-%d.golden", w), running+"\n\n"+picker+"\n")
 	}
-	h.do(eventMsg{loop.MessageStart{Message: &loop.AssistantMessage{}}})
-	h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.ThinkingDelta{Delta: "let me\nthink"}}})
-	delta("First paragraph.")
-	assert.Contains(t, h.view(), "First paragraph.")
-	assert.True(t, h.m.transcript.thoughtShown, "the folded thinking went out before the text")
-	delta("\n\nSecond ")
-	assert.NotContains(t, h.view(), "First paragraph.", "a finished block leaves the live part")
-	assert.Contains(t, h.view(), "Second")
-	delta("paragraph.")
-	h.do(eventMsg{loop.MessageEnd{Message: &loop.AssistantMessage{Content: loop.ContentList{
-		&loop.Thinking{Thinking: "let me\nthink"}, &loop.Text{Text: "First paragraph.\n\nSecond paragraph."}}}}})
-	assert.NotContains(t, h.view(), "Second")
-	assert.Equal(t, "First paragraph.\n\nSecond paragraph.", h.m.transcript.lastAnswer)
-}
-
-// Ctrl+Z (or Ctrl+-) undoes the editor's changes one by one: typing, a
-// new line, a paste, a completion, a clear.
-func TestUndo(t *testing.T) {
-	h := newHarness(t, Options{})
-	undo := tea.KeyPressMsg{Code: 'z', Mod: tea.ModCtrl}
-	h.do(tea.KeyPressMsg{Code: 'a', Text: "a"})
-	h.do(tea.KeyPressMsg{Code: 'b', Text: "b"})
-	h.do(altEnter)
-	h.do(tea.PasteMsg{Content: "pasted"})
-	assert.Equal(t, "ab\npasted", h.m.editor.value())
-	h.do(ctrlC)
-	assert.Equal(t, "", h.m.editor.value())
-	h.do(undo)
-	assert.Equal(t, "ab\npasted", h.m.editor.value(), "the clear is undone")
-	h.do(undo)
-	assert.Equal(t, "ab\n", h.m.editor.value())
-	h.do(undo)
-	assert.Equal(t, "ab", h.m.editor.value())
-	h.do(tea.KeyPressMsg{Code: '_', Mod: tea.ModCtrl})
-	assert.Equal(t, "a", h.m.editor.value())
-	h.do(tea.KeyPressMsg{Code: 'c', Text: "c"})
-	assert.Equal(t, "ac", h.m.editor.value(), "the cursor came back to where it was")
-	h.do(undo)
-	h.do(undo)
-	h.do(undo)
-	assert.Equal(t, "", h.m.editor.value(), "nothing left to undo is no error")
-}
-
-// Ctrl+O when idle prints the last batch's tools again, in full (the
-// scrollback cannot change); with paste markers in the editor it shows
-// what they stand for.
-func TestCtrlO(t *testing.T) {
-	h := newHarness(t, Options{})
-	ctrlO := tea.KeyPressMsg{Code: 'o', Mod: tea.ModCtrl}
-	for _, id := range []string{"a", "b"} {
-		h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: id, ToolName: "bash", Args: []byte(`{"command":"x"}`)}})
-	}
-	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "a", ToolName: "bash", Result: loop.TextResult("one")}})
-	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "b", ToolName: "bash", Result: loop.TextResult("two")}})
-	require.Len(t, h.m.transcript.lastBoxes, 2)
-	assert.NotNil(t, h.m.key(ctrlO), "the last batch is printed again")
-	assert.False(t, h.m.transcript.expanded, "a one-off")
-	h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "c", ToolName: "bash", Args: []byte(`{"command":"y"}`)}})
-	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "c", ToolName: "bash", Result: loop.TextResult("three")}})
-	require.Len(t, h.m.transcript.lastBoxes, 1, "a new batch replaces the last one")
-
-	h.do(tea.PasteMsg{Content: strings.Repeat("line\n", 20)})
-	h.do(ctrlO)
-	assert.Equal(t, strings.Repeat("line\n", 20), h.m.editor.value())
-}
-
-// The calls an answer asks for show as pending until they start.
-func TestPendingThenRunning(t *testing.T) {
-	h := newHarness(t, Options{Tools: definitions(t)})
-	h.do(eventMsg{loop.MessageEnd{Message: &loop.AssistantMessage{StopReason: loop.StopToolUse, Content: loop.ContentList{
-		&loop.ToolCall{ID: "c1", Name: "bash", Arguments: []byte(`{"command":"make"}`)},
-		&loop.ToolCall{ID: "c2", Name: "bash", Arguments: []byte(`{"command":"make test"}`)},
-	}}}})
-	require.Len(t, h.m.transcript.boxes, 2)
-	assert.Contains(t, h.view(), "○ $ make test")
-	h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "c1", ToolName: "bash", Args: []byte(`{"command":"make"}`)}})
-	assert.Equal(t, toolRunning, h.m.transcript.boxes[0].state)
-	assert.Equal(t, toolPending, h.m.transcript.boxes[1].state)
-	require.Len(t, h.m.transcript.boxes, 2, "no second box for a started call")
 }

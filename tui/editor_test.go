@@ -1,0 +1,118 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A paste of more than 10 lines is a marker in the editor and goes out
+// whole.
+func TestLongPasteIsAMarker(t *testing.T) {
+	h := newHarness(t, Options{})
+	var lines []string
+	for i := range 200 {
+		lines = append(lines, strings.Repeat("x", i%7)+"line")
+	}
+	pasted := strings.Join(lines, "\n") + "\n"
+	h.typeText("look: ")
+	h.do(tea.PasteMsg{Content: pasted})
+	assert.Equal(t, "look: [paste #1: 200 lines]", h.m.editor.value())
+	h.do(tea.PasteMsg{Content: "short\npaste"})
+	assert.Equal(t, "look: [paste #1: 200 lines]short\npaste", h.m.editor.value())
+	h.do(enter)
+	require.Eventually(t, func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return len(h.a.prompts) == 1 }, time.Second, time.Millisecond)
+	assert.Equal(t, "look: "+pasted+"short\npaste", h.a.prompts[0], "sent unchanged")
+	close(h.a.release)
+	h.settle()
+}
+
+// Up and Down walk through earlier prompts; a new one is saved.
+func TestHistory(t *testing.T) {
+	var saved []string
+	h := newHarness(t, Options{History: []string{"first", "second"}, SaveHistory: func(p string) { saved = append(saved, p) }})
+	h.typeText("draft")
+	h.do(up)
+	assert.Equal(t, "second", h.m.editor.value())
+	h.do(up)
+	assert.Equal(t, "first", h.m.editor.value())
+	h.do(up)
+	assert.Equal(t, "first", h.m.editor.value(), "nothing before the first")
+	h.do(down)
+	h.do(down)
+	assert.Equal(t, "draft", h.m.editor.value(), "back to what was being written")
+	close(h.a.release)
+	h.do(enter)
+	h.settle()
+	assert.Equal(t, []string{"draft"}, saved)
+	h.do(up)
+	assert.Equal(t, "draft", h.m.editor.value())
+}
+
+// "/" offers the commands, "@" paths on the host (asked in the
+// background); Tab or Enter takes the one highlighted.
+func TestCompletion(t *testing.T) {
+	var asked []string
+	h := newHarness(t, Options{CompletePath: func(_ context.Context, prefix string) []string {
+		asked = append(asked, prefix)
+		return []string{prefix + "ain.go", prefix + "akefile", "cmd/"}
+	}})
+	h.typeText("/co")
+	assert.Equal(t, []string{"/compact", "/copy"}, h.m.editor.comps)
+	assert.Contains(t, h.view(), "▸ /compact")
+	h.do(down)
+	assert.Contains(t, h.view(), "▸ /copy", "Up and Down move through the offers")
+	h.do(up)
+	h.do(tea.KeyPressMsg{Code: tea.KeyTab})
+	assert.Equal(t, "/compact ", h.m.editor.value())
+	assert.Empty(t, h.m.editor.comps)
+
+	h.m.editor.ta.Reset()
+	h.typeText("look at @")
+	h.do(tea.KeyPressMsg{Code: 'm', Text: "m"})
+	h.completions()
+	assert.Equal(t, []string{"m"}, asked)
+	assert.Equal(t, []string{"@main.go", "@makefile", "@cmd/"}, h.m.editor.comps)
+	h.do(tea.KeyPressMsg{Code: tea.KeyTab})
+	assert.Equal(t, "look at @main.go ", h.m.editor.value())
+
+	// Enter on a half-typed command runs the command offered.
+	h.m.editor.ta.Reset()
+	h.typeText("/hot")
+	h.do(enter)
+	assert.Equal(t, "", h.m.editor.value())
+	assert.Empty(t, h.a.prompts, "a command, not a prompt")
+}
+
+// Ctrl+Z (or Ctrl+-) undoes the editor's changes one by one: typing, a
+// new line, a paste, a completion, a clear.
+func TestUndo(t *testing.T) {
+	h := newHarness(t, Options{})
+	undo := tea.KeyPressMsg{Code: 'z', Mod: tea.ModCtrl}
+	h.do(tea.KeyPressMsg{Code: 'a', Text: "a"})
+	h.do(tea.KeyPressMsg{Code: 'b', Text: "b"})
+	h.do(altEnter)
+	h.do(tea.PasteMsg{Content: "pasted"})
+	assert.Equal(t, "ab\npasted", h.m.editor.value())
+	h.do(ctrlC)
+	assert.Equal(t, "", h.m.editor.value())
+	h.do(undo)
+	assert.Equal(t, "ab\npasted", h.m.editor.value(), "the clear is undone")
+	h.do(undo)
+	assert.Equal(t, "ab\n", h.m.editor.value())
+	h.do(undo)
+	assert.Equal(t, "ab", h.m.editor.value())
+	h.do(tea.KeyPressMsg{Code: '_', Mod: tea.ModCtrl})
+	assert.Equal(t, "a", h.m.editor.value())
+	h.do(tea.KeyPressMsg{Code: 'c', Text: "c"})
+	assert.Equal(t, "ac", h.m.editor.value(), "the cursor came back to where it was")
+	h.do(undo)
+	h.do(undo)
+	h.do(undo)
+	assert.Equal(t, "", h.m.editor.value(), "nothing left to undo is no error")
+}
