@@ -32,7 +32,8 @@ type Resolver interface {
 	// RealPath returns the canonical absolute form of the existing path
 	// name, every symlink and ".." resolved on the host that owns it. When
 	// name does not exist (a component is missing, or is not a directory)
-	// the error wraps fs.ErrNotExist.
+	// the error should wrap fs.ErrNotExist: Of then resolves the parent.
+	// Of takes any other error as "cannot be resolved from here".
 	RealPath(ctx context.Context, name string) (string, error)
 }
 
