@@ -13,6 +13,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 )
 
 // conn is one live SSH connection and everything multiplexed on it: the
@@ -21,7 +22,7 @@ import (
 // revived; Host dials a new one.
 type conn struct {
 	host  *Host
-	d     *dialed
+	link  *reach.Link
 	epoch uint64 // the how-manieth connection of host this is (Host.epochs)
 
 	dead     chan struct{}
@@ -59,10 +60,10 @@ type conn struct {
 	probe   *probe
 }
 
-func newConn(h *Host, d *dialed) *conn {
-	c := &conn{host: h, d: d, epoch: h.epochs.Add(1), dead: make(chan struct{}), limit: h.maxSessions(), max: h.maxSessions(), freed: make(chan struct{})}
+func newConn(h *Host, link *reach.Link) *conn {
+	c := &conn{host: h, link: link, epoch: h.epochs.Add(1), dead: make(chan struct{}), limit: h.maxSessions(), max: h.maxSessions(), freed: make(chan struct{})}
 	go func() {
-		err := d.client.Wait()
+		err := link.Client().Wait()
 		if err == nil {
 			err = io.EOF
 		}
@@ -78,7 +79,7 @@ func (c *conn) kill(err error) {
 	c.deadOnce.Do(func() {
 		c.deadErr = err
 		close(c.dead)
-		c.d.close()
+		c.link.Close()
 	})
 }
 
@@ -87,7 +88,7 @@ func (c *conn) kill(err error) {
 // close would have it delivered once a partition heals, to servers that
 // sshd still thinks connected (server.sh's fence_start stops those too).
 func (c *conn) abort(err error) {
-	c.d.reset()
+	c.link.Reset()
 	c.kill(err)
 }
 
@@ -149,7 +150,7 @@ func (c *conn) keepalive(interval time.Duration, count int) {
 			return
 		case <-t.C:
 		}
-		idle := c.d.idle()
+		idle := c.link.Idle()
 		if idle >= limit {
 			c.silent.Store(true)
 			c.abort(fmt.Errorf("no answer from the host for %s (%d keepalives)", idle.Round(time.Second), count))
@@ -158,7 +159,7 @@ func (c *conn) keepalive(interval time.Duration, count int) {
 		if idle >= interval && inFlight.CompareAndSwap(false, true) {
 			go func() {
 				defer inFlight.Store(false)
-				if _, _, err := c.d.client.SendRequest("keepalive@openssh.com", true, nil); err != nil {
+				if _, _, err := c.link.Client().SendRequest("keepalive@openssh.com", true, nil); err != nil {
 					c.abort(fmt.Errorf("keepalive failed: %v", err))
 				}
 			}()
@@ -174,7 +175,7 @@ func (c *conn) ping(ctx context.Context, timeout time.Duration) (time.Duration, 
 	start := time.Now()
 	reply := make(chan error, 1)
 	go func() {
-		_, _, err := c.d.client.SendRequest("keepalive@openssh.com", true, nil)
+		_, _, err := c.link.Client().SendRequest("keepalive@openssh.com", true, nil)
 		reply <- err
 	}()
 	select {

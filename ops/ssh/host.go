@@ -8,6 +8,12 @@
 // host can spare the session, one SFTP client. Keepalives notice a dead
 // connection; the next operation dials a new one, with backoff after
 // failures. Concurrent callers share one dial.
+//
+// This package owns Host, its connection and the pool of command servers
+// on it (conn.go, pool.go), the commands run as jobs on the host, and the
+// file operations. Reaching the host — ssh_config, authentication, host
+// keys, the dial through jump hosts — is package reach's (ops/ssh/reach);
+// its Config, Options, Resolve and errors are re-exported here (reach.go).
 package ssh
 
 import (
@@ -22,6 +28,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 )
 
 // HostOptions tune a Host beyond what Config says about reaching it.
@@ -133,10 +140,10 @@ var (
 // (or Connect).
 func New(cfg Config, opts HostOptions) *Host {
 	if cfg.KeepaliveCount <= 0 {
-		cfg.KeepaliveCount = defaultKeepaliveCount
+		cfg.KeepaliveCount = reach.DefaultKeepaliveCount
 	}
 	if cfg.ConnectTimeout <= 0 {
-		cfg.ConnectTimeout = defaultConnectTimeout
+		cfg.ConnectTimeout = reach.DefaultConnectTimeout
 	}
 	return &Host{cfg: cfg, opts: opts, fenceID: randhex.String(8)}
 }
@@ -294,10 +301,10 @@ func (h *Host) conn(ctx context.Context) (*conn, error) {
 // dial runs without the caller's context: callers may give up waiting,
 // but the connection they asked for is still worth having.
 func (h *Host) dial(done chan struct{}) {
-	d, err := dial(context.Background(), &h.cfg)
+	link, err := reach.Dial(context.Background(), &h.cfg)
 	var c *conn
 	if err == nil {
-		c = newConn(h, d)
+		c = newConn(h, link)
 		c.warm()
 	}
 	h.mu.Lock()
@@ -382,7 +389,7 @@ func (h *Host) Connect(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	info := Info{Config: h.cfg, Auth: c.d.auth, HostKey: c.d.hostKey}
+	info := Info{Config: h.cfg, Auth: c.link.Auth(), HostKey: c.link.HostKey()}
 	sc, done, err := c.useSFTP(ctx)
 	if err != nil {
 		return info, err

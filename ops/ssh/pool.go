@@ -556,7 +556,7 @@ func (c *conn) openSFTP(ctx context.Context) error {
 		return err
 	}
 	c.host.sessions.Add(1)
-	sess, err := c.d.client.NewSession()
+	sess, err := c.link.Client().NewSession()
 	if err != nil {
 		if isOpenRefused(err) {
 			c.refused() // turns SFTP off
@@ -604,7 +604,7 @@ func (c *conn) openSFTP(ctx context.Context) error {
 
 // startServer starts a server on the connection, fenced by its epoch.
 func (c *conn) startServer(ctx context.Context) (*server, error) {
-	s, err := startServer(ctx, c.d.client, !c.host.opts.NoSetsid, c.host.fenceID, strconv.FormatUint(c.epoch, 10))
+	s, err := startServer(ctx, c.link.Client(), !c.host.opts.NoSetsid, c.host.fenceID, strconv.FormatUint(c.epoch, 10))
 	if err == nil && s.privateJobs {
 		c.host.privateJobs.Store(true)
 	}

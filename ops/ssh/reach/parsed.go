@@ -1,4 +1,4 @@
-package ssh
+package reach
 
 import (
 	"os"

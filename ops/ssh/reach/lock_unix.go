@@ -1,6 +1,6 @@
 //go:build unix
 
-package ssh
+package reach
 
 import (
 	"os"

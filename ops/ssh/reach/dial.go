@@ -1,4 +1,4 @@
-package ssh
+package reach
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/crypto/ssh"
+	gossh "golang.org/x/crypto/ssh"
 )
 
 // ConnectError is a failure to reach, verify or log in to a host. The CLI
@@ -22,91 +22,106 @@ type ConnectError struct {
 func (e *ConnectError) Error() string { return fmt.Sprintf("ssh %s: %v", e.Host, e.Err) }
 func (e *ConnectError) Unwrap() error { return e.Err }
 
-// dialed is one established connection with the hops it goes through.
-type dialed struct {
-	client  *ssh.Client
-	reads   *lastRead     // the connection under client
-	hops    []*ssh.Client // outermost first; closed after client
-	first   net.Conn      // the TCP connection to the first hop, if any
-	auth    string        // how we logged in, for `check`
-	hostKey string        // host key status, for `check`
+// Link is one established connection with the hops it goes through. Its
+// methods are safe for concurrent use.
+type Link struct {
+	client  *gossh.Client
+	reads   *lastRead       // the connection under client
+	hops    []*gossh.Client // outermost first; closed after client
+	first   net.Conn        // the TCP connection to the first hop, if any
+	auth    string          // how we logged in, for `check`
+	hostKey string          // host key status, for `check`
 }
 
-// idle is the time since bytes last arrived from the host.
-func (d *dialed) idle() time.Duration {
-	return time.Since(time.Unix(0, d.reads.at.Load()))
+// Client is the SSH client of the host itself (past the hops).
+func (l *Link) Client() *gossh.Client { return l.client }
+
+// Auth says how the login went: the agent, how many keys, which
+// identities were skipped and why (what `pi-remote check` prints).
+func (l *Link) Auth() string { return l.auth }
+
+// HostKey says how the host key was verified: known, or new and recorded
+// where (what `pi-remote check` prints).
+func (l *Link) HostKey() string { return l.hostKey }
+
+// Idle is the time since bytes last arrived from the host.
+func (l *Link) Idle() time.Duration {
+	return time.Since(time.Unix(0, l.reads.at.Load()))
 }
 
-func (d *dialed) close() {
-	d.client.Close()
-	for i := len(d.hops) - 1; i >= 0; i-- {
-		d.hops[i].Close()
+// Close closes the connection, then its hops, innermost first.
+func (l *Link) Close() {
+	l.client.Close()
+	for i := len(l.hops) - 1; i >= 0; i-- {
+		l.hops[i].Close()
 	}
 }
 
-// reset makes the close of the connection's TCP socket a reset (SO_LINGER
+// Reset makes the close of the connection's TCP socket a reset (SO_LINGER
 // 0): the data not yet acknowledged is dropped. Through jump hosts that is
 // the socket to the first hop (the hops are this connection's own); what
 // a hop further on holds is that hop's to deliver or drop.
-func (d *dialed) reset() {
-	raw := d.first
+func (l *Link) Reset() {
+	raw := l.first
 	if raw == nil {
-		raw = d.reads.Conn
+		raw = l.reads.Conn
 	}
 	if tc, ok := raw.(*net.TCPConn); ok {
 		tc.SetLinger(0)
 	}
 }
 
-// dial connects to c through its jump chain. The whole dial, handshakes
+// Dial connects to c through its jump chain. The whole dial, handshakes
 // included, is bounded by ctx and c.ConnectTimeout: x/crypto's own timeout
-// covers only the TCP connect.
-func dial(ctx context.Context, c *Config) (*dialed, error) {
+// covers only the TCP connect. A failure is a *ConnectError, wrapping a
+// *HostKeyError or an *AuthError when the host's key or the login was
+// refused.
+func Dial(ctx context.Context, c *Config) (*Link, error) {
 	timeout := c.ConnectTimeout
 	if timeout <= 0 {
-		timeout = defaultConnectTimeout
+		timeout = DefaultConnectTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout*time.Duration(len(c.Jump)+1))
 	defer cancel()
 
-	d := &dialed{}
-	var via *ssh.Client
+	l := &Link{}
+	var via *gossh.Client
 	for i := range c.Jump {
 		hop := &c.Jump[i]
 		client, reads, _, _, err := dialOne(ctx, via, hop)
 		if err != nil {
-			for j := len(d.hops) - 1; j >= 0; j-- {
-				d.hops[j].Close()
+			for j := len(l.hops) - 1; j >= 0; j-- {
+				l.hops[j].Close()
 			}
 			return nil, &ConnectError{Host: c.String(), Err: fmt.Errorf("jump host %s: %w", hop.String(), err)}
 		}
 		if i == 0 {
-			d.first = reads.Conn
+			l.first = reads.Conn
 		}
-		d.hops = append(d.hops, client)
+		l.hops = append(l.hops, client)
 		via = client
 	}
 	client, reads, a, hk, err := dialOne(ctx, via, c)
 	if err != nil {
-		for j := len(d.hops) - 1; j >= 0; j-- {
-			d.hops[j].Close()
+		for j := len(l.hops) - 1; j >= 0; j-- {
+			l.hops[j].Close()
 		}
 		return nil, &ConnectError{Host: c.String(), Err: err}
 	}
-	d.client, d.reads, d.auth, d.hostKey = client, reads, a, hk
-	return d, nil
+	l.client, l.reads, l.auth, l.hostKey = client, reads, a, hk
+	return l, nil
 }
 
-func dialOne(ctx context.Context, via *ssh.Client, c *Config) (*ssh.Client, *lastRead, string, string, error) {
+func dialOne(ctx context.Context, via *gossh.Client, c *Config) (*gossh.Client, *lastRead, string, string, error) {
 	hk, err := loadHostKeys(c)
 	if err != nil {
 		return nil, nil, "", "", err
 	}
 	a := loadAuth(c)
 	defer a.close()
-	cfg := &ssh.ClientConfig{
+	cfg := &gossh.ClientConfig{
 		User:              c.User,
-		Auth:              []ssh.AuthMethod{a.method()},
+		Auth:              []gossh.AuthMethod{a.method()},
 		HostKeyCallback:   hk.callback(),
 		HostKeyAlgorithms: hk.algorithms(c.Addr()),
 		Timeout:           c.ConnectTimeout,
@@ -128,7 +143,7 @@ func dialOne(ctx context.Context, via *ssh.Client, c *Config) (*ssh.Client, *las
 	// Closing the conn is the one way to abandon a handshake that hangs;
 	// jump channels do not support deadlines.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	cc, chans, reqs, err := ssh.NewClientConn(conn, c.Addr(), cfg)
+	cc, chans, reqs, err := gossh.NewClientConn(conn, c.Addr(), cfg)
 	if !stop() {
 		if cc != nil {
 			cc.Close()
@@ -147,7 +162,7 @@ func dialOne(ctx context.Context, via *ssh.Client, c *Config) (*ssh.Client, *las
 		}
 		return nil, nil, "", "", fmt.Errorf("handshake: %w", err)
 	}
-	return ssh.NewClient(cc, chans, reqs), conn, a.describe(), hk.status, nil
+	return gossh.NewClient(cc, chans, reqs), conn, a.describe(), hk.status, nil
 }
 
 // AuthError is a refused login; it lists what was tried.

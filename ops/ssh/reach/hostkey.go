@@ -1,4 +1,4 @@
-package ssh
+package reach
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/skeema/knownhosts"
-	"golang.org/x/crypto/ssh"
+	gossh "golang.org/x/crypto/ssh"
 	xknownhosts "golang.org/x/crypto/ssh/knownhosts"
 )
 
@@ -17,20 +17,20 @@ import (
 // with AcceptNewHostKey) or different from the one known_hosts records.
 type HostKeyError struct {
 	Addr    string
-	Offered ssh.PublicKey
+	Offered gossh.PublicKey
 	Known   []xknownhosts.KnownKey // empty: the host is unknown
 	File    string                 // where an accepted key would be written
 }
 
 func (e *HostKeyError) Error() string {
-	offered := fmt.Sprintf("%s %s", e.Offered.Type(), ssh.FingerprintSHA256(e.Offered))
+	offered := fmt.Sprintf("%s %s", e.Offered.Type(), gossh.FingerprintSHA256(e.Offered))
 	if len(e.Known) == 0 {
 		return fmt.Sprintf("host key of %s is unknown (server offered %s); verify it, then pass --accept-new-host-key to record it in %s",
 			e.Addr, offered, e.File)
 	}
 	var known []string
 	for _, k := range e.Known {
-		known = append(known, fmt.Sprintf("%s %s (%s:%d)", k.Key.Type(), ssh.FingerprintSHA256(k.Key), k.Filename, k.Line))
+		known = append(known, fmt.Sprintf("%s %s (%s:%d)", k.Key.Type(), gossh.FingerprintSHA256(k.Key), k.Filename, k.Line))
 	}
 	return fmt.Sprintf("HOST KEY OF %s HAS CHANGED: known_hosts has %s, server offered %s. Someone may be intercepting the connection. "+
 		"If the change is expected, remove the old entry (ssh-keygen -R %s -f %s) and connect again",
@@ -76,8 +76,8 @@ func (h *hostKeys) algorithms(addr string) []string {
 	return h.db.HostKeyAlgorithms(addr)
 }
 
-func (h *hostKeys) callback() ssh.HostKeyCallback {
-	return func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+func (h *hostKeys) callback() gossh.HostKeyCallback {
+	return func(hostname string, remote net.Addr, key gossh.PublicKey) error {
 		var err error
 		if h.db != nil {
 			err = h.db.HostKeyCallback()(hostname, remote, key)
@@ -85,7 +85,7 @@ func (h *hostKeys) callback() ssh.HostKeyCallback {
 			err = &xknownhosts.KeyError{}
 		}
 		if err == nil {
-			h.status = "known (" + key.Type() + " " + ssh.FingerprintSHA256(key) + ")"
+			h.status = "known (" + key.Type() + " " + gossh.FingerprintSHA256(key) + ")"
 			return nil
 		}
 		var ke *xknownhosts.KeyError
@@ -101,7 +101,7 @@ func (h *hostKeys) callback() ssh.HostKeyCallback {
 		if err := h.record(hostname, key); err != nil {
 			return fmt.Errorf("recording host key of %s: %w", hostname, err)
 		}
-		h.status = "new, recorded in " + h.writeFile() + " (" + key.Type() + " " + ssh.FingerprintSHA256(key) + ")"
+		h.status = "new, recorded in " + h.writeFile() + " (" + key.Type() + " " + gossh.FingerprintSHA256(key) + ")"
 		return nil
 	}
 }
@@ -115,7 +115,7 @@ func (h *hostKeys) writeFile() string {
 
 // record appends one known_hosts line under an exclusive lock, creating
 // the file (0600) and its directory (0700) when needed.
-func (h *hostKeys) record(addr string, key ssh.PublicKey) error {
+func (h *hostKeys) record(addr string, key gossh.PublicKey) error {
 	name := h.writeFile()
 	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package ssh
+package reach
 
 import (
 	"crypto/ed25519"
@@ -130,7 +130,7 @@ Host chained
 	c, err = Resolve("elsewhere", Options{SSHConfigFile: cfg})
 	require.NoError(t, err)
 	assert.Equal(t, 22, c.Port)
-	assert.Equal(t, defaultKeepaliveInterval, c.KeepaliveInterval)
+	assert.Equal(t, DefaultKeepaliveInterval, c.KeepaliveInterval)
 	assert.Contains(t, c.IdentityFiles, filepath.Join(homeDir(), ".ssh", "id_ed25519"))
 }
 

@@ -1,4 +1,4 @@
-package ssh
+package reach
 
 import (
 	"context"
@@ -85,12 +85,16 @@ type Options struct {
 	KeepaliveCount    int
 }
 
+// The settings a Config gets when neither ssh_config nor Options name
+// them (and Dial's bound when ConnectTimeout is zero).
 const (
-	defaultConnectTimeout    = 15 * time.Second
-	defaultKeepaliveInterval = 5 * time.Second
-	defaultKeepaliveCount    = 3
-	maxJumpDepth             = 8
+	DefaultConnectTimeout    = 15 * time.Second
+	DefaultKeepaliveInterval = 5 * time.Second
+	DefaultKeepaliveCount    = 3
 )
+
+// maxJumpDepth bounds a ProxyJump chain (one that names itself loops).
+const maxJumpDepth = 8
 
 // Resolve turns a host spec — [user@]host[:port] or an ssh_config alias —
 // into a Config, reading ssh_config the way OpenSSH does for the keys
@@ -258,9 +262,9 @@ func resolve(spec string, opts Options, look lookup, depth int) (Config, error) 
 	}
 	c.AcceptNewHostKey = opts.AcceptNewHostKey || strings.EqualFold(get("StrictHostKeyChecking"), "accept-new")
 
-	c.ConnectTimeout = firstDuration(opts.ConnectTimeout, seconds(get("ConnectTimeout")), defaultConnectTimeout)
-	c.KeepaliveInterval = firstDuration(opts.KeepaliveInterval, seconds(get("ServerAliveInterval")), defaultKeepaliveInterval)
-	c.KeepaliveCount = defaultKeepaliveCount
+	c.ConnectTimeout = firstDuration(opts.ConnectTimeout, seconds(get("ConnectTimeout")), DefaultConnectTimeout)
+	c.KeepaliveInterval = firstDuration(opts.KeepaliveInterval, seconds(get("ServerAliveInterval")), DefaultKeepaliveInterval)
+	c.KeepaliveCount = DefaultKeepaliveCount
 	if n, err := strconv.Atoi(get("ServerAliveCountMax")); err == nil && n > 0 {
 		c.KeepaliveCount = n
 	}

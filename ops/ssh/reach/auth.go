@@ -1,4 +1,4 @@
-package ssh
+package reach
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"golang.org/x/crypto/ssh"
+	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 )
 
@@ -16,7 +16,7 @@ import (
 // single PublicKeysCallback (x/crypto uses only the first method of each
 // kind, so agent and file keys must share one).
 type auth struct {
-	signers []ssh.Signer
+	signers []gossh.Signer
 	tried   []string // descriptions, in order, for error messages
 	skipped []string // identities that could not be used, with the reason
 	agent   net.Conn
@@ -28,8 +28,8 @@ func (a *auth) close() {
 	}
 }
 
-func (a *auth) method() ssh.AuthMethod {
-	return ssh.PublicKeysCallback(func() ([]ssh.Signer, error) { return a.signers, nil })
+func (a *auth) method() gossh.AuthMethod {
+	return gossh.PublicKeysCallback(func() ([]gossh.Signer, error) { return a.signers, nil })
 }
 
 // describe is the one-line summary `check` prints.
@@ -48,7 +48,7 @@ func (a *auth) describe() string {
 
 func loadAuth(c *Config) *auth {
 	a := &auth{}
-	var agentSigners []ssh.Signer
+	var agentSigners []gossh.Signer
 	sock := c.IdentityAgent
 	if sock == "" || strings.EqualFold(sock, "SSH_AUTH_SOCK") {
 		sock = os.Getenv("SSH_AUTH_SOCK")
@@ -63,7 +63,7 @@ func loadAuth(c *Config) *auth {
 			}
 		}
 	}
-	inAgent := func(pub ssh.PublicKey) ssh.Signer {
+	inAgent := func(pub gossh.PublicKey) gossh.Signer {
 		for _, s := range agentSigners {
 			if bytes.Equal(s.PublicKey().Marshal(), pub.Marshal()) {
 				return s
@@ -72,7 +72,7 @@ func loadAuth(c *Config) *auth {
 		return nil
 	}
 	used := map[string]bool{}
-	add := func(s ssh.Signer, what string) {
+	add := func(s gossh.Signer, what string) {
 		k := string(s.PublicKey().Marshal())
 		if used[k] {
 			return
@@ -82,7 +82,7 @@ func loadAuth(c *Config) *auth {
 		a.tried = append(a.tried, what)
 	}
 
-	var fromAgent, fromFiles []ssh.Signer
+	var fromAgent, fromFiles []gossh.Signer
 	var agentNames, fileNames []string
 	for _, file := range c.IdentityFiles {
 		pem, err := os.ReadFile(file)
@@ -92,8 +92,8 @@ func loadAuth(c *Config) *auth {
 			}
 			continue
 		}
-		signer, err := ssh.ParsePrivateKey(pem)
-		var pm *ssh.PassphraseMissingError
+		signer, err := gossh.ParsePrivateKey(pem)
+		var pm *gossh.PassphraseMissingError
 		switch {
 		case errors.As(err, &pm):
 			if pm.PublicKey != nil {
@@ -126,27 +126,27 @@ func loadAuth(c *Config) *auth {
 	}
 	if !c.IdentitiesOnly {
 		for _, s := range agentSigners {
-			add(s, "agent key "+ssh.FingerprintSHA256(s.PublicKey()))
+			add(s, "agent key "+gossh.FingerprintSHA256(s.PublicKey()))
 		}
 	}
 	return a
 }
 
 // withCertificate pairs a key with FILE-cert.pub when that certificate exists.
-func withCertificate(s ssh.Signer, file string) ssh.Signer {
+func withCertificate(s gossh.Signer, file string) gossh.Signer {
 	b, err := os.ReadFile(file + "-cert.pub")
 	if err != nil {
 		return s
 	}
-	pub, _, _, _, err := ssh.ParseAuthorizedKey(b)
+	pub, _, _, _, err := gossh.ParseAuthorizedKey(b)
 	if err != nil {
 		return s
 	}
-	cert, ok := pub.(*ssh.Certificate)
+	cert, ok := pub.(*gossh.Certificate)
 	if !ok {
 		return s
 	}
-	cs, err := ssh.NewCertSigner(cert, s)
+	cs, err := gossh.NewCertSigner(cert, s)
 	if err != nil {
 		return s
 	}
