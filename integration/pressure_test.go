@@ -222,7 +222,7 @@ func TestPrivateDirectoriesAreRemoved(t *testing.T) {
 		return matches
 	}
 	for _, setsid := range []bool{true, false} {
-		h := rssh.New(srv.Config(), rssh.HostOptions{NoSetsid: !setsid})
+		h := rssh.New(srv.Config(), rssh.HostOptions{Testing: &rssh.TestSwitches{NoSetsid: !setsid}})
 		for range 3 {
 			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 			err := h.Exec(ctx, ops.Command{Script: "sleep 30"})

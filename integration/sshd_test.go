@@ -33,7 +33,7 @@ func TestOpsConformanceWithoutSFTP(t *testing.T) {
 	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{NoSFTP: true})
 	opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
-		return host(t, srv, rssh.HostOptions{NoGNUFind: true, NoSetsid: true}), t.TempDir()
+		return host(t, srv, rssh.HostOptions{Testing: &rssh.TestSwitches{NoGNUFind: true, NoSetsid: true}}), t.TempDir()
 	}})
 }
 

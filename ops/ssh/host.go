@@ -67,6 +67,14 @@ type HostOptions struct {
 	// commands), or one of many hosts, wants fewer; the pool grows on
 	// demand all the same.
 	WarmServers int
+	// Testing, for tests only, makes the host look poorer than it is.
+	Testing *TestSwitches
+}
+
+// TestSwitches are for tests only: each pretends the host lacks
+// something it has, so that one test host exercises the ways the backend
+// copes with hosts that do lack it. Nothing outside tests sets them.
+type TestSwitches struct {
 	// NoGNUFind pretends the host lacks GNU find, to exercise the POSIX
 	// directory listing.
 	NoGNUFind bool
@@ -79,6 +87,14 @@ type HostOptions struct {
 	// then share their server's process group, and cancelling one kills
 	// that server with it.
 	NoSetsid bool
+}
+
+// testing is HostOptions.Testing, the zero TestSwitches when unset.
+func (h *Host) testing() TestSwitches {
+	if h.opts.Testing == nil {
+		return TestSwitches{}
+	}
+	return *h.opts.Testing
 }
 
 // Host is the ops backend for one remote host. It is safe for concurrent
@@ -462,16 +478,17 @@ func (c *conn) probed(ctx context.Context) (probe, error) {
 		return probe{}, err
 	}
 	p := probe{}
+	pretend := c.host.testing()
 	for _, n := range strings.Fields(string(out)) {
 		switch n {
 		case "gnufind":
-			p.gnuFind = !c.host.opts.NoGNUFind
+			p.gnuFind = !pretend.NoGNUFind
 		case "statc":
-			p.statC = !c.host.opts.NoStatC
+			p.statC = !pretend.NoStatC
 		}
 		p.names = append(p.names, n)
 	}
-	have := func(n string) bool { return slices.Contains(p.names, n) && !slices.Contains(c.host.opts.NoTools, n) }
+	have := func(n string) bool { return slices.Contains(p.names, n) && !slices.Contains(pretend.NoTools, n) }
 	for _, m := range digestMethods {
 		if have(m) {
 			p.digest = m

@@ -604,7 +604,7 @@ func (c *conn) openSFTP(ctx context.Context) error {
 
 // startServer starts a server on the connection, fenced by its epoch.
 func (c *conn) startServer(ctx context.Context) (*server, error) {
-	s, err := startServer(ctx, c.link.Client(), !c.host.opts.NoSetsid, c.host.fenceID, strconv.FormatUint(c.epoch, 10))
+	s, err := startServer(ctx, c.link.Client(), !c.host.testing().NoSetsid, c.host.fenceID, strconv.FormatUint(c.epoch, 10))
 	if err == nil && s.privateJobs {
 		c.host.privateJobs.Store(true)
 	}

@@ -43,7 +43,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceWithoutSFTP(t *testing.T) {
 	tier.Default(t)
 	t.Parallel()
-	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{NoGNUFind: true, NoSetsid: true}))
+	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{Testing: &rssh.TestSwitches{NoGNUFind: true, NoSetsid: true}}))
 }
 
 // A host with neither GNU find nor stat -c (macOS, some embedded systems):
@@ -51,7 +51,7 @@ func TestConformanceWithoutSFTP(t *testing.T) {
 func TestConformanceWithoutStat(t *testing.T) {
 	tier.Default(t)
 	t.Parallel()
-	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{NoGNUFind: true, NoStatC: true}))
+	opstest.Run(t, harness(sshtest.Options{NoSFTP: true}, rssh.HostOptions{Testing: &rssh.TestSwitches{NoGNUFind: true, NoStatC: true}}))
 }
 
 // The suite's permission checks need a user that permission bits stop: the
@@ -125,7 +125,7 @@ func TestGuardedWriteWithEachDigestTool(t *testing.T) {
 				}
 			}
 			// Every tool before this one is hidden.
-			h := rssh.New(srv.Config(), rssh.HostOptions{NoTools: methods[:i]})
+			h := rssh.New(srv.Config(), rssh.HostOptions{Testing: &rssh.TestSwitches{NoTools: methods[:i]}})
 			t.Cleanup(func() { h.Close() })
 			for _, large := range []bool{false, true} {
 				dir := t.TempDir()
