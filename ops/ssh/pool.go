@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pkg/sftp"
 	gossh "golang.org/x/crypto/ssh"
 )
 
@@ -40,135 +39,219 @@ const followWait = 5 * time.Second
 
 // acquire takes a channel slot, waiting while all are in use. With
 // wantServer it returns a server instead when one can take the request: an
-// idle one, or, with every slot in use and for a short file function, a
-// server busy with short file functions only (the request is pipelined
-// behind them: the server reads it once it has answered them).
+// idle one, or a busy one the request may be pipelined behind (the server
+// reads it once it has answered the requests ahead). A command that may
+// join a batch's request (n.gc) gets errJoined when it joined one.
 //
-// A command that may join a batch's request (n.gc) takes an idle server if
-// there is one; otherwise it joins the request running, or the one that
-// opens while it waits; and it opens one on the last idle server
-// (jobServer): errJoined.
-//
-// A request that finds no idle server waits for one that comes back or
-// comes up soon rather than opening a session: while warm-up starts
-// servers for the pool (no later than one opened now would be), or a
-// request's answer ends (a batch's "e" sent, the attach request's last
-// call answered); the attach request (n.follows) waits for a batch's
-// server while the batch runs, too.
+// Each pass asks the pool's policies in order (decideLocked), under the
+// pool's lock; what they decide is carried out once the lock is released.
 func (c *conn) acquire(ctx context.Context, wantServer bool, n need) (*server, error) {
-	gc, streams := n.gc, n.streams
-	var followUntil time.Time
+	r := claim{need: n, wantServer: wantServer}
 	if n.follows {
-		followUntil = time.Now().Add(followWait)
+		r.followUntil = time.Now().Add(followWait)
 	}
 	for {
 		c.mu.Lock()
-		if gc != nil && c.group != nil && len(c.idle) == 0 {
-			c.group.joinLocked(gc)
-			c.mu.Unlock()
-			return nil, errJoined
+		v := c.decideLocked(&r)
+		c.mu.Unlock()
+		if v.drop != nil {
+			v.drop.close()
 		}
-		if wantServer && len(c.idle) > 0 {
-			s := c.idle[len(c.idle)-1]
-			c.idle = c.idle[:len(c.idle)-1]
-			if s.broken.Load() {
-				// Its shell ended while it was idle.
-				c.used--
-				c.closedAt = time.Now()
-				c.mu.Unlock()
-				s.close()
-				continue
-			}
-			c.busyLocked(s, streams)
-			if gc != nil && c.groupWantedLocked() {
-				// Opened here, under the lock that took the server: a
-				// call that comes next finds it, not a free slot.
-				c.openGroupLocked(s, gc)
-				c.mu.Unlock()
-				return nil, errJoined
-			}
-			c.mu.Unlock()
-			return s, nil
+		if v.done {
+			return v.s, v.err
 		}
-		following := n.follows && c.group != nil && time.Now().Before(followUntil)
-		if wantServer && (c.starting > 0 || c.ending > 0 || following) && len(c.idle) == 0 && c.limit == c.max {
-			// A server is up or back sooner than a new session would be
-			// (that costs a round trip and the user's login shell), or,
-			// following, within a stream delay. (Not while the pool
-			// recovers from a refusal: then a new session is what
-			// brings it back.)
-			if !streams {
-				if s := c.pipelinableLocked(); s != nil {
-					c.busyLocked(s, streams)
-					c.mu.Unlock()
-					return s, nil
-				}
-			}
-			freed := c.freed
-			c.mu.Unlock()
-			var until time.Duration
-			if following {
-				until = max(time.Until(followUntil), time.Millisecond)
-			}
-			if err := c.awaitFreed(ctx, freed, until); err != nil {
+		if v.letGo != nil {
+			// Its answer ("!DETACHED") frees it.
+			go c.letGo(v.letGo, v.uses)
+		}
+		if v.freed != nil {
+			if err := c.awaitFreed(ctx, v.freed, v.until); err != nil {
 				return nil, err
 			}
-			continue
-		}
-		if c.used >= c.limit && c.limit < c.max && time.Since(c.loweredAt) >= c.host.sessionRetry() {
-			// The refusal that lowered the limit may have been passing:
-			// try one more channel (refused again, it waits as long).
-			c.limit++
-			c.loweredAt = time.Now()
-		}
-		if c.used < c.limit {
-			if s := c.pipelinableLocked(); wantServer && !streams && s != nil {
-				// A request that may wait behind another takes a busy
-				// server rather than a new session, which costs a round
-				// trip and the user's login shell (0.5 s against a slow
-				// rc file, where the requests ahead take milliseconds).
-				// The pool is as large as the warm-up made it; the free
-				// slot is SFTP's.
-				c.busyLocked(s, streams)
-				c.mu.Unlock()
-				return s, nil
-			}
-			c.used++
-			c.mu.Unlock()
-			return nil, nil
-		}
-		if wantServer && !streams {
-			if s := c.pipelinableLocked(); s != nil {
-				c.busyLocked(s, streams)
-				c.mu.Unlock()
-				return s, nil
-			}
-		}
-		// With every slot held by an idle server, close one for a new
-		// session of another kind.
-		if !wantServer && len(c.idle) > 0 {
-			s := c.idle[0]
-			c.idle = c.idle[1:]
-			c.closedAt = time.Now()
-			c.mu.Unlock()
-			s.close()
-			return nil, nil
-		}
-		letGo, next := c.letGoLocked()
-		var uses uint64
-		if letGo != nil {
-			uses = letGo.uses
-		}
-		freed := c.freed
-		c.mu.Unlock()
-		if letGo != nil {
-			// Its answer ("!DETACHED") frees it.
-			go c.letGo(letGo, uses)
-		}
-		if err := c.awaitFreed(ctx, freed, next); err != nil {
-			return nil, err
 		}
 	}
+}
+
+// claim is one acquire call: what it asks of the pool.
+type claim struct {
+	need
+	wantServer bool
+	// followUntil: with need.follows, until when the request waits for a
+	// batch's server rather than open a session (followWait).
+	followUntil time.Time
+}
+
+// verdict is what one of acquire's policies decided, to be carried out
+// once the pool's lock is released.
+type verdict struct {
+	// done: acquire returns s and err (errJoined, or nil); a nil s
+	// without err is a channel slot for a new session.
+	done bool
+	s    *server
+	err  error
+	// drop is a server to close (before returning, or asking again).
+	drop *server
+	// Not done: the policies are asked again, after freed is closed (a
+	// server or a slot freed) or until passed, when they are set; letGo
+	// is first asked to let go of its command (uses: of which request).
+	freed <-chan struct{}
+	until time.Duration
+	letGo *server
+	uses  uint64
+}
+
+// decideLocked is the list of the pool's policies, in the order they are
+// asked; the first that decides wins.
+func (c *conn) decideLocked(r *claim) verdict {
+	if v, ok := c.joinBatchLocked(r); ok {
+		return v
+	}
+	if v, ok := c.takeIdleLocked(r); ok {
+		return v
+	}
+	if v, ok := c.awaitSoonLocked(r); ok {
+		return v
+	}
+	c.retryRefusedLocked()
+	if v, ok := c.useFreeSlotLocked(r); ok {
+		return v
+	}
+	// Every slot in use: a short request may follow a busy server's.
+	if v, ok := c.pipelineLocked(r); ok {
+		return v
+	}
+	if v, ok := c.closeIdleForOtherLocked(r); ok {
+		return v
+	}
+	return c.awaitLetGoLocked()
+}
+
+// joinBatchLocked: a command that may join a batch's request (need.gc),
+// finding no idle server, joins the request running.
+func (c *conn) joinBatchLocked(r *claim) (verdict, bool) {
+	if r.gc == nil || c.group == nil || len(c.idle) > 0 {
+		return verdict{}, false
+	}
+	c.group.joinLocked(r.gc)
+	return verdict{done: true, err: errJoined}, true
+}
+
+// takeIdleLocked gives the request the idle server that came back last. A
+// command that may join a batch, taking the last idle server while other
+// commands are on their way (groupWantedLocked), opens a batch's request on
+// it instead (errJoined; see jobServer), which the commands that come while
+// it runs join. An idle server whose shell ended is closed, and the
+// policies asked again.
+func (c *conn) takeIdleLocked(r *claim) (verdict, bool) {
+	if !r.wantServer || len(c.idle) == 0 {
+		return verdict{}, false
+	}
+	s := c.idle[len(c.idle)-1]
+	c.idle = c.idle[:len(c.idle)-1]
+	if s.broken.Load() {
+		// Its shell ended while it was idle.
+		c.used--
+		c.closedAt = time.Now()
+		return verdict{drop: s}, true
+	}
+	c.busyLocked(s, r.streams)
+	if r.gc != nil && c.groupWantedLocked() {
+		// Opened here, under the lock that took the server: a call
+		// that comes next finds it, not a free slot.
+		c.openGroupLocked(s, r.gc)
+		return verdict{done: true, err: errJoined}, true
+	}
+	return verdict{done: true, s: s}, true
+}
+
+// awaitSoonLocked: a request that finds no idle server waits for one that
+// is up or back sooner than a new session would be (that costs a round
+// trip and the user's login shell): while warm-up starts servers for the
+// pool (no later than one opened now would be), or a request's answer ends
+// (a batch's "e" sent, the attach request's last call answered); the
+// attach request (need.follows) waits for a batch's server while the batch
+// runs, too, within a stream delay, up to followWait. A short request
+// meanwhile may follow a busy server's. (Not while the pool recovers from
+// a refusal: then a new session is what brings it back.)
+func (c *conn) awaitSoonLocked(r *claim) (verdict, bool) {
+	following := r.follows && c.group != nil && time.Now().Before(r.followUntil)
+	if !r.wantServer || !(c.starting > 0 || c.ending > 0 || following) || len(c.idle) > 0 || c.limit != c.max {
+		return verdict{}, false
+	}
+	if v, ok := c.pipelineLocked(r); ok {
+		return v, true
+	}
+	v := verdict{freed: c.freed}
+	if following {
+		v.until = max(time.Until(r.followUntil), time.Millisecond)
+	}
+	return v, true
+}
+
+// retryRefusedLocked: the refusal that lowered the limit may have been
+// passing; once sessionRetry has passed since, try one more channel
+// (refused again, it waits as long).
+func (c *conn) retryRefusedLocked() {
+	if c.used >= c.limit && c.limit < c.max && time.Since(c.loweredAt) >= c.host.sessionRetry() {
+		c.limit++
+		c.loweredAt = time.Now()
+	}
+}
+
+// useFreeSlotLocked: with a slot free, a request that may wait behind
+// another still takes a busy server rather than a new session, which costs
+// a round trip and the user's login shell (0.5 s against a slow rc file,
+// where the requests ahead take milliseconds): the pool is as large as the
+// warm-up made it, and the free slot is SFTP's. Any other request takes
+// the slot.
+func (c *conn) useFreeSlotLocked(r *claim) (verdict, bool) {
+	if c.used >= c.limit {
+		return verdict{}, false
+	}
+	if v, ok := c.pipelineLocked(r); ok {
+		return v, true
+	}
+	c.used++
+	return verdict{done: true}, true
+}
+
+// pipelineLocked gives a short request (one for a server that does not
+// read the request stream) a busy server it may follow (pipelinableLocked),
+// if there is one.
+func (c *conn) pipelineLocked(r *claim) (verdict, bool) {
+	if !r.wantServer || r.streams {
+		return verdict{}, false
+	}
+	s := c.pipelinableLocked()
+	if s == nil {
+		return verdict{}, false
+	}
+	c.busyLocked(s, r.streams)
+	return verdict{done: true, s: s}, true
+}
+
+// closeIdleForOtherLocked: with every slot held, a session of another kind
+// (SFTP) takes the slot of an idle server, which is closed.
+func (c *conn) closeIdleForOtherLocked(r *claim) (verdict, bool) {
+	if r.wantServer || len(c.idle) == 0 {
+		return verdict{}, false
+	}
+	s := c.idle[0]
+	c.idle = c.idle[1:]
+	c.closedAt = time.Now()
+	return verdict{done: true, drop: s}, true
+}
+
+// awaitLetGoLocked: nothing to take, so the request waits for a server or a
+// slot to free, and frees one when a command has held its server long
+// enough (letGoLocked).
+func (c *conn) awaitLetGoLocked() verdict {
+	s, next := c.letGoLocked()
+	v := verdict{freed: c.freed, until: next, letGo: s}
+	if s != nil {
+		v.uses = s.uses
+	}
+	return v
 }
 
 // markEnding counts a request whose answer is ending (on), until its
@@ -486,120 +569,6 @@ func (c *conn) grow(ctx context.Context) {
 	c.busyLocked(s, false)
 	c.mu.Unlock()
 	c.release(s)
-}
-
-// useSFTP returns the SFTP client for an upload, opening it on first use,
-// and a function to call when the upload is done. It returns a nil client
-// when SFTP is not to be used: the host has none, or too few sessions to
-// spare one.
-func (c *conn) useSFTP(ctx context.Context) (*sftp.Client, func(), error) {
-	if c.host.opts.NoSFTP {
-		return nil, nil, nil
-	}
-	for {
-		c.mu.Lock()
-		switch {
-		case c.sftp != nil && !c.sftpOff:
-			c.sftpUsers++
-			sc := c.sftp
-			c.mu.Unlock()
-			return sc, c.doneSFTP, nil
-		case c.sftpOff || c.limit < 3:
-			c.mu.Unlock()
-			return nil, nil, nil
-		case c.sftpOpening != nil:
-			opening := c.sftpOpening
-			c.mu.Unlock()
-			select {
-			case <-opening:
-				continue
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
-			}
-		}
-		opening := make(chan struct{})
-		c.sftpOpening = opening
-		c.mu.Unlock()
-		err := c.openSFTP(ctx)
-		c.mu.Lock()
-		c.sftpOpening = nil
-		close(opening)
-		c.mu.Unlock()
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-}
-
-func (c *conn) doneSFTP() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.sftpUsers--
-	if c.sftpOff && c.sftpUsers == 0 && c.sftp != nil {
-		c.closeSFTPLocked()
-		c.notifyLocked()
-	}
-}
-
-func (c *conn) closeSFTPLocked() {
-	c.sftp.Close()
-	c.sftpSess.Close()
-	c.sftp, c.sftpSess = nil, nil
-	c.used--
-	c.closedAt = time.Now()
-}
-
-// openSFTP starts the subsystem in a slot of its own. A host without it,
-// or one that refuses the channel, turns SFTP off for the connection.
-func (c *conn) openSFTP(ctx context.Context) error {
-	if _, err := c.acquire(ctx, false, need{}); err != nil {
-		return err
-	}
-	c.host.sessions.Add(1)
-	sess, err := c.link.Client().NewSession()
-	if err != nil {
-		if isOpenRefused(err) {
-			c.refused() // turns SFTP off
-			return nil
-		}
-		c.release(nil)
-		return c.lost(err)
-	}
-	off := func() error {
-		sess.Close()
-		c.mu.Lock()
-		c.sftpOff = true
-		c.mu.Unlock()
-		c.release(nil)
-		return nil
-	}
-	w, err := sess.StdinPipe()
-	if err != nil {
-		return off()
-	}
-	r, err := sess.StdoutPipe()
-	if err != nil {
-		return off()
-	}
-	if err := sess.RequestSubsystem("sftp"); err != nil {
-		return off()
-	}
-	stop := context.AfterFunc(ctx, func() { sess.Close() })
-	client, err := sftp.NewClientPipe(r, w, sftp.UseConcurrentWrites(true), sftp.UseConcurrentReads(true))
-	if !stop() {
-		if client != nil {
-			client.Close()
-		}
-		off()
-		return ctx.Err()
-	}
-	if err != nil {
-		return off()
-	}
-	c.mu.Lock()
-	c.sftp, c.sftpSess = client, sess
-	c.mu.Unlock()
-	return nil
 }
 
 // startServer starts a server on the connection, fenced by its epoch.
