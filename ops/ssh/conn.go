@@ -40,7 +40,7 @@ type conn struct {
 	closedAt  time.Time // when we last closed a channel
 	used      int
 	idle      []*server     // nothing in flight
-	busy      []*server     // requests in flight (server.inFlight)
+	busy      []*server     // requests in flight (poolEntry.inFlight)
 	freed     chan struct{} // closed and replaced when a slot or server frees
 	lettingGo int           // servers asked to let go of their command
 	group     *group        // the batch request commands join, if one runs (group.go)

@@ -16,6 +16,19 @@ import (
 // maxPipeline bounds the requests in flight on one server.
 const maxPipeline = 4
 
+// poolEntry is what the pool keeps of one of its servers, guarded by the
+// pool's lock (conn.mu).
+type poolEntry struct {
+	inFlight int  // requests given out on the server and not released
+	streams  bool // the one in flight reads the request stream while it runs: nothing may follow it
+	// A command in flight that may be let go of when another request
+	// waits for a server (see conn.letGoLocked): since when it runs
+	// (zero: none), and whether it was asked to.
+	jobSince  time.Time
+	lettingGo bool
+	uses      uint64 // times it went from idle to busy
+}
+
 // need says what a request wants of the pool.
 type need struct {
 	// streams: the request reads the request stream while it runs (a
@@ -249,7 +262,7 @@ func (c *conn) awaitLetGoLocked() verdict {
 	s, next := c.letGoLocked()
 	v := verdict{freed: c.freed, until: next, letGo: s}
 	if s != nil {
-		v.uses = s.uses
+		v.uses = s.pool.uses
 	}
 	return v
 }
@@ -303,17 +316,17 @@ func (c *conn) letGoLocked() (*server, time.Duration) {
 	}
 	var oldest *server
 	for _, s := range c.busy {
-		if !s.jobSince.IsZero() && !s.lettingGo && !s.broken.Load() && (oldest == nil || s.jobSince.Before(oldest.jobSince)) {
+		if !s.pool.jobSince.IsZero() && !s.pool.lettingGo && !s.broken.Load() && (oldest == nil || s.pool.jobSince.Before(oldest.pool.jobSince)) {
 			oldest = s
 		}
 	}
 	if oldest == nil {
 		return nil, 0
 	}
-	if wait := letGoAfter - time.Since(oldest.jobSince); wait > 0 {
+	if wait := letGoAfter - time.Since(oldest.pool.jobSince); wait > 0 {
 		return nil, wait
 	}
-	oldest.lettingGo = true
+	oldest.pool.lettingGo = true
 	c.lettingGo++
 	return oldest, 0
 }
@@ -325,7 +338,7 @@ func (c *conn) letGo(s *server, uses uint64) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	c.mu.Lock()
-	still := s.lettingGo && s.uses == uses
+	still := s.pool.lettingGo && s.pool.uses == uses
 	c.mu.Unlock()
 	if !still {
 		return
@@ -340,18 +353,18 @@ func (c *conn) letGo(s *server, uses uint64) {
 func (c *conn) mayLetGo(s *server) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s.jobSince = time.Now()
+	s.pool.jobSince = time.Now()
 	c.notifyLocked()
 }
 
 // busyLocked counts one more request in flight on s.
 func (c *conn) busyLocked(s *server, streams bool) {
-	if s.inFlight == 0 {
+	if s.pool.inFlight == 0 {
 		c.busy = append(c.busy, s)
-		s.uses++
+		s.pool.uses++
 	}
-	s.inFlight++
-	s.streams = s.streams || streams
+	s.pool.inFlight++
+	s.pool.streams = s.pool.streams || streams
 }
 
 // pipelinableLocked is the busy server with the fewest requests in flight
@@ -359,10 +372,10 @@ func (c *conn) busyLocked(s *server, streams bool) {
 func (c *conn) pipelinableLocked() *server {
 	var best *server
 	for _, s := range c.busy {
-		if s.streams || s.inFlight >= maxPipeline || s.broken.Load() {
+		if s.pool.streams || s.pool.inFlight >= maxPipeline || s.broken.Load() {
 			continue
 		}
-		if best == nil || s.inFlight < best.inFlight {
+		if best == nil || s.pool.inFlight < best.pool.inFlight {
 			best = s
 		}
 	}
@@ -381,13 +394,13 @@ func (c *conn) release(s *server) {
 		c.closedAt = time.Now()
 		return
 	}
-	if s.inFlight--; s.inFlight > 0 {
+	if s.pool.inFlight--; s.pool.inFlight > 0 {
 		return
 	}
-	s.streams = false
-	s.jobSince = time.Time{}
-	if s.lettingGo {
-		s.lettingGo = false
+	s.pool.streams = false
+	s.pool.jobSince = time.Time{}
+	if s.pool.lettingGo {
+		s.pool.lettingGo = false
 		c.lettingGo--
 	}
 	if i := slices.Index(c.busy, s); i >= 0 {

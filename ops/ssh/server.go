@@ -55,15 +55,7 @@ type server struct {
 	pmu      sync.Mutex
 	lastRead chan struct{} // closed once the answer to the last request sent has been read
 
-	// Guarded by the pool's lock (conn.mu).
-	inFlight int  // requests given out on this server and not released
-	streams  bool // the one in flight reads the request stream while it runs: nothing may follow it
-	// A command in flight that may be let go of when another request
-	// waits for a server (see conn.letGoLocked): since when it runs
-	// (zero: none), and whether it was asked to.
-	jobSince  time.Time
-	lettingGo bool
-	uses      uint64 // times it went from idle to busy
+	pool poolEntry // the pool's bookkeeping of it (pool.go), guarded by conn.mu
 }
 
 //go:embed server.sh
