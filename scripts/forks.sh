@@ -8,8 +8,9 @@
 # then 9 jobs one after another, and the difference over 8 is the cost of
 # one warm job (the server's own start and its sweep cancel out). Each job
 # has the output cap clients send by default, 1 GiB (CAP=N bytes for
-# another, CAP=none for none). Default:
-# ops/ssh/server.sh and the one of the last commit, side by side.
+# another, CAP=none for none). SERVER_SH is a program file (the modules of
+# ops/ssh/internal/hostproto/server joined). Default: the program of the
+# work tree and the one of the last commit, side by side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cap=${CAP:-1073741824}
@@ -17,9 +18,20 @@ cap=${CAP:-1073741824}
 command -v strace >/dev/null || { echo "forks.sh needs strace (apt-get install strace)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+server=ops/ssh/internal/hostproto/server
 if [ "$#" = 0 ]; then
-	git show HEAD:ops/ssh/server.sh >"$work/committed.sh"
-	set -- "$work/committed.sh" ops/ssh/server.sh
+	# The modules in the order of their names, as server.go sends them
+	# (a commit from before the split has one ops/ssh/server.sh).
+	if git cat-file -e "HEAD:$server" 2>/dev/null; then
+		for f in $(git ls-tree --name-only "HEAD:$server" | LC_ALL=C sort | grep '\.sh$'); do
+			git show "HEAD:$server/$f"
+		done >"$work/committed.sh"
+	else
+		git show HEAD:ops/ssh/server.sh >"$work/committed.sh"
+	fi
+	# shellcheck disable=SC2046 # names without blanks
+	cat $(printf '%s\n' "$server"/*.sh | LC_ALL=C sort) >"$work/server.sh"
+	set -- "$work/committed.sh" "$work/server.sh"
 fi
 # The bootstrap of server.go: reads the program up to its end mark.
 # shellcheck disable=SC2016 # run by the server's shell

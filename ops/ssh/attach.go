@@ -16,7 +16,7 @@ import (
 // Re-attaching after a lost connection. Every Exec call whose connection
 // dropped queues here; one gatherer per Host waits for the host to answer
 // again and then serves all the calls queued by then with a single
-// attach_jobs request (server.sh): one server, one round trip, however
+// attach_jobs request (attach.sh): one server, one round trip, however
 // many commands were running. Calls that lose their connection while a
 // batch is being served form the next batch (the old one went with that
 // connection).
@@ -294,7 +294,7 @@ func (b *batchState) take(id string) *reattach {
 }
 
 // takeLast is take for a call's verdict: once every call has one, the
-// host ends the answer at once (server.sh), and the server is counted as
+// host ends the answer at once (attach.sh), and the server is counted as
 // coming back (conn.markEnding) from before the last call returns.
 func (b *batchState) takeLast(id string) *reattach {
 	b.mu.Lock()

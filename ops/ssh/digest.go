@@ -13,7 +13,7 @@ import (
 // resort.
 var digestMethods = []string{"sha256sum", "shasum", "openssl", "md5sum", "cksum"}
 
-// contentDigest is what server.sh's file_digest prints for content with
+// contentDigest is what the server's file_digest (attrs.sh) prints for content with
 // method (one of digestMethods).
 func contentDigest(content []byte, method string) string {
 	d := newDigester(method)

@@ -17,7 +17,7 @@ import (
 	"github.com/pi-remote/pi-remote/ops"
 )
 
-// Exec implements ops.ExecOperations with server.sh's run_job: `sh -c` in
+// Exec implements ops.ExecOperations with the server's run_job (jobs.sh): `sh -c` in
 // its own session and process group, stdin /dev/null, no terminal, output
 // merged and delivered completely however slowly it is read. The command
 // is a job on the host that no SSH channel owns: when the connection drops,
@@ -234,7 +234,7 @@ func jobLabel(s string) string {
 }
 
 // jobStart is what starts a job on the host: the words of run_job and
-// add_job (server.sh).
+// add_job (batches.sh).
 type jobStart struct {
 	id, script, dir            string
 	save, overBytes, overLines string // SAVE, SAVE_BYTES, SAVE_LINES

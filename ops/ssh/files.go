@@ -14,7 +14,7 @@ import (
 	"github.com/pi-remote/pi-remote/ops"
 )
 
-// call runs one of server.sh's file functions on a server of the live
+// call runs one of the server's file functions on a server of the live
 // connection (see conn.call). A query whose connection was lost is asked
 // again once the host is back (see again).
 func (h *Host) call(ctx context.Context, kind requestKind, op, name, fn string, args ...string) (status string, payload []byte, err error) {
@@ -64,7 +64,7 @@ func checkStatus(op, name, status string, payload []byte) (string, []byte, error
 	return "", nil, fmt.Errorf("%s %s: %w: unexpected answer from host: %q", op, name, errProtocol, status)
 }
 
-// errnoError maps the errno names of server.sh's "E CODE message" lines to
+// errnoError maps the errno names of the server's "E CODE message" lines to
 // the errors the local backend returns for them.
 func errnoError(code, msg string) error {
 	switch code {

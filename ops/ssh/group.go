@@ -16,7 +16,7 @@ import (
 // round trip for one to free, or pay for a new session (the user's login
 // shell). Instead, the command that takes the connection's last idle
 // server while others are in flight opens a run_jobs request on it
-// (server.sh), and the commands that come while it runs join it: each is
+// (batches.sh), and the commands that come while it runs join it: each is
 // one more line on that server's request stream ("add_job"), started at
 // once. A command's output and status come in one frame when it ends; one
 // that runs longer than its stream delay is let go of ("d ID") and

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/internal/randhex"
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 // plantJob writes the files of a job that has no status into jobs, as a
@@ -206,7 +207,7 @@ func TestJobProcessWithoutProc(t *testing.T) {
 					jobs := t.TempDir()
 					id := randhex.String(8)
 					plantJob(t, jobs, id, goneProcess(t), "h b", tc.waiter, victim.pid())
-					script := serverProgram + `
+					script := hostproto.Program + `
 host_name=h boot_id=b host_id="h b" procfs= _jp_own=$2
 if job_process "$1"; then echo "proven $_jp_pid"; else echo "refused $_jp_why"; fi`
 					cmd := exec.Command(sh[0], append(sh[1:], "-c", script, "sh", filepath.Join(jobs, id), tc.own)...)

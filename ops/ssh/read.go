@@ -14,7 +14,7 @@ import (
 	"github.com/pi-remote/pi-remote/ops"
 )
 
-// Open implements ops.ReadOperations with server.sh's read_head for a
+// Open implements ops.ReadOperations with the server's read_head for a
 // regular file up to readHeadSize bytes, open_file for anything else.
 // read_head is a short request that may go behind others on a busy
 // server: the files tools read and edit are most often that small, and

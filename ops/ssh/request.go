@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// request is one call of a server.sh function.
+// request is one call of a function of the server (hostproto.Program).
 type request struct {
 	fn   string
 	args []string
@@ -200,7 +200,7 @@ func (g *gatedWriter) shut() {
 	g.mu.Unlock()
 }
 
-// call runs one of server.sh's file functions through its call wrapper
+// call runs one of the server's file functions through its call wrapper
 // and splits the status line ("OK ..." or "E CODE message") from the
 // payload; an error status becomes a *fs.PathError for op and name.
 func (c *conn) call(ctx context.Context, kind requestKind, op, name, fn string, args ...string) (string, []byte, error) {
@@ -237,16 +237,16 @@ func (c *conn) mismatch(err error) error {
 }
 
 // errProtocol is wrapped by the error of an answer that matches no answer
-// its request may have: a status server.sh does not send for it (its
+// its request may have: a status the server does not send for it (its
 // "!PROTOCOL" for a request it does not have, or one it could not parse),
 // a frame or status line that is none of its kinds. The client and the
-// server then disagree on what was said (a server.sh of another version, a
+// server then disagree on what was said (a server of another version, a
 // stream out of step): nothing more read on that connection can be
 // trusted, and conn.lost closes it.
 var errProtocol = errors.New("command server protocol error")
 
 // answerMatches says whether status may end the answer to a request of
-// server.sh's function fn.
+// the server's function fn.
 func answerMatches(fn, status string) bool {
 	switch fn {
 	case "call":

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -19,14 +18,15 @@ import (
 	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
-// A server is one long-lived POSIX sh on the host (server.sh), started once
-// on its own SSH session channel and then fed requests: a command or a file
-// operation costs one round trip instead of a new session (a fork of sshd,
-// PAM, the user's login shell).
+// A server is one long-lived POSIX sh on the host (hostproto.Program),
+// started once on its own SSH session channel and then fed requests: a
+// command or a file operation costs one round trip instead of a new session
+// (a fork of sshd, PAM, the user's login shell).
 //
-// A request is one line: the server's marker, a function of server.sh and
+// A request is one line: the server's marker, a function of the program and
 // its words (shellquote.QuoteLine). The answer is the function's output on
 // stdout, then the marker, a status and a newline. While a job runs (a user
 // command, a streamed read) the line "k" kills it on the host; "d" lets go
@@ -56,25 +56,6 @@ type server struct {
 	lastRead chan struct{} // closed once the answer to the last request sent has been read
 
 	pool poolEntry // the pool's bookkeeping of it (pool.go), guarded by conn.mu
-}
-
-//go:embed server.sh
-var serverSource string
-
-// serverProgram is server.sh as it is sent at every start: without comment
-// lines, blank lines and indentation.
-var serverProgram = compactScript(serverSource)
-
-func compactScript(src string) string {
-	var b strings.Builder
-	for line := range strings.Lines(src) {
-		line = strings.TrimLeft(line, " \t")
-		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		b.WriteString(line)
-	}
-	return b.String()
 }
 
 // bootstrap is the session's command. It must survive being run by any
@@ -109,7 +90,7 @@ var errClosedEarly = errors.New("the host closed a new session channel before th
 // command closes the channel, which the handshake sees.
 //
 // fence is the client's id and the connection's epoch (see serve and
-// fence_start in server.sh): a server of a connection the client gave up
+// fence_start in serve.sh): a server of a connection the client gave up
 // on acts on nothing once a newer connection has started a server.
 func startServer(ctx context.Context, client *gossh.Client, useSetsid bool, fence ...string) (*server, error) {
 	ch, reqs, err := client.OpenChannel("session", nil)
@@ -174,7 +155,7 @@ func (s *server) handshake(ctx context.Context, useSetsid bool, fence ...string)
 	s.marker = []byte("\x1e@pi-remote:" + randhex.String(12) + ":")
 	call := "serve " + shellquote.Join(append([]string{string(s.marker), graceSeconds, yesNo(useSetsid), randhex.String(6)}, fence...)...)
 	stop := context.AfterFunc(ctx, func() { s.end() })
-	_, err := io.WriteString(s.stdin, serverProgram+call+"\n"+programEnd+"\n")
+	_, err := io.WriteString(s.stdin, hostproto.Program+call+"\n"+programEnd+"\n")
 	var status string
 	if err == nil {
 		status, err = s.readUntilMarker(io.Discard)

@@ -37,7 +37,7 @@ const (
 // create and a commit request. The host acts on the temporary file only
 // by its name inside a directory nobody else may change (the target's own
 // when only root and the user may rename entries there, else a private
-// one: see server.sh), so whoever may rename entries in the target's
+// one: see write.sh), so whoever may rename entries in the target's
 // directory cannot turn the write onto another file; SFTP, which goes by
 // path, is used only when nobody but root and this user may rename
 // anything on that path.
