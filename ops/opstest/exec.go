@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/ops"
+
+	"github.com/pi-remote/pi-remote/internal/slowio"
 )
 
 func testExec(t *testing.T, h Harness) {
@@ -114,7 +116,7 @@ func testExec(t *testing.T, h Harness) {
 		for i := 1; i <= lines; i++ {
 			total += len(fmt.Sprint(i)) + 1
 		}
-		w := &slowWriter{pause: 10 * time.Millisecond, slowAfter: total - 200<<10, slowPause: 150 * time.Millisecond}
+		w := &slowio.Writer{Pause: 10 * time.Millisecond, SlowAfter: total - 200<<10, SlowPause: 150 * time.Millisecond}
 		require.NoError(t, o.Exec(ctx, ops.Command{Script: fmt.Sprintf("awk 'BEGIN { for (i = 1; i <= %d; i++) print i }'; echo END-MARKER", lines), Output: w}))
 		out := w.String()
 		require.Equal(t, lines+1, strings.Count(out, "\n"), "every line arrived")
@@ -153,36 +155,6 @@ func testExec(t *testing.T, h Harness) {
 		err := o.Exec(cctx, ops.Command{Script: "echo never"})
 		assert.ErrorIs(t, err, context.Canceled)
 	})
-}
-
-// slowWriter takes its time over every write, like a client behind a slow
-// link or a front end whose reader lags: pause, and slowPause once
-// slowAfter bytes have come.
-type slowWriter struct {
-	mu        sync.Mutex
-	buf       bytes.Buffer
-	pause     time.Duration
-	slowAfter int
-	slowPause time.Duration
-}
-
-func (s *slowWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	pause := s.pause
-	if s.slowPause > 0 && s.buf.Len() >= s.slowAfter {
-		pause = s.slowPause
-	}
-	s.mu.Unlock()
-	time.Sleep(pause)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *slowWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }
 
 // uniqueSleep returns a sleep duration that identifies one test's processes

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 // Re-attaching after a lost connection. Every Exec call whose connection
@@ -40,8 +41,13 @@ type reattach struct {
 }
 
 type attachResult struct {
-	status string
+	status hostproto.Status
 	err    error
+}
+
+// follow is what the attach request needs of r.
+func (r *reattach) follow() hostproto.Follow {
+	return hostproto.Follow{ID: r.id, Offset: r.sent.n, Save: r.save[0], SaveBytes: r.save[1], SaveLines: r.save[2]}
 }
 
 // settle gives the call its verdict, once; nothing more reaches its output.
@@ -56,7 +62,8 @@ func (r *reattach) settle(res attachResult) {
 // through further drops of the connection, and returns its status as
 // run_job's. It gives up waiting for the host after HostOptions'
 // ReattachTimeout from each drop; a cancelled call has its job killed.
-func (h *Host) reattachJob(ctx context.Context, id string, sent *countingWriter, save [3]string) (string, error) {
+func (h *Host) reattachJob(ctx context.Context, id string, sent *countingWriter, save [3]string) (hostproto.Status, error) {
+	var none hostproto.Status
 	for {
 		r := &reattach{ctx: ctx, id: id, sent: sent, save: save, done: make(chan attachResult, 1),
 			out: &gatedWriter{w: sent}, deadline: time.Now().Add(h.reattachTimeout())}
@@ -67,26 +74,26 @@ func (h *Host) reattachJob(ctx context.Context, id string, sent *countingWriter,
 			// caller gave up.
 			if ctx.Err() != nil {
 				go h.cancelJob(id)
-				return "", ctx.Err()
+				return none, ctx.Err()
 			}
-			return "", fmt.Errorf("%w: %s did not answer within %s; the command may still be running on the host as job %s (`pi-remote jobs attach %s` follows it; it is killed when its lease of %s runs out)",
+			return none, fmt.Errorf("%w: %s did not answer within %s; the command may still be running on the host as job %s (`pi-remote jobs attach %s` follows it; it is killed when its lease of %s runs out)",
 				ops.ErrConnectionLost, h.cfg.String(), h.reattachTimeout(), id, id, h.leaseTTL())
 		}
 		switch {
 		case res.err == nil && ctx.Err() != nil:
 			// Killed as asked (its status says how it ended).
 			h.gotResult(id)
-			return "", ctx.Err()
+			return none, ctx.Err()
 		case res.err == nil:
 			return res.status, nil
 		case ctx.Err() != nil:
 			// The kill was not confirmed: make sure, once the host answers.
 			go h.cancelJob(id)
-			return "", ctx.Err()
+			return none, ctx.Err()
 		case errors.Is(res.err, ops.ErrConnectionLost) && !permanent(res.err):
 			continue // dropped again: wait for the host again
 		}
-		return "", res.err
+		return none, res.err
 	}
 }
 
@@ -232,9 +239,9 @@ func (b *batchState) join(calls []*reattach) bool {
 				b.ending = false
 				b.c.markEnding(false)
 			}
-			// "a ID OFFSET SAVE_BYTES SAVE_LINES SAVE"; a write that fails
-			// breaks the server, which the reader sees.
-			b.s.write(fmt.Sprintf("a %s %d %s %s %s\n", r.id, r.sent.n, r.save[1], r.save[2], r.save[0]))
+			// A write that fails breaks the server, which the reader
+			// sees.
+			b.s.control(hostproto.Add(r.follow()))
 		}
 	}
 	return true
@@ -260,11 +267,12 @@ func (b *batchState) serve() {
 	ttl := b.h.leaseTTL()
 	b.mu.Lock()
 	b.s, b.started = s, true
-	args := []string{strconv.Itoa(int(ttl.Seconds()))}
+	var follow []hostproto.Follow
 	for _, r := range b.open {
-		args = append(args, r.id, strconv.FormatInt(r.sent.n, 10), r.save[0], r.save[1], r.save[2])
+		follow = append(follow, r.follow())
 	}
-	prev, mine, err := s.post(call("attach_jobs", args...))
+	req := hostproto.AttachJobs(ttl, follow...)
+	prev, mine, err := s.post(req)
 	b.mu.Unlock()
 	defer close(mine)
 	if err != nil {
@@ -282,7 +290,7 @@ func (b *batchState) serve() {
 	// it stopped in the next attach request): like a command's server,
 	// this one is let go of.
 	b.c.mayLetGo(s)
-	b.read()
+	b.read(req)
 }
 
 func (b *batchState) take(id string) *reattach {
@@ -335,7 +343,7 @@ func (b *batchState) kill(r *reattach) {
 	}
 	s := b.s
 	b.mu.Unlock()
-	if s.write("k "+r.id+"\n") != nil {
+	if s.control(hostproto.KillJob(r.id)) != nil {
 		return // the reader sees the broken server
 	}
 	time.AfterFunc(killWait, func() {
@@ -388,16 +396,16 @@ func (b *batchState) end(s *server, err error) {
 // again (as after a lost connection).
 var errNotJoined = fmt.Errorf("%w: the attach request ended as the command joined it", ops.ErrConnectionLost)
 
-// read reads the answer up to its end.
-func (b *batchState) read() {
-	status, err := readAttach(b.s,
+// read reads the answer to req up to its end.
+func (b *batchState) read(req hostproto.Request) {
+	status, err := readFrames(b.s, req,
 		func(id string) io.Writer {
 			if r := b.get(id); r != nil {
 				return r.out
 			}
 			return io.Discard
 		},
-		func(id, status string) {
+		func(id string, status hostproto.Status) {
 			if r := b.takeLast(id); r != nil {
 				r.settle(attachResult{status: status})
 			}
@@ -406,20 +414,21 @@ func (b *batchState) read() {
 	case err != nil:
 		b.s.close()
 		b.end(b.s, b.c.lost(err))
-	case status == "!DETACHED":
+	case status.Kind == hostproto.Detached:
 		b.end(b.s, nil) // its calls attach again
-	case status != "OK":
+	case status.Kind != hostproto.OK:
 		b.s.close()
-		b.end(b.s, fmt.Errorf("command server: %s", strings.TrimPrefix(status, "!EIO ")))
+		b.end(b.s, fmt.Errorf("command server: %s", status.Arg))
 	default:
 		b.end(b.s, nil)
 	}
 }
 
-// readAttach reads an answer of attach_jobs from s: the output in each "D"
-// frame goes to out(ID), each "X" frame to end(ID, STATUS). It returns the
-// final status.
-func readAttach(s *server, out func(id string) io.Writer, end func(id, status string)) (string, error) {
+// readFrames reads the answer to req (attach_jobs or run_jobs) from s:
+// the output in each "D" frame goes to out(ID), each "X" frame to end(ID,
+// STATUS). It returns the final status.
+func readFrames(s *server, req hostproto.Request, out func(id string) io.Writer, end func(id string, status hostproto.Status)) (hostproto.Status, error) {
+	var none hostproto.Status
 	rd := s.stdout
 	for {
 		line, err := rd.ReadString('\n')
@@ -428,13 +437,14 @@ func readAttach(s *server, out func(id string) io.Writer, end func(id, status st
 			if errors.Is(err, io.EOF) {
 				err = errServerExited
 			}
-			return "", fmt.Errorf("command server: %w%s", err, s.stderr.suffix())
+			return none, fmt.Errorf("command server: %w%s", err, s.stderr.suffix())
 		}
 		line = strings.TrimSuffix(line, "\n")
-		if status, ok := strings.CutPrefix(line, string(s.marker)); ok {
-			if !batchEndMatches(status) {
+		if end, ok := strings.CutPrefix(line, string(s.marker)); ok {
+			status, err := req.Answer(end)
+			if err != nil {
 				s.broken.Store(true)
-				return "", fmt.Errorf("command server: %w: the answer ended with %q", errProtocol, status)
+				return none, fmt.Errorf("command server: %w", err)
 			}
 			return status, nil
 		}
@@ -445,21 +455,22 @@ func readAttach(s *server, out func(id string) io.Writer, end func(id, status st
 			n, err := strconv.ParseInt(arg, 10, 64)
 			if err != nil || n < 0 {
 				s.broken.Store(true)
-				return "", fmt.Errorf("command server: %w: bad frame %q", errProtocol, line)
+				return none, fmt.Errorf("command server: %w: bad frame %q", errProtocol, line)
 			}
 			if err := copyFrame(out(id), rd, n); err != nil {
 				s.broken.Store(true)
-				return "", fmt.Errorf("command server: %w", err)
+				return none, fmt.Errorf("command server: %w", err)
 			}
 		case "X":
-			if !jobAnswerMatches(arg) {
+			status, err := hostproto.FrameStatus(arg)
+			if err != nil {
 				s.broken.Store(true)
-				return "", fmt.Errorf("command server: %w: bad frame %q", errProtocol, line)
+				return none, fmt.Errorf("command server: %w: bad frame %q", errProtocol, line)
 			}
-			end(id, arg)
+			end(id, status)
 		default:
 			s.broken.Store(true)
-			return "", fmt.Errorf("command server: %w: bad frame %q", errProtocol, line)
+			return none, fmt.Errorf("command server: %w: bad frame %q", errProtocol, line)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 // Exec implements ops.ExecOperations with the server's run_job (jobs.sh): `sh -c` in
@@ -37,38 +38,38 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	if out == nil {
 		out = io.Discard
 	}
-	js := jobStart{id: randhex.String(8), script: script, dir: cmd.Dir, ttl: strconv.Itoa(int(h.leaseTTL().Seconds())), limit: h.outputLimit()}
+	js := jobStart{Job: hostproto.Job{ID: randhex.String(8), Script: script, Dir: cmd.Dir}, ttl: h.leaseTTL(), limit: h.outputLimit()}
 	if so := cmd.SaveOutput; so != nil {
 		so.Saved = false
-		js.save, js.overBytes, js.overLines = so.Path, strconv.FormatInt(so.OverBytes, 10), strconv.FormatInt(so.OverLines, 10)
+		js.Save, js.SaveBytes, js.SaveLines = so.Path, strconv.FormatInt(so.OverBytes, 10), strconv.FormatInt(so.OverLines, 10)
 	}
 	label := cmd.Label
 	if label == "" {
 		label = cmd.Script
 	}
-	js.label = jobLabel(label)
-	// The job's name is ours (js.id): a start sent again after a lost
+	js.Label = jobLabel(label)
+	// The job's name is ours (js.ID): a start sent again after a lost
 	// connection attaches to the job instead of running it twice.
-	id := js.id
+	id := js.ID
 	sent := &countingWriter{w: out}
 	// A command that runs long may be let go of by its server, for other
 	// requests, and followed with the others on one server (attach.go);
 	// one that finds no server of its own may join a batch's (group.go).
 	// The lines of both requests carry SAVE, which may not hold a newline;
 	// and following a command needs the wait for the host.
-	mayLetGo := !strings.Contains(js.save, "\n") && h.opts.ReattachTimeout >= 0
-	var status string
+	mayLetGo := !strings.Contains(js.Save, "\n") && h.opts.ReattachTimeout >= 0
+	var status hostproto.Status
 	for restarts := 0; ; {
 		var err error
 		status, err = h.runJob(ctx, sent, js, mayLetGo)
 		if err == nil {
 			// A start whose server died before the job began (a start
 			// sent again found it so): the host dropped it, start it anew.
-			if status == "!NOJOB" && sent.n == 0 && restarts < 3 && !h.privateJobs.Load() {
+			if status.Kind == hostproto.NoJob && sent.n == 0 && restarts < 3 && !h.privateJobs.Load() {
 				restarts++
 				continue
 			}
-			if status != "!DETACHED" {
+			if status.Kind != hostproto.Detached {
 				break
 			}
 		} else if ctx.Err() != nil {
@@ -95,45 +96,43 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 		// with no output yet, is one whose start was lost with the
 		// connection: it is started again (the same id: one of two starts
 		// runs).
-		status, err = h.reattachJob(ctx, id, sent, [3]string{js.save, js.overBytes, js.overLines})
+		status, err = h.reattachJob(ctx, id, sent, [3]string{js.Save, js.SaveBytes, js.SaveLines})
 		if err != nil {
 			return err
 		}
-		if status == "!NOJOB" && h.privateJobs.Load() {
+		if status.Kind == hostproto.NoJob && h.privateJobs.Load() {
 			// Another server's private directory: the job is not there,
 			// and may run on. Never start it again.
 			return fmt.Errorf("%w: job %s cannot be followed: %s", ops.ErrConnectionLost, id, privateJobsWhy)
 		}
-		if status != "!NOJOB" || sent.n > 0 {
+		if status.Kind != hostproto.NoJob || sent.n > 0 {
 			break
 		}
 	}
-	switch status {
-	case "!ENOENT":
+	switch status.Kind {
+	case hostproto.NoDir:
 		return &fs.PathError{Op: "chdir", Path: cmd.Dir, Err: fs.ErrNotExist}
-	case "!ENOTDIR":
+	case hostproto.NotDir:
 		return &fs.PathError{Op: "chdir", Path: cmd.Dir, Err: ops.ErrNotDir}
-	case "!EACCES":
+	case hostproto.DirDenied:
 		return &fs.PathError{Op: "chdir", Path: cmd.Dir, Err: fs.ErrPermission}
-	case "!NOJOB":
+	case hostproto.NoJob:
 		return fmt.Errorf("%w: job %s is no longer on the host (it ended and its result was collected, or it was swept)", ops.ErrConnectionLost, id)
-	}
-	if msg, ok := strings.CutPrefix(status, "!EIO "); ok {
-		return fmt.Errorf("command server: %s", msg)
-	}
-	if tomb, ok := strings.CutPrefix(status, "!GONE "); ok {
+	case hostproto.EIO:
+		return fmt.Errorf("command server: %s", status.Arg)
+	case hostproto.Gone:
 		h.gotResult(id)
-		return h.goneError(id, tomb, h.leaseTTL())
+		return h.goneError(id, status.Arg, h.leaseTTL())
+	case hostproto.Ended:
+		h.gotResult(id)
+		if cmd.SaveOutput != nil {
+			cmd.SaveOutput.Saved = status.Job.Saved
+		}
+		return exitError(status.Job, h.opts.OutputCap, h.leaseTTL())
 	}
-	ended, err := parseJobStatus(status)
-	if err != nil {
-		return err
-	}
-	h.gotResult(id)
-	if cmd.SaveOutput != nil {
-		cmd.SaveOutput.Saved = ended.saved
-	}
-	return ended.err(h.opts.OutputCap, h.leaseTTL())
+	// (Detached and Attach are followed above; Answer lets no other
+	// status through.)
+	return fmt.Errorf("command server: %w: unexpected status %q", errProtocol, status.Text)
 }
 
 // goneError is the error for job id that left only its tombstone on the
@@ -145,10 +144,10 @@ func (h *Host) goneError(id, tomb string, ttl time.Duration) error {
 		return fmt.Errorf("job %s was lost on the host (its waiter was killed, or the host rebooted) and its files were swept; it was not run again", id)
 	}
 	how := "its exit status is unknown"
-	if js, err := parseJobStatus(tomb); err == nil {
-		how = "it exited with code " + strconv.Itoa(js.code)
-		if js.stopped != "" {
-			how = "it was " + js.reason(h.opts.OutputCap, ttl)
+	if js, err := hostproto.ParseJobStatus(tomb); err == nil {
+		how = "it exited with code " + strconv.Itoa(js.Code)
+		if js.Stopped != "" {
+			how = "it was " + stopReason(js, h.opts.OutputCap, ttl)
 		}
 	}
 	lease := "its lease"
@@ -158,51 +157,20 @@ func (h *Host) goneError(id, tomb string, ttl time.Duration) error {
 	return fmt.Errorf("job %s ended while no client was connected (%s), and its output was swept once %s ran out uncollected; it was not run again", id, how, lease)
 }
 
-// jobStatus is the status attach_job sends for an ended job.
-type jobStatus struct {
-	code    int
-	stopped string // "capped", "lease", "killed", "lost", or ""
-	saved   bool
-}
-
-func parseJobStatus(s string) (jobStatus, error) {
-	f := strings.Fields(s)
-	var js jobStatus
-	var err error
-	if len(f) == 0 {
-		return js, fmt.Errorf("command server: empty status")
-	}
-	if js.code, err = strconv.Atoi(f[0]); err != nil {
-		return js, fmt.Errorf("command server: %w: unexpected status %q", errProtocol, s)
-	}
-	for _, w := range f[1:] {
-		switch w {
-		case "capped", "lease", "killed", "lost":
-			js.stopped = w
-		case "saved":
-			js.saved = true
-		case "unsaved":
-		default:
-			return js, fmt.Errorf("command server: %w: unexpected status %q", errProtocol, s)
-		}
-	}
-	return js, nil
-}
-
-// err is what Exec returns for the ended job: nil, or an *ops.ExitError
-// (also for a command that exited 0 once its output was cut at the cap:
-// what the caller has is not all it wrote).
-func (js jobStatus) err(outputCap int64, leaseTTL time.Duration) error {
-	if js.code == 0 && js.stopped == "" {
+// exitError is what Exec returns for the ended job js: nil, or an
+// *ops.ExitError (also for a command that exited 0 once its output was cut
+// at the cap: what the caller has is not all it wrote).
+func exitError(js hostproto.JobStatus, outputCap int64, leaseTTL time.Duration) error {
+	if js.Code == 0 && js.Stopped == "" {
 		return nil
 	}
-	return &ops.ExitError{Code: js.code, Reason: js.reason(outputCap, leaseTTL)}
+	return &ops.ExitError{Code: js.Code, Reason: stopReason(js, outputCap, leaseTTL)}
 }
 
-// reason says why the host stopped the job, for ops.ExitError; leaseTTL
-// is the job's lease (0: unknown to this client).
-func (js jobStatus) reason(outputCap int64, leaseTTL time.Duration) string {
-	switch js.stopped {
+// stopReason says why the host stopped the job, for ops.ExitError;
+// leaseTTL is the job's lease (0: unknown to this client).
+func stopReason(js hostproto.JobStatus, outputCap int64, leaseTTL time.Duration) string {
+	switch js.Stopped {
 	case "capped":
 		if outputCap <= 0 {
 			outputCap = DefaultOutputCap
@@ -236,24 +204,24 @@ func jobLabel(s string) string {
 // jobStart is what starts a job on the host: the words of run_job and
 // add_job (batches.sh).
 type jobStart struct {
-	id, script, dir            string
-	save, overBytes, overLines string // SAVE, SAVE_BYTES, SAVE_LINES
-	ttl, limit, label          string
+	hostproto.Job
+	ttl   time.Duration // its lease
+	limit string        // CAP: the most bytes of output ("": none)
 }
+
+// privateJobsWhy says why a host's commands cannot outlive their server.
+const privateJobsWhy = "the host's jobs directory ($XDG_CACHE_HOME/pi-remote/jobs) is not the user's alone, so each command lives in its server's private directory and cannot outlive it"
 
 // runJob starts the job, or attaches to it when it runs already, and
 // follows it to its end, renewing its lease meanwhile: a run_job request on
 // a server of the current connection, or, for a command of a batch that
 // finds no server of its own, one of a run_jobs request (group.go). With
-// privateJobsWhy says why a host's commands cannot outlive their server.
-const privateJobsWhy = "the host's jobs directory ($XDG_CACHE_HOME/pi-remote/jobs) is not the user's alone, so each command lives in its server's private directory and cannot outlive it"
-
 // mayLetGo the server may answer "!DETACHED" when another request needs
 // it (conn.letGoLocked).
-func (h *Host) runJob(ctx context.Context, out *countingWriter, js jobStart, mayLetGo bool) (string, error) {
+func (h *Host) runJob(ctx context.Context, out *countingWriter, js jobStart, mayLetGo bool) (hostproto.Status, error) {
 	c, err := h.ready(ctx)
 	if err != nil {
-		return "", err
+		return hostproto.Status{}, err
 	}
 	// Counted from before it has a server: a call that takes the last
 	// idle one sees the others coming (jobServer).
@@ -267,11 +235,11 @@ func (h *Host) runJob(ctx context.Context, out *countingWriter, js jobStart, may
 	mayLetGo = mayLetGo && !h.privateJobs.Load()
 	var gc *groupCall
 	if mayLetGo {
-		gc = newGroupCall(js.id, out)
+		gc = newGroupCall(js.ID, out)
 	}
 	s, g, err := c.jobServer(ctx, gc)
 	if err != nil {
-		return "", err
+		return hostproto.Status{}, err
 	}
 	if g != nil {
 		return g.run(ctx, gc, js)
@@ -283,9 +251,9 @@ func (h *Host) runJob(ctx context.Context, out *countingWriter, js jobStart, may
 	defer stop()
 	// Output comes whole at the end, unless the command runs longer than
 	// its stream delay: then it comes as it is written.
-	defer h.askStream(s, "s\n")()
+	defer h.askStream(s, hostproto.Stream)()
 	forget := h.toForget()
-	status, err := c.serve(ctx, s, job, out, call("run_job", js.id, strconv.FormatInt(out.n, 10), js.script, js.dir, js.save, js.overBytes, js.overLines, js.ttl, js.limit, js.label, strings.Join(forget, " ")))
+	status, err := c.serve(ctx, s, job, out, hostproto.RunJob(js.Job, out.n, js.ttl, js.limit, forget))
 	h.forgetDone(forget, err == nil)
 	return status, err
 }
@@ -298,7 +266,7 @@ var commandsInFlight atomic.Int64
 // once the command has run for streamDelay of the most commands in flight
 // seen meanwhile (looked at when streamAfter has passed, and again when
 // that wait ends); the function returned stops it.
-func (h *Host) askStream(s *server, line string) (stop func()) {
+func (h *Host) askStream(s *server, line hostproto.Control) (stop func()) {
 	start := time.Now()
 	var mu sync.Mutex
 	stopped := false
@@ -318,7 +286,7 @@ func (h *Host) askStream(s *server, line string) (stop func()) {
 		}
 		stopped = true
 		mu.Unlock()
-		s.write(line)
+		s.control(line)
 	}
 	mu.Lock()
 	t = time.AfterFunc(streamAfter, check)
@@ -408,7 +376,7 @@ func renewLease(s *server, ttl time.Duration) func() {
 			case <-done:
 				return
 			case <-t.C:
-				if s.write("r\n") != nil {
+				if s.control(hostproto.Renew) != nil {
 					return
 				}
 			}
@@ -451,7 +419,7 @@ func (h *Host) awaitHost(ctx context.Context, timeout time.Duration) (err error)
 func (h *Host) killJob(id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), killWait)
 	defer cancel()
-	_, _, err := h.call(ctx, change, "cancel", id, "cancel_job", id)
+	_, _, err := h.call(ctx, change, "cancel", id, hostproto.CancelJob(id))
 	return err
 }
 
@@ -461,7 +429,7 @@ func (h *Host) cancelJob(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.reattachTimeout())
 	defer cancel()
 	if h.awaitHost(ctx, h.reattachTimeout()) == nil {
-		h.call(ctx, change, "cancel", id, "cancel_job", id)
+		h.call(ctx, change, "cancel", id, hostproto.CancelJob(id))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 // A command alone streams after streamAfter; one of a batch waits longer,
@@ -39,9 +40,9 @@ func TestJobStatusError(t *testing.T) {
 		"137 killed saved": "command stopped: killed with pi-remote jobs kill (exit code 137)",
 		"255 lost":         "command stopped: its exit status was lost (a process that waited for it on the host was killed) (exit code 255)",
 	} {
-		js, err := parseJobStatus(status)
+		js, err := hostproto.ParseJobStatus(status)
 		require.NoError(t, err, status)
-		err = js.err(4<<20, 30*time.Second)
+		err = exitError(js, 4<<20, 30*time.Second)
 		if want == "" {
 			assert.NoError(t, err, status)
 			continue

@@ -12,18 +12,19 @@ import (
 	"time"
 
 	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 // call runs one of the server's file functions on a server of the live
 // connection (see conn.call). A query whose connection was lost is asked
 // again once the host is back (see again).
-func (h *Host) call(ctx context.Context, kind requestKind, op, name, fn string, args ...string) (status string, payload []byte, err error) {
+func (h *Host) call(ctx context.Context, kind requestKind, op, name string, r hostproto.Request) (status string, payload []byte, err error) {
 	do := func() error {
 		c, err := h.ready(ctx)
 		if err != nil {
 			return err
 		}
-		status, payload, err = c.call(ctx, kind, op, name, fn, args...)
+		status, payload, err = c.call(ctx, kind, op, name, r)
 		return err
 	}
 	if kind == query {
@@ -100,7 +101,7 @@ func errnoError(code, msg string) error {
 
 // Stat implements ops.ReadOperations with ls on the command server.
 func (h *Host) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
-	_, payload, err := h.call(ctx, query, "stat", name, "stat_path", name)
+	_, payload, err := h.call(ctx, query, "stat", name, hostproto.StatPath(name))
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +189,7 @@ func (h *Host) ReadDir(ctx context.Context, name string) ([]ops.DirEntry, error)
 		case p.statC:
 			flavour = "stat"
 		}
-		_, payload, err = c.call(ctx, query, "readdir", name, "list_dir", name, flavour)
+		_, payload, err = c.call(ctx, query, "readdir", name, hostproto.ListDir(name, flavour))
 		return err
 	})
 	if err != nil {
@@ -348,7 +349,7 @@ func unixMode(m uint32) fs.FileMode {
 // RealPath implements ops.Resolver on the host: symlinks and ".."
 // resolved like the kernel does (symlinks first).
 func (h *Host) RealPath(ctx context.Context, name string) (string, error) {
-	_, p, err := h.call(ctx, query, "realpath", name, "resolve_path", name)
+	_, p, err := h.call(ctx, query, "realpath", name, hostproto.ResolvePath(name))
 	return string(p), err
 }
 
@@ -356,7 +357,7 @@ func (h *Host) RealPath(ctx context.Context, name string) (string, error) {
 func (h *Host) MkdirAll(ctx context.Context, name string) error {
 	// (Safe to repeat after a lost connection.)
 	return h.again(ctx, func() error {
-		_, _, err := h.call(ctx, change, "mkdir", name, "make_dirs", name)
+		_, _, err := h.call(ctx, change, "mkdir", name, hostproto.MakeDirs(name))
 		return err
 	})
 }

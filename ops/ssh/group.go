@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 // Batches. An agent sends its commands in batches, and a batch is larger
@@ -117,7 +117,8 @@ func (g *group) serve() {
 	h := g.c.host
 	ttl := h.leaseTTL()
 	forget := h.toForget()
-	prev, mine, err := g.s.post(call("run_jobs", strconv.Itoa(int(ttl.Seconds())), h.outputLimit(), strings.Join(forget, " ")))
+	req := hostproto.RunJobs(ttl, h.outputLimit(), forget)
+	prev, mine, err := g.s.post(req)
 	defer close(mine)
 	sent := false
 	defer func() { h.forgetDone(forget, sent) }()
@@ -133,7 +134,7 @@ func (g *group) serve() {
 	}
 	stop := renewLease(g.s, ttl)
 	defer stop()
-	status, err := readAttach(g.s,
+	status, err := readFrames(g.s, req,
 		func(id string) io.Writer {
 			g.c.mu.Lock()
 			defer g.c.mu.Unlock()
@@ -142,7 +143,7 @@ func (g *group) serve() {
 			}
 			return io.Discard
 		},
-		func(id, status string) {
+		func(id string, status hostproto.Status) {
 			g.c.mu.Lock()
 			gc := g.open[id]
 			g.c.mu.Unlock()
@@ -155,9 +156,9 @@ func (g *group) serve() {
 	case err != nil:
 		g.s.close()
 		g.end(g.c.lost(err))
-	case status != "OK":
+	case status.Kind != hostproto.OK:
 		g.s.close()
-		g.end(fmt.Errorf("command server: %s", strings.TrimPrefix(status, "!EIO ")))
+		g.end(fmt.Errorf("command server: %s", status.Arg))
 	default:
 		sent = true
 		g.end(nil)
@@ -187,7 +188,7 @@ func (g *group) leave(gc *groupCall) {
 	// breaks the server, which the reader sees.
 	<-g.ready
 	if g.err == nil {
-		g.s.write("e\n")
+		g.s.control(hostproto.End)
 	}
 }
 
@@ -224,21 +225,22 @@ func (g *group) end(err error) {
 // caller follows it with the attach request), or the error that ended the
 // group. A cancelled call has its job killed and returns ctx.Err() once
 // the host confirms it.
-func (g *group) run(ctx context.Context, gc *groupCall, js jobStart) (string, error) {
+func (g *group) run(ctx context.Context, gc *groupCall, js jobStart) (hostproto.Status, error) {
+	var none hostproto.Status
 	select {
 	case <-g.ready:
 	case <-ctx.Done():
 		g.leave(gc)
 		gc.settle(attachResult{err: ctx.Err()})
-		return "", ctx.Err()
+		return none, ctx.Err()
 	}
 	if g.err != nil {
 		g.leave(gc)
-		return "", g.c.lost(g.err)
+		return none, g.c.lost(g.err)
 	}
 	// (A write that fails breaks the server: the reader ends the group.)
-	g.s.send(call("add_job", js.id, js.script, js.dir, js.save, js.overBytes, js.overLines, js.label))
-	stopAsking := g.c.host.askStream(g.s, "d "+gc.id+"\n")
+	g.s.send(hostproto.AddJob(js.Job))
+	stopAsking := g.c.host.askStream(g.s, hostproto.LetGoOf(gc.id))
 	defer stopAsking()
 	var res attachResult
 	select {
@@ -247,28 +249,28 @@ func (g *group) run(ctx context.Context, gc *groupCall, js jobStart) (string, er
 	case <-ctx.Done():
 	}
 	stopAsking()
-	if g.s.write("k "+gc.id+"\n") == nil {
+	if g.s.control(hostproto.KillJob(gc.id)) == nil {
 		select {
 		case res = <-gc.done:
 			status, err := groupStatus(res)
-			if err != nil || strings.HasPrefix(status, "!") {
+			if err != nil || status.Kind != hostproto.Ended {
 				// Let go of, or gone with the connection, as the kill went.
-				return "", fmt.Errorf("%w (%w)", ctx.Err(), errKillUnconfirmed)
+				return none, fmt.Errorf("%w (%w)", ctx.Err(), errKillUnconfirmed)
 			}
-			return "", ctx.Err()
+			return none, ctx.Err()
 		case <-time.After(killWait):
 		}
 	}
 	gc.settle(attachResult{err: errKillUnconfirmed})
 	g.leave(gc)
-	return "", fmt.Errorf("%w (%w)", ctx.Err(), errKillUnconfirmed)
+	return none, fmt.Errorf("%w (%w)", ctx.Err(), errKillUnconfirmed)
 }
 
 // groupStatus is a group call's verdict as run_job's answer: a job that
 // was started before (a start sent again) is attached to, as one let go of.
-func groupStatus(res attachResult) (string, error) {
-	if res.status == "!ATTACH" {
-		return "!DETACHED", res.err
+func groupStatus(res attachResult) (hostproto.Status, error) {
+	if res.status.Kind == hostproto.Attach {
+		return hostproto.Status{Kind: hostproto.Detached, Text: "!DETACHED"}, res.err
 	}
 	return res.status, res.err
 }

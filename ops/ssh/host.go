@@ -28,6 +28,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 )
 
@@ -229,7 +230,7 @@ func (h *Host) forgetCollected() {
 	for ids := h.toForget(); len(ids) > 0; ids = h.toForget() {
 		c, err := h.conn(ctx)
 		if err == nil {
-			_, _, err = c.call(ctx, change, "forget", "", "forget", ids...)
+			_, _, err = c.call(ctx, change, "forget", "", hostproto.Forget(ids...))
 		}
 		h.forgetDone(ids, err == nil)
 		if err != nil {
@@ -473,7 +474,7 @@ func (c *conn) probed(ctx context.Context) (probe, error) {
 	if c.probe != nil {
 		return *c.probe, nil
 	}
-	_, out, err := c.call(ctx, query, "probe", "", "probe_host")
+	_, out, err := c.call(ctx, query, "probe", "", hostproto.ProbeHost())
 	if err != nil {
 		return probe{}, err
 	}

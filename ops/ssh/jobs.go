@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 // Job is a command on the host that no client has collected yet: running,
@@ -25,7 +27,7 @@ type Job struct {
 
 // Jobs lists the jobs of this user on the host.
 func (h *Host) Jobs(ctx context.Context) ([]Job, error) {
-	_, out, err := h.call(ctx, query, "jobs", "", "list_jobs")
+	_, out, err := h.call(ctx, query, "jobs", "", hostproto.ListJobs())
 	if err != nil {
 		return nil, err
 	}
@@ -54,13 +56,13 @@ func (h *Host) Jobs(ctx context.Context) ([]Job, error) {
 		case "running", "lost":
 			j.State = f[1]
 		default:
-			js, err := parseJobStatus(f[1])
+			js, err := hostproto.ParseJobStatus(f[1])
 			if err != nil {
 				continue
 			}
-			j.State, j.Code = "exited", js.code
-			if js.stopped != "" {
-				j.State, j.Why = "stopped", js.reason(h.opts.OutputCap, 0)
+			j.State, j.Code = "exited", js.Code
+			if js.Stopped != "" {
+				j.State, j.Why = "stopped", stopReason(js, h.opts.OutputCap, 0)
 			}
 		}
 		jobs = append(jobs, j)
@@ -94,7 +96,7 @@ func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
 	}
 	ttl := h.leaseTTL()
 	sent := &countingWriter{w: out}
-	var status string
+	var status hostproto.Status
 	err := h.again(ctx, func() error {
 		c, err := h.ready(ctx)
 		if err != nil {
@@ -106,26 +108,25 @@ func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
 		}
 		// A person watching the job is its client: the lease holds.
 		defer renewLease(s, ttl)()
-		status, err = c.serve(ctx, s, query, sent, call("attach_job", id, strconv.FormatInt(sent.n, 10), "", "", "", strconv.Itoa(int(ttl.Seconds()))))
+		status, err = c.serve(ctx, s, query, sent, hostproto.AttachJob(id, sent.n, ttl))
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if status == "!NOJOB" {
+	switch status.Kind {
+	case hostproto.NoJob:
 		return fmt.Errorf("job %s: %w (it ended and was collected, or never ran here)", id, ErrNoJob)
+	case hostproto.EIO:
+		return fmt.Errorf("job %s: %s", id, status.Arg)
+	case hostproto.Gone:
+		return h.goneError(id, status.Arg, 0)
+	case hostproto.Ended:
+		return exitError(status.Job, h.opts.OutputCap, 0)
 	}
-	if msg, ok := strings.CutPrefix(status, "!EIO "); ok {
-		return fmt.Errorf("job %s: %s", id, msg)
-	}
-	if tomb, ok := strings.CutPrefix(status, "!GONE "); ok {
-		return h.goneError(id, tomb, 0)
-	}
-	js, err := parseJobStatus(status)
-	if err != nil {
-		return err
-	}
-	return js.err(h.opts.OutputCap, 0)
+	// !DETACHED (no one asks attach_job to let go) and the directory's
+	// statuses (attach_job starts nothing) do not come.
+	return fmt.Errorf("command server: %w: unexpected status %q", errProtocol, status.Text)
 }
 
 // StopJob kills job id when it runs, or removes its record when it has
@@ -134,7 +135,7 @@ func (h *Host) StopJob(ctx context.Context, id string) (string, error) {
 	if err := checkJobID(id); err != nil {
 		return "", err
 	}
-	what, _, err := h.call(ctx, change, "kill", id, "stop_job", id)
+	what, _, err := h.call(ctx, change, "kill", id, hostproto.StopJob(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("job %s: %w", id, ErrNoJob)
 	}

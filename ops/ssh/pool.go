@@ -11,6 +11,8 @@ import (
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 // maxPipeline bounds the requests in flight on one server.
@@ -343,9 +345,7 @@ func (c *conn) letGo(s *server, uses uint64) {
 	if !still {
 		return
 	}
-	if _, err := io.WriteString(s.stdin, "d\n"); err != nil {
-		s.broken.Store(true) // its reader sees it
-	}
+	s.controlLocked(hostproto.LetGo) // a write that fails breaks s: its reader sees it
 }
 
 // mayLetGo marks s, which was given a command, as one that may be let go

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 // Open implements ops.ReadOperations with the server's read_head for a
@@ -71,12 +71,12 @@ func (h *Host) readHead(ctx context.Context, name string) (head []byte, whole bo
 		if err != nil {
 			return err
 		}
-		final, err := c.serve(ctx, s, query, &buf, call("read_head", name, strconv.Itoa(readHeadSize)))
+		final, err := c.serve(ctx, s, query, &buf, hostproto.ReadHead(name, readHeadSize))
 		if err != nil {
 			return err
 		}
 		status, payload, _ := bytes.Cut(buf.Bytes(), []byte("\n"))
-		if final != "0" {
+		if final.Kind != hostproto.Exited {
 			return errStreamOnly
 		}
 		if _, _, err := checkStatus("open", name, string(status), nil); err != nil {
@@ -116,15 +116,12 @@ func (h *Host) openAt(ctx context.Context, name string, off int64) (*stream, err
 	rctx, cancel := context.WithCancel(ctx)
 	sp := newSpool(spoolSize)
 	s := &stream{cancel: cancel, spool: sp, br: bufio.NewReaderSize(sp, 32<<10)}
-	r := call("open_file", name)
-	if off > 0 {
-		r = call("open_file", name, strconv.FormatInt(off, 10))
-	}
+	r := hostproto.OpenFile(name, off)
 	// Ends with the request: at the end of the file, or soon after close.
 	go func() {
 		status, err := c.serve(rctx, srv, job, sp, r)
-		if err == nil && status != "0" {
-			_, _, err = checkStatus("read", name, status, nil)
+		if err == nil && status.Kind == hostproto.Failed {
+			_, _, err = checkStatus("read", name, status.Arg, nil)
 		}
 		sp.end(err)
 	}()

@@ -6,21 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
-
-// request is one call of a function of the server (hostproto.Program).
-type request struct {
-	fn   string
-	args []string
-	// data follows the request line on the stream, raw: the function
-	// reads exactly len(data) bytes of it (receive_temp).
-	data []byte
-}
-
-func call(fn string, args ...string) request { return request{fn: fn, args: args} }
 
 // requestKind says what a caller that gives up (ctx done) may do about a
 // request already sent.
@@ -48,7 +38,7 @@ const (
 )
 
 type answer struct {
-	status string
+	status hostproto.Status
 	err    error
 }
 
@@ -56,10 +46,11 @@ type answer struct {
 // (never after serve returns) until the marker; it returns the status. s
 // goes back to the pool, or is closed when its state is unknown. See
 // requestKind for what cancellation does.
-func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writer, r request) (string, error) {
+func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writer, r hostproto.Request) (hostproto.Status, error) {
+	var none hostproto.Status
 	if err := ctx.Err(); err != nil {
 		c.release(s)
-		return "", err
+		return none, err
 	}
 	gate := &gatedWriter{w: w}
 	sent := make(chan error, 1)
@@ -75,10 +66,12 @@ func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writ
 		if prev != nil {
 			<-prev
 		}
-		st, err := s.readUntilMarker(gate)
-		if err == nil && !answerMatches(r.fn, st) {
-			s.broken.Store(true)
-			err = fmt.Errorf("%w: %s answered %q", errProtocol, r.fn, st)
+		line, err := s.readUntilMarker(gate)
+		var st hostproto.Status
+		if err == nil {
+			if st, err = r.Answer(line); err != nil {
+				s.broken.Store(true)
+			}
 		}
 		done <- answer{st, err}
 	}()
@@ -86,7 +79,7 @@ func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writ
 	case a := <-done:
 		return c.finish(s, gate, a)
 	case <-c.dead:
-		return "", c.abandon(s, gate, done)
+		return none, c.abandon(s, gate, done)
 	case <-ctx.Done():
 	}
 	switch kind {
@@ -103,43 +96,43 @@ func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writ
 			}
 			c.abandon(s, gate, done)
 		}()
-		return "", ctx.Err()
+		return none, ctx.Err()
 	case change:
 		select {
 		case a := <-done:
 			return c.finish(s, gate, a)
 		case <-c.dead:
-			return "", c.abandon(s, gate, done)
+			return none, c.abandon(s, gate, done)
 		}
 	}
 	// A job: kill it once the request is out, and wait for the end.
 	select {
 	case err := <-sent:
 		if err == nil {
-			err = s.cancel()
+			err = s.control(hostproto.Kill)
 		}
 		if err != nil {
-			return "", c.abandon(s, gate, done)
+			return none, c.abandon(s, gate, done)
 		}
 	case <-c.dead:
-		return "", c.abandon(s, gate, done)
+		return none, c.abandon(s, gate, done)
 	}
 	select {
 	case a := <-done:
 		status, err := c.finish(s, gate, a)
 		if err != nil {
-			return "", err
+			return none, err
 		}
-		if status == "!DETACHED" {
+		if status.Kind == hostproto.Detached {
 			// Let go of as the kill came: it may run on.
-			return "", fmt.Errorf("%w (%w)", ctx.Err(), errKillUnconfirmed)
+			return none, fmt.Errorf("%w (%w)", ctx.Err(), errKillUnconfirmed)
 		}
-		return "", ctx.Err()
+		return none, ctx.Err()
 	case <-c.dead:
-		return "", c.abandon(s, gate, done)
+		return none, c.abandon(s, gate, done)
 	case <-time.After(killWait):
 		c.abandon(s, gate, done)
-		return "", fmt.Errorf("%w (%w)", ctx.Err(), errKillUnconfirmed)
+		return none, fmt.Errorf("%w (%w)", ctx.Err(), errKillUnconfirmed)
 	}
 }
 
@@ -148,11 +141,11 @@ func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writ
 var errKillUnconfirmed = errors.New("the host did not confirm the kill")
 
 // finish ends a request that got its answer.
-func (c *conn) finish(s *server, gate *gatedWriter, a answer) (string, error) {
+func (c *conn) finish(s *server, gate *gatedWriter, a answer) (hostproto.Status, error) {
 	gate.shut()
 	c.release(s)
 	if a.err != nil {
-		return "", c.lost(fmt.Errorf("command server: %w%s", a.err, s.stderr.suffix()))
+		return hostproto.Status{}, c.lost(fmt.Errorf("command server: %w%s", a.err, s.stderr.suffix()))
 	}
 	return a.status, nil
 }
@@ -200,25 +193,20 @@ func (g *gatedWriter) shut() {
 	g.mu.Unlock()
 }
 
-// call runs one of the server's file functions through its call wrapper
-// and splits the status line ("OK ..." or "E CODE message") from the
-// payload; an error status becomes a *fs.PathError for op and name.
-func (c *conn) call(ctx context.Context, kind requestKind, op, name, fn string, args ...string) (string, []byte, error) {
-	return c.callData(ctx, kind, op, name, nil, fn, args...)
-}
-
-// callData is call with raw data after the request line.
-func (c *conn) callData(ctx context.Context, kind requestKind, op, name string, data []byte, fn string, args ...string) (string, []byte, error) {
+// call runs one of the server's file functions (r: a request of
+// hostproto's file function builders) through its call wrapper and splits
+// the status line ("OK ..." or "E CODE message") from the payload; an
+// error status becomes a *fs.PathError for op and name.
+func (c *conn) call(ctx context.Context, kind requestKind, op, name string, r hostproto.Request) (string, []byte, error) {
 	// With data, a server of its own, as for a request that reads the
 	// request stream: the host reads the data with head -c, and BusyBox's
 	// head reads on past its count, taking any request sent behind the
 	// data with it.
-	s, err := c.server(ctx, data != nil)
+	s, err := c.server(ctx, r.Data != nil)
 	if err != nil {
 		return "", nil, err
 	}
 	var buf bytes.Buffer
-	r := request{fn: "call", args: append([]string{fn}, args...), data: data}
 	if _, err := c.serve(ctx, s, kind, &buf, r); err != nil {
 		return "", nil, err
 	}
@@ -237,60 +225,6 @@ func (c *conn) mismatch(err error) error {
 }
 
 // errProtocol is wrapped by the error of an answer that matches no answer
-// its request may have: a status the server does not send for it (its
-// "!PROTOCOL" for a request it does not have, or one it could not parse),
-// a frame or status line that is none of its kinds. The client and the
-// server then disagree on what was said (a server of another version, a
-// stream out of step): nothing more read on that connection can be
-// trusted, and conn.lost closes it.
-var errProtocol = errors.New("command server protocol error")
-
-// answerMatches says whether status may end the answer to a request of
-// the server's function fn.
-func answerMatches(fn, status string) bool {
-	switch fn {
-	case "call":
-		// The file function's exit status: its own status line comes
-		// first (checkStatus).
-		return isDecimal(status)
-	case "read_head", "open_file":
-		return status == "0" || strings.HasPrefix(status, "E ")
-	case "run_job", "attach_job":
-		return jobAnswerMatches(status)
-	case "attach_jobs", "run_jobs":
-		return batchEndMatches(status)
-	}
-	return !strings.HasPrefix(status, "!PROTOCOL")
-}
-
-// jobAnswerMatches says whether status is one a job's answer may end with
-// (run_job, attach_job, and the "X" frames of attach_jobs and run_jobs).
-func jobAnswerMatches(status string) bool {
-	switch status {
-	case "!ENOENT", "!ENOTDIR", "!EACCES", "!NOJOB", "!DETACHED", "!ATTACH":
-		return true
-	}
-	if strings.HasPrefix(status, "!EIO ") || strings.HasPrefix(status, "!GONE ") {
-		return true
-	}
-	_, err := parseJobStatus(status)
-	return err == nil
-}
-
-// batchEndMatches says whether status may end an answer of attach_jobs or
-// run_jobs.
-func batchEndMatches(status string) bool {
-	return status == "OK" || status == "!DETACHED" || strings.HasPrefix(status, "!EIO ")
-}
-
-func isDecimal(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
-}
+// its request may have (see hostproto.ErrProtocol): conn.lost closes the
+// connection.
+var errProtocol = hostproto.ErrProtocol

@@ -153,7 +153,7 @@ func drainSessionRequests(reqs <-chan *gossh.Request) bool {
 // s's pipes and waits until it is ready. fence: see startServer.
 func (s *server) handshake(ctx context.Context, useSetsid bool, fence ...string) error {
 	s.marker = []byte("\x1e@pi-remote:" + randhex.String(12) + ":")
-	call := "serve " + shellquote.Join(append([]string{string(s.marker), graceSeconds, yesNo(useSetsid), randhex.String(6)}, fence...)...)
+	call := hostproto.Serve(string(s.marker), graceSeconds, useSetsid, randhex.String(6), fence...)
 	stop := context.AfterFunc(ctx, func() { s.end() })
 	_, err := io.WriteString(s.stdin, hostproto.Program+call+"\n"+programEnd+"\n")
 	var status string
@@ -178,13 +178,6 @@ func (s *server) handshake(ctx context.Context, useSetsid bool, fence ...string)
 	return nil
 }
 
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
 // close ends the server's channel; the server sees the end of its input.
 // (Closing only stdin would race a write in progress: x/crypto's CloseWrite
 // is not safe beside Write, Close is.)
@@ -194,23 +187,23 @@ func (s *server) close() {
 }
 
 // send writes the request line (and its data).
-func (s *server) send(r request) error {
+func (s *server) send(r hostproto.Request) error {
 	var b strings.Builder
 	b.Write(s.marker)
-	b.WriteString(r.fn)
-	for _, a := range r.args {
+	b.WriteString(r.Name)
+	for _, a := range r.Args {
 		b.WriteByte(' ')
 		b.WriteString(shellquote.QuoteLine(a))
 	}
 	b.WriteByte('\n')
-	b.Write(r.data)
+	b.Write(r.Data)
 	return s.write(b.String())
 }
 
 // post sends r behind the requests already in flight. The answer to r
 // may be read once prev is closed (nil: at once); close mine once it has
 // been read, or given up on.
-func (s *server) post(r request) (prev, mine chan struct{}, err error) {
+func (s *server) post(r hostproto.Request) (prev, mine chan struct{}, err error) {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	prev, mine = s.lastRead, make(chan struct{})
@@ -218,13 +211,20 @@ func (s *server) post(r request) (prev, mine chan struct{}, err error) {
 	return prev, mine, s.send(r)
 }
 
-// cancel asks the server to kill the job it runs. A cancel that arrives
-// after the job ended is ignored by the server.
-func (s *server) cancel() error { return s.write("k\n") }
+// control sends a control line to the request s runs. One that arrives
+// after the request ended is ignored by the server.
+func (s *server) control(c hostproto.Control) error { return s.write(string(c)) }
+
+// controlLocked is control with s.wmu held.
+func (s *server) controlLocked(c hostproto.Control) error { return s.writeLocked(string(c)) }
 
 func (s *server) write(line string) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	return s.writeLocked(line)
+}
+
+func (s *server) writeLocked(line string) error {
 	if _, err := io.WriteString(s.stdin, line); err != nil {
 		s.broken.Store(true)
 		return err

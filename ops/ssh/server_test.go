@@ -26,6 +26,10 @@ import (
 	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
+
+	"github.com/pi-remote/pi-remote/internal/slowio"
 )
 
 // testShells are the shells server.sh must run under: dash (Debian's
@@ -152,18 +156,6 @@ func (l *localServer) run(t *testing.T, script string) (string, string) {
 	var out bytes.Buffer
 	status := l.do(t, &out, "run_job", newJob(script)...)
 	return status, out.String()
-}
-
-// slowWriter takes its time over every write, like a client behind a slow
-// link.
-type slowWriter struct {
-	bytes.Buffer
-	pause time.Duration
-}
-
-func (s *slowWriter) Write(p []byte) (int, error) {
-	time.Sleep(s.pause)
-	return s.Buffer.Write(p)
 }
 
 // following lists the processes whose command line names file.
@@ -1183,7 +1175,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			t.Run("a slow reader gets all of the output", func(t *testing.T) {
 				t.Parallel()
 				l := startLocal(t, sh, true)
-				w := &slowWriter{pause: 20 * time.Millisecond}
+				w := &slowio.Writer{Pause: 20 * time.Millisecond}
 				status := l.do(t, w, "run_job", newJob(`awk 'BEGIN { for (i = 1; i <= 100000; i++) print i }'; echo END-MARKER`)...)
 				assert.Equal(t, "0", status)
 				lines := strings.Split(strings.TrimSuffix(w.String(), "\n"), "\n")
@@ -1200,7 +1192,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					// (setsid) with a child of its own.
 					require.NoError(t, l.send(call("run_job", newJob(fmt.Sprintf("echo started; sleep %s & sleep %s & setsid sh -c 'sleep %s & sleep %s; :' & wait", marker, marker, marker, marker))...)))
 					require.Eventually(t, func() bool { return len(sleeping(t, marker)) == 4 }, 5*time.Second, 10*time.Millisecond)
-					require.NoError(t, l.cancel())
+					require.NoError(t, l.control(hostproto.Kill))
 					var out bytes.Buffer
 					_, err := l.readUntilMarker(&out)
 					require.NoError(t, err)
@@ -1217,7 +1209,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				t.Parallel()
 				l := startLocal(t, sh, true)
 				l.run(t, "true")
-				require.NoError(t, l.cancel())
+				require.NoError(t, l.control(hostproto.Kill))
 				status, out := l.run(t, "echo next")
 				assert.Equal(t, "0", status)
 				assert.Equal(t, "next\n", out)
@@ -1252,7 +1244,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					data[i] = byte(i * 7)
 				}
 				out.Reset()
-				require.NoError(t, l.send(request{fn: "call", args: []string{"receive_temp", tmp, inode, fmt.Sprint(len(data))}, data: data}))
+				require.NoError(t, l.send(hostproto.Request{Name: "call", Args: []string{"receive_temp", tmp, inode, fmt.Sprint(len(data))}, Data: data}))
 				_, err := l.readUntilMarker(&out)
 				require.NoError(t, err)
 				assert.Equal(t, "OK\n", out.String())
@@ -1262,7 +1254,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// A failed write still reads its data: the next request
 				// comes whole.
 				out.Reset()
-				require.NoError(t, l.send(request{fn: "call", args: []string{"receive_temp", filepath.Join(dir, "no", "such"), inode, "5"}, data: []byte("12345")}))
+				require.NoError(t, l.send(hostproto.Request{Name: "call", Args: []string{"receive_temp", filepath.Join(dir, "no", "such"), inode, "5"}, Data: []byte("12345")}))
 				_, err = l.readUntilMarker(&out)
 				require.NoError(t, err)
 				assert.True(t, strings.HasPrefix(out.String(), "E ENOENT"), "got %q", out.String())

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/internal/randhex"
 	"github.com/pi-remote/pi-remote/ops"
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 const (
@@ -172,7 +172,7 @@ func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		if format := printfFormat(head); len(format) <= encodedMax {
 			a.content, a.committing = head, true
-			_, _, err := c.call(ctx, change, "write", name, "write_inline", name, octal, digest, a.suffix(), format, parents, opts.Canonical)
+			_, _, err := c.call(ctx, change, "write", name, hostproto.WriteInline(name, octal, digest, a.suffix(), format, parents, opts.Canonical))
 			return err
 		}
 	case err != nil:
@@ -209,7 +209,7 @@ func (h *Host) writeOnce(ctx context.Context, name string, r io.Reader, opts ops
 		a.digest = sum.sum()
 	}
 	a.committing = true
-	_, _, err = c.call(ctx, change, "write", name, "commit_temp", name, tmp.path, tmp.inode, digest, opts.Canonical)
+	_, _, err = c.call(ctx, change, "write", name, hostproto.CommitTemp(name, tmp.path, tmp.inode, digest, opts.Canonical))
 	return err
 }
 
@@ -225,7 +225,7 @@ type tempFile struct {
 
 // createTemp asks for a new temporary file for name (see create_temp).
 func (h *Host) createTemp(ctx context.Context, c *conn, name, perm, suffix, parents string) (tempFile, error) {
-	_, payload, err := c.call(ctx, change, "write", name, "create_temp", name, perm, suffix, parents)
+	_, payload, err := c.call(ctx, change, "write", name, hostproto.CreateTemp(name, perm, suffix, parents))
 	if err != nil {
 		return tempFile{}, err
 	}
@@ -241,7 +241,7 @@ func (h *Host) createTemp(ctx context.Context, c *conn, name, perm, suffix, pare
 func (h *Host) removeTemp(ctx context.Context, name string, tmp tempFile) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	h.call(cctx, change, "write", name, "remove_temp", tmp.path, tmp.inode)
+	h.call(cctx, change, "write", name, hostproto.RemoveTemp(tmp.path, tmp.inode))
 }
 
 // settleWrite waits for the host to answer again (until deadline) and
@@ -275,7 +275,7 @@ func (h *Host) settleWrite(ctx context.Context, name string, a *writeAttempt, de
 		if !a.committing {
 			digest = "-"
 		}
-		status, _, err := c.call(ctx, change, "write", name, "settle_write", append([]string{name, digest}, a.suffixes...)...)
+		status, _, err := c.call(ctx, change, "write", name, hostproto.SettleWrite(name, digest, a.suffixes...))
 		switch {
 		case errors.Is(err, ops.ErrConnectionLost):
 			continue
@@ -327,7 +327,7 @@ func (h *Host) upload(ctx context.Context, c *conn, tmp tempFile, r io.Reader) e
 		if errors.As(err, &se) && se.FxCode() == sftp.ErrSSHFxFailure && !c.isDead() {
 			// SFTP says only "Failure" for a full disk, a quota, an I/O
 			// error: the host's shell can tell which.
-			if _, _, derr := c.call(ctx, change, "write", tmp.path, "diagnose_write", tmp.path, tmp.inode); derr != nil {
+			if _, _, derr := c.call(ctx, change, "write", tmp.path, hostproto.DiagnoseWrite(tmp.path, tmp.inode)); derr != nil {
 				return derr
 			}
 		}
@@ -364,7 +364,7 @@ func (h *Host) uploadInChunks(ctx context.Context, c *conn, tmp tempFile, r io.R
 	for {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
-			if _, _, werr := c.callData(ctx, change, "write", tmp.path, buf[:n], "receive_temp", tmp.path, tmp.inode, strconv.Itoa(n)); werr != nil {
+			if _, _, werr := c.call(ctx, change, "write", tmp.path, hostproto.ReceiveTemp(tmp.path, tmp.inode, buf[:n])); werr != nil {
 				return werr
 			}
 		}

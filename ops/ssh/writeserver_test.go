@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/internal/unprivileged"
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 // answer sends a request to a file function and splits its answer into
@@ -85,7 +86,7 @@ func TestServerWritesAgainstSwaps(t *testing.T) {
 					swap.do(t, private)
 
 					var out bytes.Buffer
-					require.NoError(t, l.send(request{fn: "call", args: []string{"receive_temp", tmp, inode, "5"}, data: []byte("12345")}))
+					require.NoError(t, l.send(hostproto.Request{Name: "call", Args: []string{"receive_temp", tmp, inode, "5"}, Data: []byte("12345")}))
 					_, err := l.readUntilMarker(&out)
 					require.NoError(t, err)
 					assert.True(t, strings.HasPrefix(out.String(), "E EACCES "), "receive_temp: got %q", out.String())
