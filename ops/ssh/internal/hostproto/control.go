@@ -4,9 +4,13 @@ import "strconv"
 
 // A Control is a control line: sent on a server's request stream while a
 // request that reads the stream runs (run_job, attach_job, attach_jobs,
-// run_jobs, open_file), to be read by that request's watcher. A line that
-// arrives after its request ended reaches the request loop, which ignores
-// it. docs/host-protocol.md §5 says which request honours which line.
+// run_jobs, open_file), to be read by that request's watcher
+// (read_control in serve.sh). One grammar for every request: a letter
+// means the same everywhere; a line with a job ID is about that job of
+// the answer, one without about every job of the answer. A line that
+// arrives after its request ended reaches the request loop, which
+// ignores it. docs/host-protocol.md §5 says which request honours which
+// line.
 type Control string
 
 const (

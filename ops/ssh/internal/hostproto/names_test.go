@@ -18,6 +18,24 @@ func TestNamesMatchTheServer(t *testing.T) {
 	assert.Equal(t, serverStatuses(t), sortedKeys(bangs), "Go's statuses (status.go) against those the server prints")
 }
 
+// The control lines Go writes are the letters the server's watchers read
+// (the cases of $ctl after read_control).
+func TestControlLettersMatchTheServer(t *testing.T) {
+	goLetters := map[string]bool{}
+	for _, c := range []Control{Kill, Renew, Stream, LetGo, End, KillJob("ab"), LetGoOf("ab"), Add(Follow{ID: "ab"})} {
+		goLetters[string(c[0])] = true
+	}
+	server := map[string]bool{}
+	for _, block := range regexp.MustCompile(`(?s)case \$ctl in\n(.*?)\nesac`).FindAllStringSubmatch(Program, -1) {
+		for _, m := range regexp.MustCompile(`(?m)^([a-z](?: \| [a-z])*)\)`).FindAllStringSubmatch(block[1], -1) {
+			for _, letter := range strings.Split(m[1], " | ") {
+				server[letter] = true
+			}
+		}
+	}
+	assert.Equal(t, sortedKeys(server), sortedKeys(goLetters))
+}
+
 // Each module opens with a comment naming the requests it serves, and
 // every request is named by one.
 func TestModulesNameTheirRequests(t *testing.T) {

@@ -1,7 +1,11 @@
 // Package hostproto is the protocol between the SSH backend (ops/ssh) and
-// the command server it runs on a host: the server's program, POSIX sh
-// modules under server/ sent at every server start. docs/host-protocol.md
-// is its reference.
+// the command server it runs on a host: the server's program (Program, the
+// POSIX sh modules under server/, sent at every server start), a builder
+// per request (RunJob, AttachJobs, StatPath, ...), the statuses that end
+// an answer parsed once (Request.Answer, Status), and the control lines
+// (Control). It says what is sent and what it means; ops/ssh decides when
+// (its pool, jobs and files). docs/host-protocol.md is its reference, and
+// the tests keep the Go names and the server's in step.
 package hostproto
 
 import (

@@ -167,30 +167,39 @@ attach_words() {
 	[ "$#" = 0 ]
 }
 
-# attach_watcher DIR TTL reads the request stream while attach_jobs runs:
-# "k ID" kills job ID, "r" renews the lease of each job in DIR, "a ..."
-# adds a job to DIR, "d" stops the answer (see attach_jobs). At the end
-# of the stream (the client is gone) it ends this server; the jobs go on.
+# attach_watcher DIR TTL reads the request stream while attach_jobs runs
+# (read_control): "k ID" kills job ID, "k" each job in DIR, "r" renews the
+# lease of each job in DIR, "a ..." adds a job to DIR, "d" lets go of them
+# all: the answer stops (see attach_jobs). At the end of the stream (the
+# client is gone) it ends this server; the jobs go on.
 attach_watcher() {
-	while IFS= read -r _aw_line <&3; do
-		case $_aw_line in
+	while read_control; do
+		case $ctl in
 		r)
 			for _aw_state in "$1"/*; do
 				[ ! -f "$_aw_state" ] || renew "$jobs/${_aw_state##*/}" "$2"
 			done
 			;;
-		"k "*)
+		k)
 			# (See attach_jobs: a kill is not cut short.)
 			: >"$1.killing"
-			[ -e "$1.ending" ] || kill_running "${_aw_line#k }"
+			if [ -e "$1.ending" ]; then
+				:
+			elif [ -n "$ctl_id" ]; then
+				kill_running "$ctl_id"
+			else
+				for _aw_state in "$1"/*; do
+					[ ! -f "$_aw_state" ] || kill_running "${_aw_state##*/}"
+				done
+			fi
 			rm -f "$1.killing"
 			;;
-		d) : >"$1.stop" ;;
-		"a "*)
+		d) [ -n "$ctl_id" ] || : >"$1.stop" ;;
+		a)
 			# a ID OFFSET SAVE_BYTES SAVE_LINES SAVE: one more job (SAVE,
 			# the rest of the line, may hold spaces). Its state file is
 			# renamed into place: the main loop reads it whole or not at all.
-			_aw_rest=${_aw_line#a }
+			_aw_rest=$ctl_args
 			_aw_id=${_aw_rest%% *}
 			_aw_rest=${_aw_rest#* }
 			_aw_off=${_aw_rest%% *}

@@ -130,22 +130,27 @@ leave_group_fifo() {
 	[ -s "$1.status" ] && _rs_fifos="$_rs_fifos $2 $2.left"
 }
 
-# group_watcher reads the request stream while run_jobs runs: it starts
-# the jobs added (add_job) and passes what the answer must hear on to it
-# through the events FIFO (fd 6), in order.
+# group_watcher reads the request stream while run_jobs runs
+# (read_control): it starts the jobs added (add_job lines) and passes what
+# the answer must hear on to it through the events FIFO (fd 6), in order:
+# "k [ID]" kills, "d [ID]" lets go of the job, or of every job of the
+# answer; "r" renews; "e" ends the answer.
 group_watcher() {
 	_gf_spare=
 	_gf_n=0
-	while IFS= read -r _gw_line <&3; do
-		case $_gw_line in
+	while read_control; do
+		case $ctl_line in
 		"$marker"'add_job '*)
 			if ! fence_in; then
 				echo q >&6
 				return
 			fi
-			command eval "${_gw_line#"$marker"}"
+			command eval "${ctl_line#"$marker"}"
 			fence_out
+			continue
 			;;
+		esac
+		case $ctl in
 		r)
 			# (Those answered for too: they are few, and a lease of an
 			# ended job is not looked at.)
@@ -153,8 +158,15 @@ group_watcher() {
 				[ ! -e "$jobs/${_gw_state##*/}.lease" ] || renew "$jobs/${_gw_state##*/}" "$_rs_ttl"
 			done
 			;;
-		"k "*) kill_running "${_gw_line#k }" ;;
-		"d "*) ! hex "${_gw_line#d }" || echo "$_gw_line" >&6 ;;
+		k | d)
+			# (Without an ID: each job of this request.)
+			if [ -n "$ctl_id" ]; then set -- "$ctl_id"; else set -- "$_rs_dir"/*; fi
+			for _gw_id; do
+				_gw_id=${_gw_id##*/}
+				hex "$_gw_id" || continue
+				if [ "$ctl" = k ]; then kill_running "$_gw_id"; else echo "d $_gw_id" >&6; fi
+			done
+			;;
 		e)
 			# The FIFOs made ahead and not used go with the answer's rm.
 			[ -z "$_gf_spare" ] || echo "u $_gf_spare" >&6

@@ -192,12 +192,12 @@ EOT
 }
 
 # wait_child PID waits for the background process PID (a read's cat) while
-# a watcher reads the request stream: "k" or its end kills it. Sets
-# job_status.
+# a watcher reads the request stream: "k" (read_control) or its end kills
+# it. Sets job_status.
 wait_child() {
 	(
-		while IFS= read -r _wc_line <&3; do
-			[ "$_wc_line" = k ] && break
+		while read_control; do
+			[ "$ctl_line" = k ] && break
 		done
 		kill -s KILL "$1" 2>/dev/null
 	) &
@@ -208,10 +208,12 @@ wait_child() {
 	wait "$_wc_watcher" 2>/dev/null
 }
 
-# watch_for_cancel JOB: the watcher of wait_job.
+# watch_for_cancel JOB: the watcher of wait_job. It honours "k", "r", "s"
+# and "d" (read_control), bare or naming JOB.
 watch_for_cancel() {
-	while IFS= read -r _wfc_line <&3; do
-		case $_wfc_line in
+	while read_control; do
+		[ -z "$ctl_id" ] || [ "$ctl_id" = "${1##*/}" ] || continue
+		case $ctl in
 		k)
 			# (A job whose process cannot be proven its own is not
 			# killed: the watcher goes on, the job ends by itself.)

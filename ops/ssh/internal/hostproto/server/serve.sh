@@ -32,11 +32,12 @@
 # run_jobs starts the jobs of a batch and answers for them the same way.
 #
 # Commands (run_job) and reads (open_file) run in the background while a
-# watcher reads the request stream: the line "k" kills them; "r" renews a
-# command's lease; "s" streams its output from then on. At the end of the
-# stream (the client is gone) a read is killed, and a command goes on, to
-# be attached to again. Nothing else is read while they run: the client
-# sends its next request only after the marker.
+# watcher reads the request stream for control lines (see read_control):
+# "k" kills them; "r" renews a command's lease; "s" streams its output from
+# then on; "d" lets go of it. At the end of the stream (the client is gone)
+# a read is killed, and a command goes on, to be attached to again. Nothing
+# else is read while they run: the client sends its next request only
+# after the marker.
 #
 # Functions are POSIX (no "local"): helpers that run in the server's own
 # shell prefix their variables with their initials. The file functions run
@@ -327,6 +328,39 @@ serve_request() {
 		;;
 	esac
 	finish '!PROTOCOL unknown request'
+}
+
+# read_control reads the next line of the request stream (fd 3) for a
+# watcher: the control lines, one grammar for every request that reads the
+# stream while it runs (run_job, attach_job, attach_jobs, run_jobs,
+# open_file). A letter means the same wherever it comes; ID, where a line
+# takes one, names one job of the answer, and without it the line is about
+# every job of the answer:
+#
+#   k [ID]  kill the job (open_file: the read)
+#   d [ID]  let go of the job: it runs on, to be followed elsewhere; with
+#           no ID the answer ends "!DETACHED"
+#   s [ID]  stream the job's output from now on
+#   r       renew the lease of every job of the answer
+#   e       end the answer (run_jobs, once each job has its verdict)
+#   a WORDS add a job to the answer (attach_jobs, see attach_watcher)
+#
+# A request honours the lines it needs (docs/host-protocol.md, section 5)
+# and ignores others; a line for a job not its own is ignored. Sets ctl
+# (the first word: the letter, or all of a line that has no blank), ctl_id
+# (the second word), ctl_args (all after the letter and its blank) and
+# ctl_line (the line). False at the end of the stream. (No fork: read is
+# a builtin, and takes a pipe a byte at a time, never past its line.)
+read_control() {
+	IFS= read -r ctl_line <&3 || return
+	ctl=${ctl_line%% *}
+	ctl_args=
+	ctl_id=
+	case $ctl_line in *' '*)
+		ctl_args=${ctl_line#* }
+		ctl_id=${ctl_args%% *}
+		;;
+	esac
 }
 
 # finish STATUS ends the answer to a request (and says it has one, see

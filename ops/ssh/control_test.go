@@ -1,0 +1,106 @@
+//go:build unix
+
+package ssh
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/internal/randhex"
+)
+
+// The control lines have one grammar (read_control in serve.sh): a letter
+// means the same in every request, an ID names one job of the answer, and
+// a line without one is about every job of the answer.
+func TestControlLines(t *testing.T) {
+	t.Parallel()
+	for _, sh := range testShells(t) {
+		t.Run(strings.Join(sh, " "), func(t *testing.T) {
+			t.Parallel()
+			// sleeper is a command only this test runs, killed at the end
+			// should a step fail.
+			sleeper := func(t *testing.T) string {
+				arg := fmt.Sprintf("32.%06d", rand.IntN(1000000))
+				t.Cleanup(func() {
+					for _, line := range sleeping(t, arg) {
+						pid, _ := strconv.Atoi(strings.Fields(line)[0])
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				})
+				return arg
+			}
+			t.Run("one job: a line naming another job is ignored, one naming it is honoured", func(t *testing.T) {
+				t.Parallel()
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
+				arg := sleeper(t)
+				job := newJob("exec sleep " + arg)
+				require.NoError(t, l.send(call("run_job", job...)))
+				// Were "d OTHER" taken for this job, the answer would be
+				// "!DETACHED" (it runs on).
+				require.NoError(t, l.write("d "+randhex.String(8)+"\nk "+job[0]+"\n"))
+				assert.Equal(t, "137", l.nextAnswer(t, io.Discard))
+				assert.Empty(t, sleeping(t, arg))
+			})
+			t.Run("a batch: k and d without an ID are about each of its jobs", func(t *testing.T) {
+				t.Parallel()
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
+				arg := sleeper(t)
+				batch := func(line string) map[string]string {
+					t.Helper()
+					ids := []string{randhex.String(8), randhex.String(8)}
+					require.NoError(t, l.send(call("run_jobs", "60", "", "")))
+					for _, id := range ids {
+						require.NoError(t, l.send(call("add_job", id, "exec sleep "+arg, "", "", "", "", "control")))
+					}
+					require.NoError(t, l.write(line))
+					ends := map[string]string{}
+					status, err := readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) {
+						ends[id] = status
+						if len(ends) == len(ids) {
+							l.write("e\n")
+						}
+					})
+					require.NoError(t, err)
+					assert.Equal(t, "OK", status)
+					return ends
+				}
+				for _, end := range batch("k\n") {
+					assert.Equal(t, "137", end, "killed")
+				}
+				assert.Empty(t, sleeping(t, arg))
+				let := batch("d\n")
+				for _, end := range let {
+					assert.Equal(t, "!DETACHED", end, "let go of")
+				}
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					assert.Len(c, sleeping(t, arg), 2, "let go of, they run on")
+				}, 5*time.Second, 20*time.Millisecond)
+				// Followed together, and killed together.
+				var args []string
+				for id := range let {
+					args = append(args, id, "0", "", "", "")
+				}
+				require.NoError(t, l.send(call("attach_jobs", append([]string{"60"}, args...)...)))
+				require.NoError(t, l.write("k\n"))
+				ends := map[string]string{}
+				status, err := readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
+				require.NoError(t, err)
+				assert.Equal(t, "OK", status)
+				assert.Len(t, ends, 2)
+				for _, end := range ends {
+					assert.Equal(t, "137", end, "killed")
+				}
+				assert.Empty(t, sleeping(t, arg))
+			})
+		})
+	}
+}
