@@ -33,7 +33,7 @@ const scopeUser = "pi-scope"
 // inside the manager's delegated cgroup may its systemd-run move a
 // process into a scope (on a real host, a process outside it is moved
 // by the system manager on the user manager's behalf; this machine has
-// none). The linger file is made too (see server.sh's user_scope).
+// none). The linger file is made too (see start.sh's user_scope).
 func userManager(t *testing.T) (uid int, runtime string, logins []string, stop func()) {
 	t.Helper()
 	sshd.RequireRoot(t, "starting another user's systemd manager")

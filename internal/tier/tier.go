@@ -1,7 +1,7 @@
 // Package tier sorts tests into the suite's tiers (README, "Tests"). The
 // fast tier, go test -short, is the inner loop: each package's own checks,
-// the conformance suite once per backend kind, server.sh under dash, and a
-// few end-to-end runs over sshd. The default tier (scripts/test.sh, which
+// the conformance suite once per backend kind, the host's server program
+// under dash, and a few end-to-end runs over sshd. The default tier (scripts/test.sh, which
 // CI runs) is everything.
 package tier
 

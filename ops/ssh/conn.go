@@ -86,7 +86,7 @@ func (c *conn) kill(err error) {
 // abort kills a connection declared dead. Its socket is reset rather than
 // closed: what the kernel still holds for the host is dropped, where a
 // close would have it delivered once a partition heals, to servers that
-// sshd still thinks connected (server.sh's fence_start stops those too).
+// sshd still thinks connected (serve.sh's fence_start stops those too).
 func (c *conn) abort(err error) {
 	c.link.Reset()
 	c.kill(err)

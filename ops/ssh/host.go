@@ -3,8 +3,8 @@
 // host but sshd and a POSIX shell.
 //
 // One Host owns at most one live connection at a time. On it run a pool of
-// long-lived sh command servers (server.sh; a command or a file operation
-// costs one round trip, not a new session) and, for bulk uploads when the
+// long-lived sh command servers (hostproto.Program; a command or a file
+// operation costs one round trip, not a new session) and, for bulk uploads when the
 // host can spare the session, one SFTP client. Keepalives notice a dead
 // connection; the next operation dials a new one, with backoff after
 // failures. Concurrent callers share one dial.
@@ -106,7 +106,7 @@ type Host struct {
 
 	// fenceID names this client to the host's servers, and epochs counts
 	// its connections: a server of a connection given up on acts on
-	// nothing once a newer one started a server (server.sh's fence_start).
+	// nothing once a newer one started a server (serve.sh's fence_start).
 	fenceID string
 	epochs  atomic.Uint64
 

@@ -41,7 +41,7 @@ func (l *localServer) nextAnswer(t *testing.T, w io.Writer) string {
 	}
 }
 
-// Every request gets an answer, in order: one naming a function server.sh
+// Every request gets an answer, in order: one naming a function the server
 // does not offer as a request (or none at all), or whose words cannot be
 // parsed, or that are not what the function takes, is answered with a
 // protocol error and runs nothing; the request behind it gets its own

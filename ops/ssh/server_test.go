@@ -32,7 +32,7 @@ import (
 	"github.com/pi-remote/pi-remote/internal/slowio"
 )
 
-// testShells are the shells server.sh must run under: dash (Debian's
+// testShells are the shells the server program must run under: dash (Debian's
 // /bin/sh), bash in POSIX mode and BusyBox sh. In CI a missing one fails
 // the test; elsewhere it is left out, saying so.
 func testShells(t *testing.T) [][]string {
@@ -45,9 +45,9 @@ func testShells(t *testing.T) [][]string {
 	for _, sh := range all {
 		if _, err := exec.LookPath(sh[0]); err != nil {
 			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is not installed; CI installs it to run server.sh under it", sh[0])
+				t.Fatalf("%s is not installed; CI installs it to run the server program under it", sh[0])
 			}
-			t.Logf("%s is not installed: server.sh is not tested under it", sh[0])
+			t.Logf("%s is not installed: the server program is not tested under it", sh[0])
 			continue
 		}
 		shells = append(shells, sh)
@@ -56,7 +56,7 @@ func testShells(t *testing.T) [][]string {
 	return shells
 }
 
-// localServer is server.sh run by a shell of this machine over pipes, as
+// localServer is the server program run by a shell of this machine over pipes, as
 // sshd would run it: in a session of its own, with TMPDIR a fresh
 // directory.
 type localServer struct {
@@ -1354,7 +1354,7 @@ func TestServerHandshakeHonoursContext(t *testing.T) {
 	assert.ErrorIs(t, s.handshake(ctx, true), context.DeadlineExceeded)
 }
 
-// The printf format survives the shells that run server.sh, as one line.
+// The printf format survives the shells that run the server program, as one line.
 func TestPrintfFormatRoundTrip(t *testing.T) {
 	content := "line 1\nit's 100% \\ done\n\x00\x01\x1e\xff caf\xc3\xa9\n-dash\n'\n\t\n"
 	for _, sh := range testShells(t) {
@@ -1376,7 +1376,7 @@ func batchFIFOs(t *testing.T, jobs string) []string {
 	return matches
 }
 
-// hostDir is this host's directory among the jobs in jobs (server.sh's
+// hostDir is this host's directory among the jobs in jobs (serve.sh's
 // host_dir): the one there is, made by the servers of this test.
 func hostDir(t *testing.T, jobs string) string {
 	t.Helper()

@@ -17,7 +17,7 @@ import (
 	"github.com/pi-remote/pi-remote/internal/unprivileged"
 )
 
-// thisHost is this host as server.sh records it: its name and its boot id.
+// thisHost is this host as the server program records it: its name and its boot id.
 func thisHost(t *testing.T) (string, string) {
 	t.Helper()
 	name, err := os.ReadFile("/proc/sys/kernel/hostname")

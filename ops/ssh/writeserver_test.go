@@ -1,6 +1,6 @@
 //go:build unix
 
-// The write functions of server.sh, run directly under the local dash,
+// The write functions of the server program (write.sh), run directly under the local dash,
 // bash and BusyBox sh, against another user who may rename entries in the
 // directory written to.
 
