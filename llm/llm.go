@@ -1,7 +1,9 @@
 // Package llm holds the model providers behind loop.Model: OpenAI-compatible
 // Chat Completions (OpenAI, vLLM, llama.cpp server, Ollama, OpenRouter...)
-// through the official openai-go SDK, and a scripted model that replays
-// assistant turns from a JSON file for tests and reproducible demos.
+// through the official openai-go SDK, the Anthropic Messages API, and a
+// scripted model that replays assistant turns from a JSON file for tests
+// and reproducible demos. New builds one from a "provider/id" spec, so
+// that every front end names models the same way.
 //
 // What every provider shares lives here: the conversation is cleaned before
 // each request (tool calls left without a result get a synthetic error

@@ -115,34 +115,18 @@ func newModel(o *runOptions) (loop.Model, error) {
 	if !slices.Contains(agent.ThinkingLevels, o.thinking) {
 		return nil, usageErrorf("--thinking %q: want %s", o.thinking, strings.Join(agent.ThinkingLevels, ", "))
 	}
-	provider, id, ok := strings.Cut(o.model, "/")
-	if !ok || id == "" {
-		return nil, usageErrorf("--model %q: want PROVIDER/ID, e.g. openai/gpt-4o-mini", o.model)
+	m, err := llm.New(o.model, llm.Options{BaseURL: o.baseURL, Thinking: o.thinking, OnRetry: o.onRetry})
+	var ke *llm.KeyError
+	var se *llm.SpecError
+	switch {
+	case errors.As(err, &ke):
+		return nil, usageErrorf("%s: export it, or point --base-url at an %s-compatible server that needs no key", ke, ke.API)
+	case errors.As(err, &se):
+		return nil, usageErrorf("--model %q: %s", se.Spec, se.Why)
+	case err != nil:
+		return nil, usageErrorf("%v", err)
 	}
-	switch provider {
-	case "openai":
-		key := os.Getenv("OPENAI_API_KEY")
-		if key == "" && o.baseURL == "" {
-			return nil, usageErrorf("OPENAI_API_KEY is not set: export it, or point --base-url at an OpenAI-compatible server that needs no key")
-		}
-		if key == "" {
-			key = "none"
-		}
-		return llm.NewOpenAI(llm.Options{Model: id, APIKey: key, BaseURL: o.baseURL, Thinking: o.thinking, OnRetry: o.onRetry}), nil
-	case "anthropic":
-		key := os.Getenv("ANTHROPIC_API_KEY")
-		if key == "" && o.baseURL == "" {
-			return nil, usageErrorf("ANTHROPIC_API_KEY is not set: export it, or point --base-url at an Anthropic-compatible server that needs no key")
-		}
-		return llm.NewAnthropic(llm.Options{Model: id, APIKey: key, BaseURL: o.baseURL, Thinking: o.thinking, OnRetry: o.onRetry}), nil
-	case "scripted":
-		m, err := llm.LoadScript(id)
-		if err != nil {
-			return nil, usageErrorf("%v", err)
-		}
-		return m, nil
-	}
-	return nil, usageErrorf("--model %q: unknown provider %q (openai, anthropic, scripted)", o.model, provider)
+	return m, nil
 }
 
 func readPrompt(ios iostreams, args []string) (string, error) {
