@@ -11,6 +11,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/workspace"
 )
 
 func newCheckCmd(io iostreams, g *globalOptions) *cobra.Command {
@@ -52,24 +53,23 @@ type checkReport struct {
 }
 
 func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool) (err error) {
-	g.host.oneShot = true
-	ts, err := openTargets(ctx, g)
+	hs, err := workspace.OpenHosts(ctx, g.host, workspace.OneShot, nil, g.warn)
 	if err != nil {
 		return err
 	}
-	defer ts.close()
+	defer hs.Close()
 	var reports []checkReport
 	var unreachable error
-	for _, t := range ts {
-		r, err := checkTarget(ctx, t)
-		if err != nil && (len(ts) == 1 || !isConnectionFailure(err)) {
+	for _, h := range hs {
+		r, err := checkHost(ctx, h)
+		if err != nil && (len(hs) == 1 || !workspace.IsConnectionFailure(err)) {
 			return err
 		}
 		if err != nil {
 			// One of several: reported with the others.
-			r = checkReport{Name: t.name, Host: t.where(), Error: unwrapConnection(err).Error()}
+			r = checkReport{Name: h.Name, Host: h.Where(), Error: err.Error()}
 			if unreachable == nil {
-				unreachable = &exitError{code: exitConnection, err: fmt.Errorf("host %s: %w", t.name, unwrapConnection(err))}
+				unreachable = &workspace.ConnectionError{Err: fmt.Errorf("host %s: %w", h.Name, err)}
 			}
 		}
 		reports = append(reports, r)
@@ -89,26 +89,26 @@ func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool)
 		if i > 0 {
 			fmt.Fprintln(ios.out)
 		}
-		printReport(ios.out, r, ts[i].host != nil)
+		printReport(ios.out, r, hs[i].SSH != nil)
 	}
 	return nil
 }
 
-func checkTarget(ctx context.Context, t *target) (checkReport, error) {
-	r := checkReport{Name: t.name, Host: "local"}
-	if t.host != nil {
-		info, err := t.host.Connect(ctx)
+func checkHost(ctx context.Context, h *workspace.Host) (checkReport, error) {
+	r := checkReport{Name: h.Name, Host: "local"}
+	if h.SSH != nil {
+		info, err := h.SSH.Connect(ctx)
 		if err != nil {
-			return r, connectionError(err)
+			return r, &workspace.ConnectionError{Err: err}
 		}
 		r = reportFrom(info)
-		r.Name = t.name
+		r.Name = h.Name
 		// The best of a few round trips: the first may pay for warm-up.
 		best := time.Duration(0)
 		for range 5 {
-			d, err := t.host.Ping(ctx)
+			d, err := h.SSH.Ping(ctx)
 			if err != nil {
-				return r, connectionError(err)
+				return r, &workspace.ConnectionError{Err: err}
 			}
 			if best == 0 || d < best {
 				best = d
@@ -116,9 +116,9 @@ func checkTarget(ctx context.Context, t *target) (checkReport, error) {
 		}
 		r.RTTMilli = float64(best.Microseconds()) / 1000
 	}
-	caps, err := t.env.Capabilities(ctx)
+	caps, err := h.Env.Capabilities(ctx)
 	if err != nil {
-		return r, hostError(err)
+		return r, workspace.HostError(err)
 	}
 	r.Home, r.Bash, r.Rg, r.Fd = caps.Home, caps.Bash != "", caps.Rg != "", caps.Fd
 	return r, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/workspace"
 )
 
 func newJobsCmd(io iostreams, g *globalOptions) *cobra.Command {
@@ -46,34 +47,33 @@ the host itself.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if len(g.host.hosts) == 0 {
+			if len(g.host.Hosts) == 0 {
 				return usageErrorf("jobs are on remote hosts: give --host")
 			}
-			g.host.oneShot = true
-			ts, err := openTargets(ctx, g)
+			hs, err := workspace.OpenHosts(ctx, g.host, workspace.OneShot, nil, g.warn)
 			if err != nil {
 				return err
 			}
-			defer ts.close()
+			defer hs.Close()
 			if len(args) == 0 {
-				return listJobs(ctx, io, ts, asJSON)
+				return listJobs(ctx, io, hs, asJSON)
 			}
 			failed := func(err error) error {
 				fmt.Fprintln(io.err, "pi-remote:", termtext.String(err.Error()))
 				return &exitError{code: exitToolError, err: err}
 			}
-			t, err := jobHost(ctx, ts, args[1])
+			h, err := jobHost(ctx, hs, args[1])
 			if errors.Is(err, ssh.ErrNoJob) {
 				return failed(err)
 			} else if err != nil {
 				return err
 			}
 			if args[0] == "kill" {
-				what, err := t.host.StopJob(ctx, args[1])
+				what, err := h.SSH.StopJob(ctx, args[1])
 				if errors.Is(err, ssh.ErrNoJob) {
 					return failed(err)
 				} else if err != nil {
-					return hostError(err)
+					return workspace.HostError(err)
 				}
 				fmt.Fprintln(io.out, termtext.String(fmt.Sprintf("job %s %s", args[1], what)))
 				return nil
@@ -81,7 +81,7 @@ the host itself.`,
 			// The job's output byte for byte into a file or a pipe; on
 			// a terminal with its controls shown as text.
 			out, done := shownOn(io.out)
-			err = t.host.AttachJob(ctx, args[1], out)
+			err = h.SSH.AttachJob(ctx, args[1], out)
 			if derr := done(); err == nil {
 				err = derr
 			}
@@ -94,7 +94,7 @@ the host itself.`,
 			case errors.Is(err, ssh.ErrNoJob):
 				return failed(err)
 			case err != nil:
-				return hostError(err)
+				return workspace.HostError(err)
 			}
 			return nil
 		},
@@ -114,18 +114,18 @@ type jobJSON struct {
 	Command string `json:"command"`
 }
 
-func listJobs(ctx context.Context, io iostreams, ts targets, asJSON bool) error {
+func listJobs(ctx context.Context, io iostreams, hs workspace.Hosts, asJSON bool) error {
 	var all []jobJSON
-	for _, t := range ts {
-		if t.host == nil {
+	for _, h := range hs {
+		if h.SSH == nil {
 			continue
 		}
-		jobs, err := t.host.Jobs(ctx)
+		jobs, err := h.SSH.Jobs(ctx)
 		if err != nil {
-			return hostError(err)
+			return workspace.HostError(err)
 		}
 		for _, j := range jobs {
-			jj := jobJSON{Host: t.name, ID: j.ID, State: j.State, Why: j.Why, AgeSecs: int64(j.Age / time.Second), Command: j.Label}
+			jj := jobJSON{Host: h.Name, ID: j.ID, State: j.State, Why: j.Why, AgeSecs: int64(j.Age / time.Second), Command: j.Label}
 			if j.State == "exited" || j.State == "stopped" {
 				jj.Code = &j.Code
 			}
@@ -138,7 +138,7 @@ func listJobs(ctx context.Context, io iostreams, ts targets, asJSON bool) error 
 		}
 		return encodeJSON(io.out, all, "  ")
 	}
-	return printJobs(io.out, all, len(ts) > 1)
+	return printJobs(io.out, all, len(hs) > 1)
 }
 
 // printJobs writes the jobs as a table; what the hosts said (labels,
@@ -177,25 +177,25 @@ func cell(s string) string {
 	return termtext.String(strings.ReplaceAll(s, "\t", " "))
 }
 
-// jobHost finds the remote target that has job id.
-func jobHost(ctx context.Context, ts targets, id string) (*target, error) {
-	var remote []*target
-	for _, t := range ts {
-		if t.host != nil {
-			remote = append(remote, t)
+// jobHost finds the remote host that has job id.
+func jobHost(ctx context.Context, hs workspace.Hosts, id string) (*workspace.Host, error) {
+	var remote []*workspace.Host
+	for _, h := range hs {
+		if h.SSH != nil {
+			remote = append(remote, h)
 		}
 	}
 	if len(remote) == 1 {
 		return remote[0], nil
 	}
-	for _, t := range remote {
-		jobs, err := t.host.Jobs(ctx)
+	for _, h := range remote {
+		jobs, err := h.SSH.Jobs(ctx)
 		if err != nil {
-			return nil, hostError(err)
+			return nil, workspace.HostError(err)
 		}
 		for _, j := range jobs {
 			if j.ID == id {
-				return t, nil
+				return h, nil
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/tools"
+	"github.com/pi-remote/pi-remote/workspace"
 )
 
 func newMCPCmd(ios iostreams, g *globalOptions) *cobra.Command {
@@ -38,12 +39,12 @@ tool results with isError, not protocol errors.`,
 }
 
 func mcpRun(ctx context.Context, ios iostreams, g *globalOptions, toolList string) error {
-	ts, err := openTargets(ctx, g)
+	hs, err := workspace.OpenHosts(ctx, g.host, workspace.Session, nil, g.warn)
 	if err != nil {
 		return err
 	}
-	defer ts.close()
-	defs, err := ts.definitions()
+	defer hs.Close()
+	defs, err := hs.Definitions()
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

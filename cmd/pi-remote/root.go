@@ -9,10 +9,11 @@ import (
 	"os/signal"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/internal/termtext"
-	"github.com/pi-remote/pi-remote/tools"
+	"github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/workspace"
 )
 
 // Exit codes of the CLI contract.
@@ -44,8 +45,7 @@ type iostreams struct {
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
-	cwd      string
-	host     hostFlags
+	host     workspace.HostOptions // --host, --cwd and how to reach the hosts
 	settings settings
 	// trustProject trusts the project's settings file for this run
 	// (--trust-project).
@@ -68,12 +68,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// (An error may carry a host's or a model's text: its controls are
 	// shown as text.)
+	var ue *workspace.UsageError
+	var ce *workspace.ConnectionError
 	var ee *exitError
-	if errors.As(err, &ee) {
+	switch {
+	case errors.As(err, &ee):
 		if ee.err != nil && ee.code != exitToolError {
 			fmt.Fprintln(stderr, "pi-remote:", termtext.String(ee.err.Error()))
 		}
 		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "pi-remote:", termtext.String(err.Error()))
+		return exitUsage
+	case errors.As(err, &ce):
+		fmt.Fprintln(stderr, "pi-remote:", termtext.String(err.Error()))
+		return exitConnection
 	}
 	// Anything cobra itself rejects (unknown command or flag, bad args) is
 	// a usage error.
@@ -110,13 +119,24 @@ lose each other.`,
 			return s.apply(cmd, g)
 		},
 	}
-	cmd.PersistentFlags().StringVar(&g.cwd, "cwd", "", "working directory on the host (default: the current directory locally, the home directory on a remote host)")
+	cmd.PersistentFlags().StringVar(&g.host.Cwd, "cwd", "", "working directory on the host (default: the current directory locally, the home directory on a remote host)")
 	cmd.PersistentFlags().BoolVar(&g.trustProject, "trust-project", false, "trust the current directory's .pi-remote/settings.json for this run: it may then set every key, baseUrl and hosts too (to trust it for good, add the directory to trustedProjects in ~/.pi-remote/settings.json)")
-	g.host.register(cmd.PersistentFlags())
+	registerHostFlags(cmd.PersistentFlags(), &g.host)
 	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io), newCheckCmd(io, g), newRunCmd(io, g), newRPCCmd(io, g), newMCPCmd(io, g), newJobsCmd(io, g), newSessionsCmd(io, g), newExportCmd(io), newVersionCmd(io))
 	return cmd
 }
 
-func definitions(e *env.ExecutionEnv) []tools.Definition {
-	return tools.Definitions(e, tools.Options{})
+// registerHostFlags are the flags that choose the hosts and say how to
+// reach them; every command has them.
+func registerHostFlags(fs *pflag.FlagSet, h *workspace.HostOptions) {
+	fs.StringArrayVar(&h.Hosts, "host", nil, "host to act on: [user@]host[:port] or an ssh_config alias (default: this machine); repeat as NAME=SPEC for several, the first is the default")
+	fs.StringArrayVar(&h.Identities, "identity", nil, "private key file to log in with (repeatable; tried before ssh_config's)")
+	fs.StringVar(&h.KnownHosts, "known-hosts", "", "known_hosts file (default: ssh_config's UserKnownHostsFile or ~/.ssh/known_hosts)")
+	fs.BoolVar(&h.AcceptNew, "accept-new-host-key", false, "record the key of a host seen for the first time (a changed key is always refused)")
+	fs.StringVar(&h.SSHConfig, "ssh-config", "", `ssh_config file (default ~/.ssh/config; "none" reads none)`)
+	fs.StringVar(&h.Jump, "jump", "", "jump host(s), comma-separated, like ssh -J (overrides ProxyJump)")
+	fs.DurationVar(&h.ConnectTimeout, "connect-timeout", 0, "bound on connecting and logging in (default 15s)")
+	fs.DurationVar(&h.Reattach, "reattach-timeout", ssh.DefaultReattachTimeout, "how long a remote command whose connection dropped waits for the host to come back (0: fail at once; the command then runs on until its lease runs out)")
+	fs.DurationVar(&h.LeaseTTL, "lease-ttl", ssh.DefaultLeaseTTL, "how long a remote command runs on once no client renews its lease (a client that crashed or never came back)")
+	fs.Int64Var(&h.OutputCapMiB, "output-cap-mib", ssh.DefaultOutputCap>>20, "most output (MiB) a remote command may write on its host before it is stopped (0: no cap)")
 }

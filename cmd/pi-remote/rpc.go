@@ -17,6 +17,7 @@ import (
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/tools"
+	"github.com/pi-remote/pi-remote/workspace"
 )
 
 func newRPCCmd(ios iostreams, g *globalOptions) *cobra.Command {
@@ -64,8 +65,8 @@ type rpcResponse struct {
 }
 
 type rpcServer struct {
-	setup *agentSetup
-	opts  *runOptions
+	ws   *workspace.Workspace
+	opts *runOptions
 
 	outMu sync.Mutex
 	out   *bufio.Writer
@@ -93,18 +94,18 @@ func rpcRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions)
 	o.retried = func(n int, why string) {
 		s.write(map[string]any{"type": "retry", "attempt": n, "error": why})
 	}
-	setup, err := newAgentSetup(ctx, g, o, false)
+	w, err := openWorkspace(ctx, g, o, false, nil)
 	if err != nil {
 		return err
 	}
-	defer setup.ts.close()
-	s = &rpcServer{setup: setup, opts: o, models: g.settings.ModelTable(), out: bufio.NewWriter(ios.out), model: o.model, admitted: make(chan struct{})}
+	defer w.Close()
+	s = &rpcServer{ws: w, opts: o, models: g.settings.ModelTable(), out: bufio.NewWriter(ios.out), model: o.model, admitted: make(chan struct{})}
 	close(s.admitted)
 	s.sess = agent.New(agent.Options{
-		Config:      setup.cfg,
+		Config:      w.Config,
 		Model:       g.settings.ModelTable().Lookup(o.model),
 		Compaction:  g.settings.compaction(),
-		DefaultHost: setup.hosts[0].Name,
+		DefaultHost: w.DefaultHost(),
 		Emit:        s.event,
 	})
 	// Interrupts do not end the server; abort does, per command.
@@ -199,12 +200,9 @@ func (s *rpcServer) handle(ctx context.Context, line []byte) {
 		s.reply(c, nil, nil)
 	case "get_state":
 		s.mu.Lock()
-		var hosts []string
-		for _, t := range s.setup.ts {
-			hosts = append(hosts, t.name)
-		}
+		hosts := s.ws.HostNames()
 		msgs := s.sess.Messages()
-		state := map[string]any{"running": s.cancel != nil, "model": s.model, "messages": len(msgs), "hosts": hosts, "tools": s.setup.cfg.Active,
+		state := map[string]any{"running": s.cancel != nil, "model": s.model, "messages": len(msgs), "hosts": hosts, "tools": s.ws.Config.Active,
 			"usage": s.sess.Usage(), "contextTokens": s.sess.ContextTokens(), "contextWindow": s.sess.Model().Window}
 		s.mu.Unlock()
 		s.reply(c, state, nil)
@@ -230,7 +228,7 @@ func (s *rpcServer) prompt(base context.Context, message string) error {
 	if s.cancel != nil {
 		return errors.New("a prompt is running: use steer or follow_up, or abort it first")
 	}
-	if s.setup.cfg.Model == nil {
+	if s.ws.Config.Model == nil {
 		return errors.New("no model: start with --model or send set_model first")
 	}
 	ctx, cancel := context.WithCancel(base)
@@ -295,7 +293,7 @@ func (s *rpcServer) setModel(provider, model string) error {
 	if s.cancel != nil {
 		return errors.New("a prompt is running: set the model when it has ended")
 	}
-	s.setup.cfg.Model = m
+	s.ws.Config.Model = m
 	s.model = o.model
 	s.sess.SetModel(m, s.models.Lookup(o.model))
 	return nil
@@ -318,9 +316,9 @@ func (s *rpcServer) tool(c rpcCommand) {
 			s.reply(c, nil, fmt.Errorf("args: %v", err))
 			return
 		}
-		if len(s.setup.ts) == 1 {
-			if c.Host != s.setup.ts[0].name {
-				s.reply(c, nil, fmt.Errorf("unknown host %q (host: %s)", c.Host, s.setup.ts[0].name))
+		if len(s.ws.Hosts) == 1 {
+			if c.Host != s.ws.DefaultHost() {
+				s.reply(c, nil, fmt.Errorf("unknown host %q (host: %s)", c.Host, s.ws.DefaultHost()))
 				return
 			}
 		} else {
@@ -330,7 +328,7 @@ func (s *rpcServer) tool(c rpcCommand) {
 	}
 	// One of the seven that is not active (--tools) is told how to make it
 	// so, before it takes its place in the order of calls.
-	if active := s.setup.cfg.Active; active != nil && slices.Contains(tools.AllNames, c.Name) && !slices.Contains(active, c.Name) {
+	if active := s.ws.Config.Active; active != nil && slices.Contains(tools.AllNames, c.Name) && !slices.Contains(active, c.Name) {
 		text := fmt.Sprintf("Tool %q is not active. Active tools: %s. Start rpc with --tools %s to use it.",
 			c.Name, strings.Join(active, ", "), strings.Join(append(slices.Clone(active), c.Name), ","))
 		r := loop.ErrorResult(text)
@@ -348,7 +346,7 @@ func (s *rpcServer) tool(c rpcCommand) {
 	s.mu.Unlock()
 	// Only the active tools (--tools, what get_state reports) run; the
 	// loop answers any other name with an error result naming them.
-	cfg := loop.Config{Tools: s.setup.cfg.Tools, Active: s.setup.cfg.Active, MaxArgumentBytes: maxArgsInput}
+	cfg := loop.Config{Tools: s.ws.Config.Tools, Active: s.ws.Config.Active, MaxArgumentBytes: maxArgsInput}
 	s.tools.Go(func() {
 		select {
 		case <-prev:

@@ -25,6 +25,7 @@ import (
 	"github.com/pi-remote/pi-remote/session"
 	"github.com/pi-remote/pi-remote/tools"
 	"github.com/pi-remote/pi-remote/tui"
+	"github.com/pi-remote/pi-remote/workspace"
 )
 
 type runOptions struct {
@@ -162,18 +163,19 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	}
 	// The terminal says when a host's connection is lost and back.
 	links := &linkNotices{}
+	var onLink workspace.LinkFunc
 	if o.mode == "print" {
-		g.host.onLinkState = links.tell
+		onLink = links.tell
 	}
-	setup, err := newAgentSetup(ctx, g, o, true)
+	w, err := openWorkspace(ctx, g, o, true, onLink)
 	if err != nil {
 		return err
 	}
-	defer setup.ts.close()
+	defer w.Close()
 	if (o.session != "" && o.cont) || (o.session != "" && o.resume != "") || (o.cont && o.resume != "") {
 		return usageErrorf("give one of --session, --continue and --resume")
 	}
-	opened, err := agent.Open(o.where(setup.ts, setup.hosts[0].Cwd), g.settings.ModelTable())
+	opened, err := agent.Open(w.Where(agent.Where{Path: o.session, Continue: o.cont, Resume: o.resume, Fork: o.fork}), g.settings.ModelTable())
 	if err != nil {
 		return usageErrorf("session: %v", err)
 	}
@@ -184,7 +186,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	var ui *tui.UI
 	switch {
 	case prompt == "" && os.Getenv("TERM") != "dumb":
-		ui = newTUI(ios, g, o, setup, a)
+		ui = newTUI(ios, g, o, w, a)
 		o.retried = func(n int, why string) { ui.Notice(retryNote(n, why)) }
 		links.set(func(host string, s ssh.LinkState, _ time.Duration, _ error) {
 			ui.LinkState(host, s != ssh.LinkReconnecting)
@@ -193,7 +195,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	case o.mode == "json":
 		a.out = newJSONWriter(ios.out)
 	default:
-		pw := newPrintWriter(ios.out, ios.err, setup.byName, isTerminal(ios.err), useColor(ios.err))
+		pw := newPrintWriter(ios.out, ios.err, w.ByName, isTerminal(ios.err), useColor(ios.err))
 		links.set(pw.linkState)
 		a.out = pw
 		o.retried = func(n int, why string) { pw.note(retryNote(n, why)) }
@@ -204,13 +206,13 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		sess := opened.File
 		a.file, a.path = sess, sess.Path()
 		a.s = agent.New(agent.Options{
-			Config:      setup.cfg,
+			Config:      w.Config,
 			Model:       g.settings.ModelTable().Lookup(o.model),
 			Compaction:  g.settings.compaction(),
 			File:        sess,
 			Context:     opened.Context,
 			PriorUsage:  opened.Prior,
-			DefaultHost: setup.hosts[0].Name,
+			DefaultHost: w.DefaultHost(),
 			Emit:        a.out.emit,
 			SaveError: func(err error) {
 				fmt.Fprintf(ios.err, "pi-remote: session %s: %v (the run goes on unsaved)\n", sess.Path(), err)
@@ -238,77 +240,10 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	return err
 }
 
-// agentSetup is what run and rpc share: the hosts, their tools and the
-// loop configuration.
-type agentSetup struct {
-	ts     targets // the first is the default host
-	defs   []tools.Definition
-	byName map[string]tools.Definition
-	hosts  []tools.HostInfo // in ts's order
-	files  []tools.ContextFile
-	now    time.Time
-	cfg    loop.Config
-}
-
-// build makes the tools and the system prompt for ts and hosts (new
-// values, never changing ones a running prompt may use).
-func (s *agentSetup) build(o *runOptions) error {
-	defs, err := s.ts.definitions()
-	if err != nil {
-		return err
-	}
-	byName := map[string]tools.Definition{}
-	for _, d := range defs {
-		byName[d.Name] = d
-	}
-	hosts, files, now := s.hosts, s.files, s.now
-	s.defs, s.byName = defs, byName
-	s.cfg.Tools = tools.WrapAll(defs)
-	s.cfg.SystemPrompt = func(active []loop.Tool) string {
-		var ds []tools.Definition
-		for _, a := range active {
-			ds = append(ds, byName[a.Name])
-		}
-		return tools.BuildSystemPrompt(tools.PromptParts{Intro: o.systemPrompt, Active: ds, Hosts: hosts, ContextFiles: files, Date: now})
-	}
-	return nil
-}
-
-// setDefault makes host name the default: the one tool calls that name no
-// host act on, first in the system prompt, whose project files (AGENTS.md)
-// the prompt carries.
-func (s *agentSetup) setDefault(ctx context.Context, name string, o *runOptions) error {
-	i := slices.IndexFunc(s.ts, func(t *target) bool { return t.name == name })
-	if i < 0 {
-		var names []string
-		for _, t := range s.ts {
-			names = append(names, t.name)
-		}
-		return fmt.Errorf("no host %q (hosts: %s)", name, strings.Join(names, ", "))
-	}
-	if i == 0 {
-		return nil
-	}
-	t := s.ts[i]
-	files := s.files
-	if t.down == nil {
-		_, f, err := tools.Describe(ctx, t.env)
-		if err != nil {
-			return fmt.Errorf("%s: %v", name, unwrapConnection(err))
-		}
-		files = f
-	}
-	s.ts = append(targets{t}, slices.Delete(slices.Clone(s.ts), i, i+1)...)
-	hosts := slices.Clone(s.hosts)
-	h := hosts[i]
-	s.hosts = append([]tools.HostInfo{h}, slices.Delete(hosts, i, i+1)...)
-	s.files = files
-	return s.build(o)
-}
-
-// Without requireModel an empty --model leaves the model unset (rpc serves
-// tool commands without one).
-func newAgentSetup(ctx context.Context, g *globalOptions, o *runOptions, requireModel bool) (*agentSetup, error) {
+// openWorkspace opens the hosts the flags choose and the workspace over
+// them, for run and rpc. Without requireModel an empty --model leaves the
+// model unset (rpc serves tool commands without one).
+func openWorkspace(ctx context.Context, g *globalOptions, o *runOptions, requireModel bool, onLink workspace.LinkFunc) (*workspace.Workspace, error) {
 	var execMode loop.ExecutionMode
 	switch o.toolExecution {
 	case "parallel":
@@ -328,62 +263,13 @@ func newAgentSetup(ctx context.Context, g *globalOptions, o *runOptions, require
 		}
 		model = m
 	}
-	ts, err := openTargets(ctx, g)
+	hosts, err := workspace.OpenHosts(ctx, g.host, workspace.Session, onLink, g.warn)
 	if err != nil {
 		return nil, err
 	}
-	s := &agentSetup{ts: ts}
-	fail := func(err error) (*agentSetup, error) {
-		ts.close()
-		return nil, err
-	}
-	defs, err := ts.definitions()
-	if err != nil {
-		return fail(usageErrorf("%v", err))
-	}
-	activeNames := splitList(o.tools)
-	if _, err := tools.Select(defs, activeNames); err != nil {
-		return fail(usageErrorf("--tools: %v", err))
-	}
-	// Every host is described in the prompt; project context comes from
-	// the default (first) host's working directory.
-	var files []tools.ContextFile
-	for i, t := range ts {
-		if t.down != nil {
-			s.hosts = append(s.hosts, tools.HostInfo{Name: t.name, Host: t.where(), Unreachable: unwrapConnection(t.down).Error()})
-			continue
-		}
-		info, f, err := tools.Describe(ctx, t.env)
-		if err != nil {
-			return fail(hostError(err))
-		}
-		s.hosts = append(s.hosts, info)
-		if i == 0 {
-			files = f
-			tellSkipped(g.warn, t.name, f)
-		}
-	}
-	s.files, s.now = files, time.Now()
-	s.cfg = loop.Config{
-		Model:         model,
-		Active:        activeNames,
-		ToolExecution: execMode,
-		MaxTurns:      o.maxTurns,
-	}
-	if err := s.build(o); err != nil {
-		return fail(usageErrorf("%v", err))
-	}
-	return s, nil
-}
-
-// tellSkipped says which context files of host were left out of the
-// system prompt, and why.
-func tellSkipped(w io.Writer, host string, files []tools.ContextFile) {
-	for _, f := range files {
-		if f.Skipped != "" {
-			fmt.Fprintf(w, "pi-remote: not using %s on host %q as instructions: %s\n", f.Path, host, f.Skipped)
-		}
-	}
+	return workspace.Open(ctx, hosts, workspace.Options{
+		Model: model, Active: splitList(o.tools), ToolExecution: execMode, MaxTurns: o.maxTurns, Intro: o.systemPrompt, Warn: g.warn,
+	})
 }
 
 // runAgent is run's conversation: the agent session and how its runs are
@@ -503,19 +389,6 @@ func retryNote(attempt int, why string) string {
 		return fmt.Sprintf("retrying the model request (retry %d)", attempt)
 	}
 	return fmt.Sprintf("retrying the model request (retry %d): %s", attempt, why)
-}
-
-// where is the session file the flags name.
-func (o *runOptions) where(ts targets, cwd string) agent.Where {
-	var hosts []string
-	for _, t := range ts {
-		hosts = append(hosts, t.name+"="+t.where())
-	}
-	host := strings.Join(hosts, ",")
-	if len(ts) == 1 {
-		host = ts[0].where()
-	}
-	return agent.Where{Host: host, Cwd: cwd, Path: o.session, Continue: o.cont, Resume: o.resume, Fork: o.fork}
 }
 
 func splitList(s string) []string {

@@ -124,8 +124,8 @@ func (s settings) apply(cmd *cobra.Command, g *globalOptions) error {
 			}
 		}
 	}
-	for i, v := range g.host.hosts {
-		g.host.hosts[i] = s.expandHost(v)
+	for i, v := range g.host.Hosts {
+		g.host.Hosts[i] = s.expandHost(v)
 	}
 	return nil
 }

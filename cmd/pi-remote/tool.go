@@ -11,6 +11,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/tools"
+	"github.com/pi-remote/pi-remote/workspace"
 )
 
 // maxArgsInput bounds the arguments read from stdin or the command line.
@@ -54,13 +55,12 @@ Exit status: 0 success, 1 the tool returned an error result, 2 usage error,
 }
 
 func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOptions) error {
-	g.host.oneShot = true
-	ts, err := openTargets(ctx, g)
+	hs, err := workspace.OpenHosts(ctx, g.host, workspace.OneShot, nil, g.warn)
 	if err != nil {
 		return err
 	}
-	defer ts.close()
-	defs, err := ts.definitions()
+	defer hs.Close()
+	defs, err := hs.Definitions()
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
@@ -99,8 +99,8 @@ func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOption
 		}
 	}
 	if msg.IsError {
-		if ts.lost(ctx) {
-			return connectionError(fmt.Errorf("%s failed: the connection to the host was lost", o.name))
+		if hs.Lost(ctx) {
+			return &workspace.ConnectionError{Err: fmt.Errorf("%s failed: the connection to the host was lost", o.name)}
 		}
 		return &exitError{code: exitToolError, err: fmt.Errorf("%s failed", o.name)}
 	}

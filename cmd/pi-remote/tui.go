@@ -16,6 +16,7 @@ import (
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/session"
 	"github.com/pi-remote/pi-remote/tui"
+	"github.com/pi-remote/pi-remote/workspace"
 )
 
 // tuiEvents sends a run's events to the terminal UI.
@@ -26,27 +27,23 @@ func (u tuiEvents) finish()           {}
 
 // newTUI prepares the terminal UI for run's interactive mode; its
 // commands act on a's session (set before the UI runs).
-func newTUI(ios iostreams, g *globalOptions, o *runOptions, setup *agentSetup, a *runAgent) *tui.UI {
-	var hosts []string
-	for _, h := range setup.hosts {
-		hosts = append(hosts, h.Name)
-	}
+func newTUI(ios iostreams, g *globalOptions, o *runOptions, w *workspace.Workspace, a *runAgent) *tui.UI {
 	histFile := historyFile()
 	return tui.New(tui.Options{
-		Tools:       setup.byName,
-		Hosts:       hosts,
-		Cwd:         setup.hosts[0].Cwd,
+		Tools:       w.ByName,
+		Hosts:       w.HostNames(),
+		Cwd:         w.Cwd(),
 		Model:       o.model,
 		Thinking:    o.thinking,
 		AutoCompact: !g.settings.compaction().Off,
 		History:     loadHistory(histFile, 1000),
 		SaveHistory: func(p string) { appendHistory(histFile, p) },
-		Commands:    tuiCommands(g, o, setup, a),
+		Commands:    tuiCommands(g, o, w, a),
 		CompletePath: func(ctx context.Context, prefix string) []string {
-			return completePath(ctx, setup, prefix)
+			return completePath(ctx, w, prefix)
 		},
 		Branch: func(ctx context.Context) string {
-			out, ok := runTool(ctx, setup, "bash", map[string]any{"command": "git rev-parse --abbrev-ref HEAD 2>/dev/null"})
+			out, ok := runTool(ctx, w, "bash", map[string]any{"command": "git rev-parse --abbrev-ref HEAD 2>/dev/null"})
 			if !ok {
 				return ""
 			}
@@ -59,7 +56,7 @@ func newTUI(ios iostreams, g *globalOptions, o *runOptions, setup *agentSetup, a
 }
 
 // tuiCommands carry out the terminal's slash commands on the session.
-func tuiCommands(g *globalOptions, o *runOptions, setup *agentSetup, a *runAgent) tui.Commands {
+func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *runAgent) tui.Commands {
 	models := g.settings.ModelTable()
 	switchTo := func(name, thinking string, info agent.ModelInfo) error {
 		next := *o
@@ -124,7 +121,7 @@ func tuiCommands(g *globalOptions, o *runOptions, setup *agentSetup, a *runAgent
 				return nil
 			}
 			all, _ := session.List(root)
-			here := (&runOptions{}).where(setup.ts, setup.hosts[0].Cwd).Host
+			here := w.Where(agent.Where{}).Host
 			var out []tui.Choice
 			for _, s := range all {
 				// (Another host's session would send its tools here.)
@@ -154,19 +151,19 @@ func tuiCommands(g *globalOptions, o *runOptions, setup *agentSetup, a *runAgent
 			return out
 		},
 		Resume: func(id string) (tui.Agent, string, error) {
-			return switchSession(a, agent.Where{Resume: id}, setup, models)
+			return switchSession(a, w.Where(agent.Where{Resume: id}), models)
 		},
 		Fork: func(entry string) (tui.Agent, string, error) {
-			return switchSession(a, agent.Where{Path: a.path, Fork: entry}, setup, models)
+			return switchSession(a, w.Where(agent.Where{Path: a.path, Fork: entry}), models)
 		},
 		New: func() (tui.Agent, string, error) {
-			return switchSession(a, agent.Where{}, setup, models)
+			return switchSession(a, w.Where(agent.Where{}), models)
 		},
 		Jobs: func() string {
 			var buf strings.Builder
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := listJobs(ctx, iostreams{out: &buf}, setup.ts, false); err != nil {
+			if err := listJobs(ctx, iostreams{out: &buf}, w.Hosts, false); err != nil {
 				return err.Error()
 			}
 			return strings.TrimRight(buf.String(), "\n")
@@ -174,31 +171,29 @@ func tuiCommands(g *globalOptions, o *runOptions, setup *agentSetup, a *runAgent
 		SetDefaultHost: func(name string) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := setup.setDefault(ctx, name, o); err != nil {
+			if err := w.SetDefault(ctx, name); err != nil {
 				return err
 			}
-			a.s.SetTools(setup.cfg.Tools, setup.cfg.SystemPrompt)
+			a.s.SetTools(w.Config.Tools, w.Config.SystemPrompt)
 			return nil
 		},
 		Hosts: func() string {
 			var lines []string
-			for _, t := range setup.ts {
+			for _, h := range w.Hosts {
 				state := "connected"
-				if t.down != nil {
-					state = "down at start: " + unwrapConnection(t.down).Error()
+				if h.Down != nil {
+					state = "down at start: " + h.Down.Error()
 				}
-				lines = append(lines, fmt.Sprintf("%s  %s  %s", t.name, t.where(), state))
+				lines = append(lines, fmt.Sprintf("%s  %s  %s", h.Name, h.Where(), state))
 			}
 			return strings.Join(lines, "\n")
 		},
 	}
 }
 
-// switchSession makes the terminal's session the one w names (for the
-// host and directory of this run), closing the current one.
-func switchSession(a *runAgent, w agent.Where, setup *agentSetup, models agent.Models) (tui.Agent, string, error) {
-	base := (&runOptions{}).where(setup.ts, setup.hosts[0].Cwd)
-	w.Host, w.Cwd = base.Host, base.Cwd
+// switchSession makes the terminal's session the one w names, closing the
+// current one.
+func switchSession(a *runAgent, w agent.Where, models agent.Models) (tui.Agent, string, error) {
 	opened, err := agent.Open(w, models)
 	if err != nil {
 		return nil, "", err
@@ -209,25 +204,25 @@ func switchSession(a *runAgent, w agent.Where, setup *agentSetup, models agent.M
 
 // runTool runs one tool on the default host outside the conversation; ok
 // is false for an error result.
-func runTool(ctx context.Context, setup *agentSetup, name string, args map[string]any) (string, bool) {
+func runTool(ctx context.Context, w *workspace.Workspace, name string, args map[string]any) (string, bool) {
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return "", false
 	}
 	call := &loop.ToolCall{ID: "tui-" + name, Name: name, Arguments: raw}
-	msg := loop.ExecuteTool(ctx, loop.Config{Tools: setup.cfg.Tools}, call, nil)
+	msg := loop.ExecuteTool(ctx, loop.Config{Tools: w.Config.Tools}, call, nil)
 	return msg.Content.Text(), !msg.IsError
 }
 
 // completePath lists paths on the default host that start with prefix
 // (relative to the working directory, or absolute), as the find tool sees
 // them (.gitignore respected): those in prefix's directory first.
-func completePath(ctx context.Context, setup *agentSetup, prefix string) []string {
+func completePath(ctx context.Context, w *workspace.Workspace, prefix string) []string {
 	pattern := prefix + "*"
 	if !strings.Contains(prefix, "/") {
 		pattern = "**/" + pattern
 	}
-	out, ok := runTool(ctx, setup, "find", map[string]any{"pattern": pattern, "limit": 200})
+	out, ok := runTool(ctx, w, "find", map[string]any{"pattern": pattern, "limit": 200})
 	if !ok {
 		return nil
 	}

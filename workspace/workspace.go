@@ -1,0 +1,201 @@
+// Package workspace opens what an agent session works on, the same way
+// for every front end (print, json, interactive, rpc, mcp, tool, check,
+// jobs): the hosts and their connections (OpenHosts: which host is the
+// default, what an unreachable one means), the tools over them, the
+// system prompt (hosts described, project context files from the default
+// host), and the session identity that names a host's session files.
+//
+// Its failures are typed: a *UsageError for options that cannot be, a
+// *ConnectionError for a host that cannot be reached; front ends branch
+// on them with errors.As (cmd/pi-remote maps them to exit codes).
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/tools"
+)
+
+// Options say how a workspace's agent works.
+type Options struct {
+	// Model may be nil: an rpc front end serves tool calls without one.
+	Model         loop.Model
+	Active        []string // the names of the active tools
+	ToolExecution loop.ExecutionMode
+	MaxTurns      int
+	// Intro replaces the opening of the system prompt ("": the default).
+	Intro string
+	// Warn hears of context files left out of the system prompt.
+	Warn io.Writer
+}
+
+// Workspace is the hosts of a session with their tools and the loop
+// configuration built over them. Not safe for concurrent use: a front end
+// changes it (SetDefault) between runs.
+type Workspace struct {
+	Hosts  Hosts // the first is the default host
+	Defs   []tools.Definition
+	ByName map[string]tools.Definition
+	Infos  []tools.HostInfo // in Hosts' order
+	// Config is the agent's loop configuration: model, tools, system
+	// prompt.
+	Config loop.Config
+
+	files []tools.ContextFile
+	now   time.Time
+	intro string
+}
+
+// Open builds the workspace over hosts (from OpenHosts), which it then
+// owns: Close closes them, as does a failed Open. Every host is described
+// in the system prompt; project context comes from the default (first)
+// host's working directory.
+func Open(ctx context.Context, hosts Hosts, o Options) (*Workspace, error) {
+	w := &Workspace{Hosts: hosts, intro: o.Intro}
+	fail := func(err error) (*Workspace, error) {
+		hosts.Close()
+		return nil, err
+	}
+	defs, err := hosts.Definitions()
+	if err != nil {
+		return fail(&UsageError{Err: err})
+	}
+	if _, err := tools.Select(defs, o.Active); err != nil {
+		return fail(usageErrorf("--tools: %v", err))
+	}
+	for i, h := range hosts {
+		if h.Down != nil {
+			w.Infos = append(w.Infos, tools.HostInfo{Name: h.Name, Host: h.Where(), Unreachable: h.Down.Error()})
+			continue
+		}
+		info, f, err := tools.Describe(ctx, h.Env)
+		if err != nil {
+			return fail(HostError(err))
+		}
+		w.Infos = append(w.Infos, info)
+		if i == 0 {
+			w.files = f
+			tellSkipped(o.Warn, h.Name, f)
+		}
+	}
+	w.now = time.Now()
+	w.Config = loop.Config{
+		Model:         o.Model,
+		Active:        o.Active,
+		ToolExecution: o.ToolExecution,
+		MaxTurns:      o.MaxTurns,
+	}
+	if err := w.build(); err != nil {
+		return fail(&UsageError{Err: err})
+	}
+	return w, nil
+}
+
+// Close closes the hosts.
+func (w *Workspace) Close() { w.Hosts.Close() }
+
+// Cwd is the default host's working directory.
+func (w *Workspace) Cwd() string { return w.Infos[0].Cwd }
+
+// DefaultHost is the default host's name.
+func (w *Workspace) DefaultHost() string { return w.Hosts[0].Name }
+
+// HostNames are the hosts' names, the default first.
+func (w *Workspace) HostNames() []string {
+	var names []string
+	for _, h := range w.Hosts {
+		names = append(names, h.Name)
+	}
+	return names
+}
+
+// Where is the session identity of the workspace put into s: its hosts
+// ("user@host:port", or NAME=… for each of several) and the default
+// host's working directory, which name the sessions' directory.
+func (w *Workspace) Where(s agent.Where) agent.Where {
+	s.Host, s.Cwd = w.Hosts.where(), w.Cwd()
+	return s
+}
+
+func (hs Hosts) where() string {
+	if len(hs) == 1 {
+		return hs[0].Where()
+	}
+	var hosts []string
+	for _, h := range hs {
+		hosts = append(hosts, h.Name+"="+h.Where())
+	}
+	return strings.Join(hosts, ",")
+}
+
+// build makes the tools and the system prompt for w's hosts (new values,
+// never changing ones a running prompt may use).
+func (w *Workspace) build() error {
+	defs, err := w.Hosts.Definitions()
+	if err != nil {
+		return err
+	}
+	byName := map[string]tools.Definition{}
+	for _, d := range defs {
+		byName[d.Name] = d
+	}
+	infos, files, now, intro := w.Infos, w.files, w.now, w.intro
+	w.Defs, w.ByName = defs, byName
+	w.Config.Tools = tools.WrapAll(defs)
+	w.Config.SystemPrompt = func(active []loop.Tool) string {
+		var ds []tools.Definition
+		for _, a := range active {
+			ds = append(ds, byName[a.Name])
+		}
+		return tools.BuildSystemPrompt(tools.PromptParts{Intro: intro, Active: ds, Hosts: infos, ContextFiles: files, Date: now})
+	}
+	return nil
+}
+
+// SetDefault makes host name the default: the one tool calls that name no
+// host act on, first in the system prompt, whose project files (AGENTS.md)
+// the prompt carries. w.Config then has the new tools and system prompt.
+func (w *Workspace) SetDefault(ctx context.Context, name string) error {
+	i := slices.IndexFunc(w.Hosts, func(h *Host) bool { return h.Name == name })
+	if i < 0 {
+		return fmt.Errorf("no host %q (hosts: %s)", name, strings.Join(w.HostNames(), ", "))
+	}
+	if i == 0 {
+		return nil
+	}
+	h := w.Hosts[i]
+	files := w.files
+	if h.Down == nil {
+		_, f, err := tools.Describe(ctx, h.Env)
+		if err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+		files = f
+	}
+	w.Hosts = append(Hosts{h}, slices.Delete(slices.Clone(w.Hosts), i, i+1)...)
+	infos := slices.Clone(w.Infos)
+	info := infos[i]
+	w.Infos = append([]tools.HostInfo{info}, slices.Delete(infos, i, i+1)...)
+	w.files = files
+	return w.build()
+}
+
+// tellSkipped says which context files of host were left out of the
+// system prompt, and why.
+func tellSkipped(w io.Writer, host string, files []tools.ContextFile) {
+	if w == nil {
+		return
+	}
+	for _, f := range files {
+		if f.Skipped != "" {
+			fmt.Fprintf(w, "pi-remote: not using %s on host %q as instructions: %s\n", f.Path, host, f.Skipped)
+		}
+	}
+}
