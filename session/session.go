@@ -3,6 +3,10 @@
 // parent's id, so that the file is a tree (a later run can branch from any
 // entry). Each entry is written and flushed as it happens: an abort or a
 // crash loses nothing that was said.
+//
+// It also reads the files back for the front ends: listings (List,
+// OfHost), branches and their fork points (Branch, ForkPoints), forks
+// (Fork) and transcripts (Markdown, HTML).
 package session
 
 import (

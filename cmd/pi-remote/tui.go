@@ -121,13 +121,8 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 				return nil
 			}
 			all, _ := session.List(root)
-			here := w.Where(agent.Where{}).Host
 			var out []tui.Choice
-			for _, s := range all {
-				// (Another host's session would send its tools here.)
-				if s.Path == a.path || s.Host != here {
-					continue
-				}
+			for _, s := range session.OfHost(all, w.Where(agent.Where{}).Host, a.path) {
 				out = append(out, tui.Choice{Value: s.ID, Label: fmt.Sprintf("%s  %s  %s  %s",
 					s.LastActivity.Local().Format("01-02 15:04"), shortID(s.ID), s.Host, oneLine(s.FirstPrompt, 60))})
 			}
@@ -139,14 +134,8 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 				return nil
 			}
 			var out []tui.Choice
-			for i := len(entries) - 1; i >= 0; i-- {
-				if u, ok := entries[i].Message.(*loop.UserMessage); ok {
-					// Forking from a prompt keeps what came before it.
-					if i == 0 {
-						continue
-					}
-					out = append(out, tui.Choice{Value: entries[i-1].ID, Label: oneLine(u.Content.Text(), 80)})
-				}
+			for _, p := range session.ForkPoints(entries) {
+				out = append(out, tui.Choice{Value: p.Entry, Label: oneLine(p.Prompt, 80)})
 			}
 			return out
 		},
