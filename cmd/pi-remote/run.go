@@ -41,10 +41,6 @@ type runOptions struct {
 	cont          bool
 	resume        string
 	fork          string
-
-	// retried is told when a model request is sent again (the front end
-	// shows it); set before the first request.
-	retried func(attempt int, why string)
 }
 
 func newRunCmd(ios iostreams, g *globalOptions) *cobra.Command {
@@ -100,23 +96,17 @@ func registerAgentFlags(f *pflag.FlagSet, o *runOptions) {
 	f.StringVar(&o.systemPrompt, "system-prompt", "", "replace the opening of the system prompt (tools, hosts and project context are still added)")
 }
 
-// onRetry passes a model request's retry to the front end.
-func (o *runOptions) onRetry(attempt int, why string) {
-	if o.retried != nil {
-		o.retried(attempt, why)
-	}
-}
-
-// newModel builds the model the flags name; problems are usage errors that
-// say what to do.
-func newModel(o *runOptions) (loop.Model, error) {
-	if o.model == "" {
+// newModel builds the model spec names at a thinking level, with the
+// flags' base URL; onRetry hears of its retried requests. Problems are
+// usage errors that say what to do.
+func newModel(spec, thinking string, o *runOptions, onRetry func(attempt int, why string)) (loop.Model, error) {
+	if spec == "" {
 		return nil, usageErrorf("no model: pass --model PROVIDER/ID (openai/ID, anthropic/ID or scripted/FILE), or set PI_REMOTE_MODEL")
 	}
-	if !slices.Contains(agent.ThinkingLevels, o.thinking) {
-		return nil, usageErrorf("--thinking %q: want %s", o.thinking, strings.Join(agent.ThinkingLevels, ", "))
+	if !slices.Contains(agent.ThinkingLevels, thinking) {
+		return nil, usageErrorf("--thinking %q: want %s", thinking, strings.Join(agent.ThinkingLevels, ", "))
 	}
-	m, err := llm.New(o.model, llm.Options{BaseURL: o.baseURL, Thinking: o.thinking, OnRetry: o.onRetry})
+	m, err := llm.New(spec, llm.Options{BaseURL: o.baseURL, Thinking: thinking, OnRetry: onRetry})
 	var ke *llm.KeyError
 	var se *llm.SpecError
 	switch {
@@ -162,12 +152,12 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		return usageErrorf("interactive mode needs --mode print; pass a prompt for --mode json")
 	}
 	// The terminal says when a host's connection is lost and back.
-	links := &linkNotices{}
+	news := &relay{}
 	var onLink workspace.LinkFunc
 	if o.mode == "print" {
-		onLink = links.tell
+		onLink = news.onLink
 	}
-	w, err := openWorkspace(ctx, g, o, true, onLink)
+	w, err := openWorkspace(ctx, g, o, true, onLink, news.onRetry)
 	if err != nil {
 		return err
 	}
@@ -186,19 +176,17 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	var ui *tui.UI
 	switch {
 	case prompt == "" && os.Getenv("TERM") != "dumb":
-		ui = newTUI(ios, g, o, w, a)
-		o.retried = func(n int, why string) { ui.Notice(retryNote(n, why)) }
-		links.set(func(host string, s ssh.LinkState, _ time.Duration, _ error) {
+		ui = newTUI(ios, g, o, w, a, news.onRetry)
+		news.set(func(host string, s ssh.LinkState, _ time.Duration, _ error) {
 			ui.LinkState(host, s != ssh.LinkReconnecting)
-		})
+		}, func(n int, why string) { ui.Notice(retryNote(n, why)) })
 		a.out = tuiEvents{ui}
 	case o.mode == "json":
 		a.out = newJSONWriter(ios.out)
 	default:
 		pw := newPrintWriter(ios.out, ios.err, w.ByName, isTerminal(ios.err), useColor(ios.err))
-		links.set(pw.linkState)
+		news.set(pw.linkState, func(n int, why string) { pw.note(retryNote(n, why)) })
 		a.out = pw
-		o.retried = func(n int, why string) { pw.note(retryNote(n, why)) }
 	}
 	// (The terminal UI switches sessions: /new, /resume, /fork.)
 	a.start = func(opened agent.Opened) {
@@ -241,9 +229,10 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 }
 
 // openWorkspace opens the hosts the flags choose and the workspace over
-// them, for run and rpc. Without requireModel an empty --model leaves the
+// them, for run and rpc; onLink and onRetry hear of lost connections and
+// retried model requests. Without requireModel an empty --model leaves the
 // model unset (rpc serves tool commands without one).
-func openWorkspace(ctx context.Context, g *globalOptions, o *runOptions, requireModel bool, onLink workspace.LinkFunc) (*workspace.Workspace, error) {
+func openWorkspace(ctx context.Context, g *globalOptions, o *runOptions, requireModel bool, onLink workspace.LinkFunc, onRetry func(int, string)) (*workspace.Workspace, error) {
 	var execMode loop.ExecutionMode
 	switch o.toolExecution {
 	case "parallel":
@@ -257,7 +246,7 @@ func openWorkspace(ctx context.Context, g *globalOptions, o *runOptions, require
 	}
 	var model loop.Model
 	if o.model != "" || requireModel {
-		m, err := newModel(o)
+		m, err := newModel(o.model, o.thinking, o, onRetry)
 		if err != nil {
 			return nil, err
 		}

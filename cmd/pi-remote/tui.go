@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,7 +26,7 @@ func (u tuiEvents) finish()           {}
 
 // newTUI prepares the terminal UI for run's interactive mode; its
 // commands act on a's session (set before the UI runs).
-func newTUI(ios iostreams, g *globalOptions, o *runOptions, w *workspace.Workspace, a *runAgent) *tui.UI {
+func newTUI(ios iostreams, g *globalOptions, o *runOptions, w *workspace.Workspace, a *runAgent, onRetry func(int, string)) *tui.UI {
 	histFile := historyFile()
 	return tui.New(tui.Options{
 		Tools:       w.ByName,
@@ -38,7 +37,7 @@ func newTUI(ios iostreams, g *globalOptions, o *runOptions, w *workspace.Workspa
 		AutoCompact: !g.settings.compaction().Off,
 		History:     loadHistory(histFile, 1000),
 		SaveHistory: func(p string) { appendHistory(histFile, p) },
-		Commands:    tuiCommands(g, o, w, a),
+		Commands:    tuiCommands(g, o, w, a, onRetry),
 		CompletePath: func(ctx context.Context, prefix string) []string {
 			return completePath(ctx, w, prefix)
 		},
@@ -56,17 +55,11 @@ func newTUI(ios iostreams, g *globalOptions, o *runOptions, w *workspace.Workspa
 }
 
 // tuiCommands carry out the terminal's slash commands on the session.
-func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *runAgent) tui.Commands {
+func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *runAgent, onRetry func(int, string)) tui.Commands {
 	models := g.settings.ModelTable()
 	switchTo := func(name, thinking string, info agent.ModelInfo) error {
-		next := *o
-		next.model, next.thinking = name, thinking
-		m, err := newModel(&next)
+		m, err := newModel(name, thinking, o, onRetry)
 		if err != nil {
-			var ee *exitError
-			if errors.As(err, &ee) {
-				return ee.err
-			}
 			return err
 		}
 		a.s.SetModel(m, info)

@@ -15,6 +15,7 @@ import (
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/tools"
+	"github.com/pi-remote/pi-remote/workspace"
 )
 
 // isTerminal says whether w is a terminal (a character device).
@@ -166,25 +167,36 @@ func (p *printWriter) linkState(host string, s ssh.LinkState, down time.Duration
 	}
 }
 
-// linkNotices passes connection news to a receiver set once the terminal
-// exists (hosts connect before it does).
-type linkNotices struct {
-	mu sync.Mutex
-	to func(host string, s ssh.LinkState, down time.Duration, err error)
+// relay passes the hosts' connection news and the model's retries to a
+// front end set once it exists (hosts connect, and the model is built,
+// before it does); until then they are dropped.
+type relay struct {
+	mu    sync.Mutex
+	link  workspace.LinkFunc
+	retry func(attempt int, why string)
 }
 
-func (l *linkNotices) set(to func(string, ssh.LinkState, time.Duration, error)) {
-	l.mu.Lock()
-	l.to = to
-	l.mu.Unlock()
+func (r *relay) set(link workspace.LinkFunc, retry func(attempt int, why string)) {
+	r.mu.Lock()
+	r.link, r.retry = link, retry
+	r.mu.Unlock()
 }
 
-func (l *linkNotices) tell(host string, s ssh.LinkState, down time.Duration, err error) {
-	l.mu.Lock()
-	to := l.to
-	l.mu.Unlock()
+func (r *relay) onLink(host string, s ssh.LinkState, down time.Duration, err error) {
+	r.mu.Lock()
+	to := r.link
+	r.mu.Unlock()
 	if to != nil {
 		to(host, s, down, err)
+	}
+}
+
+func (r *relay) onRetry(attempt int, why string) {
+	r.mu.Lock()
+	to := r.retry
+	r.mu.Unlock()
+	if to != nil {
+		to(attempt, why)
 	}
 }
 
