@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pi-remote/pi-remote/internal/termtext"
+	"github.com/pi-remote/pi-remote/mcpserver"
 	"github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/workspace"
 )
@@ -70,6 +71,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// shown as text.)
 	var ue *workspace.UsageError
 	var ce *workspace.ConnectionError
+	var me *mcpserver.ClientError
 	var ee *exitError
 	switch {
 	case errors.As(err, &ee):
@@ -80,7 +82,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "pi-remote:", termtext.String(err.Error()))
 		return exitUsage
-	case errors.As(err, &ce):
+	case errors.As(err, &ce), errors.As(err, &me):
 		fmt.Fprintln(stderr, "pi-remote:", termtext.String(err.Error()))
 		return exitConnection
 	}

@@ -1,4 +1,4 @@
-package main
+package mcpserver
 
 import (
 	"bufio"
@@ -15,27 +15,27 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// mcpStdio is the MCP server's stdio transport: one JSON-RPC message a
+// stdio is the MCP server's stdio transport: one JSON-RPC message a
 // line in each direction. A line it cannot take (not JSON, not UTF-8, not
 // a JSON-RPC message, a batch, longer than maxLine) gets a JSON-RPC error
 // answer and the server reads on; the SDK's own IOTransport ends the
 // session on the first such line, since any error of a Connection's Read
 // is fatal to the SDK. The end of the input ends the session (MCP's stdio
 // shutdown): the calls in flight are cancelled, their commands killed.
-type mcpStdio struct {
+type stdio struct {
 	in      io.Reader
 	out     io.Writer
 	maxLine int
 }
 
-var _ mcp.Transport = (*mcpStdio)(nil)
+var _ mcp.Transport = (*stdio)(nil)
 
 // Connect starts reading the input: its lines are read ahead by a
 // goroutine, so that Close unblocks a Read waiting for input as the SDK
 // requires. A read of the input cannot be interrupted: after Close the
 // goroutine ends at the next line or at the end of the input.
-func (t *mcpStdio) Connect(context.Context) (mcp.Connection, error) {
-	c := &mcpLineConn{
+func (t *stdio) Connect(context.Context) (mcp.Connection, error) {
+	c := &lineConn{
 		maxLine: t.maxLine,
 		out:     t.out,
 		lines:   make(chan inputLine),
@@ -52,9 +52,9 @@ type inputLine struct {
 	err     error // io.EOF at the end
 }
 
-// mcpLineConn is an mcp.Connection over lines; safe for concurrent use as
+// lineConn is an mcp.Connection over lines; safe for concurrent use as
 // the SDK uses it (one reader, several writers, Close from anywhere).
-type mcpLineConn struct {
+type lineConn struct {
 	maxLine   int
 	lines     chan inputLine
 	closed    chan struct{}
@@ -68,7 +68,7 @@ type mcpLineConn struct {
 
 // readLines sends the input's lines to c.lines until the end of the input
 // or Close. A line longer than maxLine is not kept, only reported.
-func (c *mcpLineConn) readLines(r *bufio.Reader, maxLine int) {
+func (c *lineConn) readLines(r *bufio.Reader, maxLine int) {
 	for {
 		l := readLine(r, maxLine)
 		if len(l.text) > 0 || l.tooLong || l.err == nil {
@@ -114,7 +114,7 @@ func readLine(r *bufio.Reader, maxLine int) inputLine {
 }
 
 // Read returns the next message, answering the lines that are none.
-func (c *mcpLineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -144,7 +144,7 @@ func (c *mcpLineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // Write writes one message as one line.
-func (c *mcpLineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (c *mcpLineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return c.writeLine(data)
 }
 
-func (c *mcpLineConn) writeLine(data []byte) error {
+func (c *lineConn) writeLine(data []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	_, err := c.out.Write(append(data, '\n'))
@@ -163,13 +163,13 @@ func (c *mcpLineConn) writeLine(data []byte) error {
 }
 
 // Close stops reading; the process owns the streams themselves.
-func (c *mcpLineConn) Close() error {
+func (c *lineConn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
 	return nil
 }
 
 // SessionID is empty: stdio has one session.
-func (c *mcpLineConn) SessionID() string { return "" }
+func (c *lineConn) SessionID() string { return "" }
 
 // decodeLine is the message a line holds, or the JSON-RPC error answer
 // for a line that holds none; both are nil for an empty line.
