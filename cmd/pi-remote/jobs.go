@@ -60,7 +60,7 @@ the host itself.`,
 			}
 			failed := func(err error) error {
 				fmt.Fprintln(io.err, "pi-remote:", termtext.String(err.Error()))
-				return &exitError{code: exitToolError, err: err}
+				return &failure{err: err}
 			}
 			h, err := jobHost(ctx, hs, args[1])
 			if errors.Is(err, ssh.ErrNoJob) {

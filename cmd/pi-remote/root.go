@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -12,31 +10,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pi-remote/pi-remote/internal/termtext"
-	"github.com/pi-remote/pi-remote/mcpserver"
 	"github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/workspace"
 )
-
-// Exit codes of the CLI contract.
-const (
-	exitOK         = 0
-	exitToolError  = 1
-	exitUsage      = 2
-	exitConnection = 3
-)
-
-// exitError carries an exit code out of a command.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func usageErrorf(format string, a ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
-}
 
 // iostreams are a command's standard streams.
 type iostreams struct {
@@ -64,33 +40,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
-	}
-	// (An error may carry a host's or a model's text: its controls are
-	// shown as text.)
-	var ue *workspace.UsageError
-	var ce *workspace.ConnectionError
-	var me *mcpserver.ClientError
-	var ee *exitError
-	switch {
-	case errors.As(err, &ee):
-		if ee.err != nil && ee.code != exitToolError {
-			fmt.Fprintln(stderr, "pi-remote:", termtext.String(ee.err.Error()))
-		}
-		return ee.code
-	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "pi-remote:", termtext.String(err.Error()))
-		return exitUsage
-	case errors.As(err, &ce), errors.As(err, &me):
-		fmt.Fprintln(stderr, "pi-remote:", termtext.String(err.Error()))
-		return exitConnection
-	}
-	// Anything cobra itself rejects (unknown command or flag, bad args) is
-	// a usage error.
-	fmt.Fprintln(stderr, "pi-remote:", termtext.String(err.Error()))
-	fmt.Fprintln(stderr, "Run 'pi-remote --help' for usage.")
-	return exitUsage
+	return exit(stderr, err)
 }
 
 func newRootCmd(io iostreams) *cobra.Command {

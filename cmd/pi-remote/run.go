@@ -290,16 +290,16 @@ func (a *runAgent) turn(ctx context.Context, prompt string) error {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return &exitError{code: exitToolError, err: errors.New("aborted")}
+		return &failure{err: errors.New("aborted")}
 	case errors.Is(runErr, agent.ErrOverflow):
 		// The loop's events showed the refusals; what to do is ours to say.
 		fmt.Fprintln(a.errw, "pi-remote:", termtext.String(runErr.Error()))
-		return &exitError{code: exitToolError, err: runErr}
+		return &failure{err: runErr}
 	case runErr != nil:
-		return &exitError{code: exitToolError, err: runErr}
+		return &failure{err: runErr}
 	}
 	if last := loop.LastAssistant(a.s.Messages()); last != nil && (last.StopReason == loop.StopError || last.StopReason == loop.StopAborted) {
-		return &exitError{code: exitToolError, err: fmt.Errorf("the run ended in an error: %s", last.ErrorMessage)}
+		return &failure{err: fmt.Errorf("the run ended in an error: %s", last.ErrorMessage)}
 	}
 	return nil
 }
@@ -307,7 +307,7 @@ func (a *runAgent) turn(ctx context.Context, prompt string) error {
 // compact compacts the conversation now (interactive /compact [focus]).
 func (a *runAgent) compact(ctx context.Context, focus string) error {
 	if err := a.s.Compact(ctx, focus); err != nil {
-		return &exitError{code: exitToolError, err: fmt.Errorf("compact: %w", err)}
+		return &failure{err: fmt.Errorf("compact: %w", err)}
 	}
 	return nil
 }
@@ -361,13 +361,12 @@ func (a *runAgent) interactive(ctx context.Context, ios iostreams, sigs <-chan o
 			case <-sigs:
 				cancel()
 				<-done
-				return &exitError{code: exitToolError, err: errors.New("aborted")}
+				return &failure{err: errors.New("aborted")}
 			}
 		}
 		cancel()
-		var ee *exitError
-		if errors.As(err, &ee) && ee.err != nil {
-			fmt.Fprintln(a.errw, "pi-remote:", termtext.String(ee.err.Error()))
+		if err != nil {
+			fmt.Fprintln(a.errw, "pi-remote:", termtext.String(err.Error()))
 		}
 	}
 }

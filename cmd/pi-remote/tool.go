@@ -102,7 +102,7 @@ func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOption
 		if hs.Lost(ctx) {
 			return &workspace.ConnectionError{Err: fmt.Errorf("%s failed: the connection to the host was lost", o.name)}
 		}
-		return &exitError{code: exitToolError, err: fmt.Errorf("%s failed", o.name)}
+		return &failure{err: fmt.Errorf("%s failed", o.name)}
 	}
 	return nil
 }
