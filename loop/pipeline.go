@@ -277,7 +277,8 @@ func (r *runner) executeBatch(ctx context.Context, assistant *AssistantMessage, 
 
 // ExecuteTool runs one tool call outside a model turn through the same
 // prepare → execute → finalize pipeline, emitting tool_execution events.
-// pi-remote's `tool` command and the RPC and MCP servers use it.
+// tools.Call wraps it for the front ends (the tool command, the MCP
+// server, the terminal's helpers); the rpc server uses StartTool.
 func ExecuteTool(ctx context.Context, cfg Config, call *ToolCall, emit func(Event)) *ToolResultMessage {
 	return StartTool(ctx, cfg, call, emit)()
 }

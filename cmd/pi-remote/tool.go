@@ -75,11 +75,7 @@ func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOption
 		}
 		raw = string(b)
 	}
-	if strings.TrimSpace(raw) == "" {
-		raw = "{}"
-	}
-	call := &loop.ToolCall{ID: "cli", Name: o.name, Arguments: json.RawMessage(raw)}
-	msg := loop.ExecuteTool(ctx, loop.Config{Tools: tools.WrapAll(defs), MaxArgumentBytes: maxArgsInput}, call, nil)
+	msg := tools.Call(ctx, loop.Config{Tools: tools.WrapAll(defs), MaxArgumentBytes: maxArgsInput}, o.name, json.RawMessage(raw), nil)
 	if o.json {
 		out := struct {
 			Content loop.ContentList `json:"content"`

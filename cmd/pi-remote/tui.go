@@ -14,6 +14,7 @@ import (
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/session"
+	"github.com/pi-remote/pi-remote/tools"
 	"github.com/pi-remote/pi-remote/tui"
 	"github.com/pi-remote/pi-remote/workspace"
 )
@@ -191,8 +192,7 @@ func runTool(ctx context.Context, w *workspace.Workspace, name string, args map[
 	if err != nil {
 		return "", false
 	}
-	call := &loop.ToolCall{ID: "tui-" + name, Name: name, Arguments: raw}
-	msg := loop.ExecuteTool(ctx, loop.Config{Tools: w.Config.Tools}, call, nil)
+	msg := tools.Call(ctx, loop.Config{Tools: w.Config.Tools}, name, raw, nil)
 	return msg.Content.Text(), !msg.IsError
 }
 

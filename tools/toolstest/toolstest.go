@@ -152,7 +152,7 @@ func (f *fixture) call(name string, args any) *loop.ToolResultMessage {
 		raw, err = json.Marshal(args)
 		require.NoError(f.t, err)
 	}
-	return loop.ExecuteTool(f.t.Context(), loop.Config{Tools: tools.WrapAll(f.defs)}, &loop.ToolCall{ID: "t", Name: name, Arguments: raw}, nil)
+	return tools.Call(f.t.Context(), loop.Config{Tools: tools.WrapAll(f.defs)}, name, raw, nil)
 }
 
 func text(m *loop.ToolResultMessage) string { return m.Content.Text() }
