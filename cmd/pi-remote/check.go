@@ -138,16 +138,31 @@ func printReport(out io.Writer, r checkReport, remote bool) {
 		fmt.Fprintf(w, "state:     unreachable: %s\n", r.Error)
 		return
 	}
+	// What the host has, or what pi-remote does without it.
+	type ability struct {
+		label   string
+		has     bool
+		yes, no string
+	}
+	var abilities []ability
 	if remote {
 		fmt.Fprintf(w, "host key:  %s\n", r.HostKey)
 		fmt.Fprintf(w, "auth:      %s\n", r.Auth)
-		fmt.Fprintf(w, "sftp:      %s\n", yesNo(r.SFTP, "available", "missing (files go over the shell)"))
-		fmt.Fprintf(w, "setsid:    %s\n", yesNo(r.Setsid, "yes (commands get their own process group)", "missing (a cancelled command takes its server with it)"))
+		abilities = append(abilities,
+			ability{"sftp", r.SFTP, "available", "missing (files go over the shell)"},
+			ability{"setsid", r.Setsid, "yes (commands get their own process group)", "missing (a cancelled command takes its server with it)"})
 	}
-	fmt.Fprintf(w, "home:      %s\n", r.Home)
-	fmt.Fprintf(w, "bash:      %s\n", yesNo(r.Bash, "yes", "no (bash tool uses sh)"))
-	fmt.Fprintf(w, "rg:        %s\n", yesNo(r.Rg, "yes", "no (grep walks the tree with find(1), skips what .gitignore/.ignore exclude as rg would, and runs grep -E: POSIX regex syntax, one more round trip)"))
-	fmt.Fprintf(w, "fd:        %s\n", yesNo(r.Fd != "", r.Fd, "no (find walks the tree with find(1) and skips what .gitignore/.ignore exclude, as fd would)"))
+	abilities = append(abilities, ability{"home", true, r.Home, ""},
+		ability{"bash", r.Bash, "yes", "no (bash tool uses sh)"},
+		ability{"rg", r.Rg, "yes", "no (grep walks the tree with find(1), skips what .gitignore/.ignore exclude as rg would, and runs grep -E: POSIX regex syntax, one more round trip)"},
+		ability{"fd", r.Fd != "", r.Fd, "no (find walks the tree with find(1) and skips what .gitignore/.ignore exclude, as fd would)"})
+	for _, a := range abilities {
+		text := a.no
+		if a.has {
+			text = a.yes
+		}
+		fmt.Fprintf(w, "%-11s%s\n", a.label+":", text)
+	}
 	if len(r.Helpers) > 0 {
 		fmt.Fprintf(w, "helpers:   %s\n", strings.Join(r.Helpers, " "))
 	}
@@ -165,11 +180,4 @@ func reportFrom(info ssh.Info) checkReport {
 		r.Via = append(r.Via, j.String())
 	}
 	return r
-}
-
-func yesNo(b bool, yes, no string) string {
-	if b {
-		return yes
-	}
-	return no
 }
