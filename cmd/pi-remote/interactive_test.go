@@ -20,6 +20,7 @@ import (
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops/local"
+	"github.com/pi-remote/pi-remote/printer"
 	"github.com/pi-remote/pi-remote/session"
 	"github.com/pi-remote/pi-remote/tools"
 )
@@ -63,9 +64,9 @@ func TestInteractiveLoop(t *testing.T) {
 	for _, d := range defs {
 		byName[d.Name] = d
 	}
-	out := newPrintWriter(&stdout, &stderr, byName, false, false)
+	out := printer.New(&stdout, &stderr, byName, false, false)
 	a := &runAgent{out: out, errw: &stderr, path: sess.Path()}
-	a.s = agent.New(agent.Options{Config: loop.Config{Model: model, Tools: tools.WrapAll(defs)}, Model: agent.ModelInfo{Window: agent.DefaultWindow}, File: sess, Emit: out.emit})
+	a.s = agent.New(agent.Options{Config: loop.Config{Model: model, Tools: tools.WrapAll(defs)}, Model: agent.ModelInfo{Window: agent.DefaultWindow}, File: sess, Emit: out.Emit})
 
 	inR, inW := io.Pipe()
 	sigs := make(chan os.Signal, 1)

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pi-remote/pi-remote/mcpserver"
+	"github.com/pi-remote/pi-remote/printer"
 	"github.com/pi-remote/pi-remote/tools"
 	"github.com/pi-remote/pi-remote/workspace"
 )
@@ -46,5 +47,5 @@ func mcpRun(ctx context.Context, ios iostreams, g *globalOptions, toolList strin
 	if err != nil {
 		return usageErrorf("--tools: %v", err)
 	}
-	return mcpserver.Serve(ctx, ios.in, ios.out, mcpserver.Options{Defs: defs, Active: active, MaxArgumentBytes: maxArgsInput, ProgressLines: liveLines})
+	return mcpserver.Serve(ctx, ios.in, ios.out, mcpserver.Options{Defs: defs, Active: active, MaxArgumentBytes: maxArgsInput, ProgressLines: printer.LiveLines})
 }

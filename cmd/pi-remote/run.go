@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,6 +20,7 @@ import (
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/printer"
 	"github.com/pi-remote/pi-remote/session"
 	"github.com/pi-remote/pi-remote/tools"
 	"github.com/pi-remote/pi-remote/tui"
@@ -182,10 +181,10 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		}, func(n int, why string) { ui.Notice(retryNote(n, why)) })
 		a.out = tuiEvents{ui}
 	case o.mode == "json":
-		a.out = newJSONWriter(ios.out)
+		a.out = printer.NewJSON(ios.out)
 	default:
-		pw := newPrintWriter(ios.out, ios.err, w.ByName, isTerminal(ios.err), useColor(ios.err))
-		news.set(pw.linkState, func(n int, why string) { pw.note(retryNote(n, why)) })
+		pw := printer.New(ios.out, ios.err, w.ByName, isTerminal(ios.err), useColor(ios.err))
+		news.set(pw.LinkState, func(n int, why string) { pw.Note(retryNote(n, why)) })
 		a.out = pw
 	}
 	// (The terminal UI switches sessions: /new, /resume, /fork.)
@@ -201,7 +200,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 			Context:     opened.Context,
 			PriorUsage:  opened.Prior,
 			DefaultHost: w.DefaultHost(),
-			Emit:        a.out.emit,
+			Emit:        a.out.Emit,
 			SaveError: func(err error) {
 				fmt.Fprintf(ios.err, "pi-remote: session %s: %v (the run goes on unsaved)\n", sess.Path(), err)
 			},
@@ -284,7 +283,7 @@ func (a *runAgent) close() {
 // turn runs the agent on one prompt.
 func (a *runAgent) turn(ctx context.Context, prompt string) error {
 	run, runErr := a.s.Prompt(ctx, loop.NewUserText(prompt))
-	a.out.finish()
+	a.out.Finish()
 	if a.print && run.Calls > 0 {
 		fmt.Fprintf(a.errw, "usage: %s (session %s)\n", run, a.s.Usage())
 	}
@@ -389,30 +388,9 @@ func splitList(s string) []string {
 	return out
 }
 
-// eventWriter shows a run's events.
+// eventWriter shows a run's events (printer.Print, printer.JSON, the
+// terminal UI).
 type eventWriter interface {
-	emit(loop.Event)
-	finish()
+	Emit(loop.Event)
+	Finish()
 }
-
-// jsonWriter prints one event per line.
-type jsonWriter struct {
-	mu sync.Mutex
-	w  *bufio.Writer
-}
-
-func newJSONWriter(w io.Writer) *jsonWriter { return &jsonWriter{w: bufio.NewWriter(w)} }
-
-func (j *jsonWriter) emit(e loop.Event) {
-	b, err := loop.MarshalEvent(e)
-	if err != nil {
-		b, _ = json.Marshal(map[string]string{"type": "error", "error": err.Error()})
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.w.Write(b)
-	j.w.WriteByte('\n')
-	j.w.Flush()
-}
-
-func (j *jsonWriter) finish() {}

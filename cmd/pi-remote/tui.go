@@ -22,8 +22,8 @@ import (
 // tuiEvents sends a run's events to the terminal UI.
 type tuiEvents struct{ ui *tui.UI }
 
-func (u tuiEvents) emit(e loop.Event) { u.ui.Emit(e) }
-func (u tuiEvents) finish()           {}
+func (u tuiEvents) Emit(e loop.Event) { u.ui.Emit(e) }
+func (u tuiEvents) Finish()           {}
 
 // newTUI prepares the terminal UI for run's interactive mode; its
 // commands act on a's session (set before the UI runs).
