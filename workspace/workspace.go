@@ -3,7 +3,9 @@
 // jobs): the hosts and their connections (OpenHosts: which host is the
 // default, what an unreachable one means), the tools over them, the
 // system prompt (hosts described, project context files from the default
-// host), and the session identity that names a host's session files.
+// host), and the session identity that names a host's session files;
+// and what a front end asks of the hosts themselves: a report of each
+// (Check) and the jobs left on them (Jobs, JobHost).
 //
 // Its failures are typed: a *UsageError for options that cannot be, a
 // *ConnectionError for a host that cannot be reached; front ends branch

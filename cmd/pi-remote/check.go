@@ -1,16 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pi-remote/pi-remote/internal/termtext"
-	"github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/workspace"
 )
 
@@ -34,56 +33,26 @@ host-key failure (the message says what to do).`,
 	return cmd
 }
 
-// checkReport is what check prints.
-type checkReport struct {
-	Name     string   `json:"name"`
-	Host     string   `json:"host"`
-	Via      []string `json:"via,omitempty"`
-	HostKey  string   `json:"hostKey,omitempty"`
-	Auth     string   `json:"auth,omitempty"`
-	SFTP     bool     `json:"sftp"`
-	Setsid   bool     `json:"setsid"`
-	Home     string   `json:"home,omitempty"`
-	Bash     bool     `json:"bash"`
-	Rg       bool     `json:"rg"`
-	Fd       string   `json:"fd,omitempty"`
-	Helpers  []string `json:"helpers,omitempty"`
-	RTTMilli float64  `json:"rttMs"`
-	Error    string   `json:"error,omitempty"` // why the host could not be reached
-}
-
-func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool) (err error) {
+func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool) error {
 	hs, err := workspace.OpenHosts(ctx, g.host, workspace.OneShot, nil, g.warn)
 	if err != nil {
 		return err
 	}
 	defer hs.Close()
-	var reports []checkReport
-	var unreachable error
-	for _, h := range hs {
-		r, err := checkHost(ctx, h)
-		if err != nil && (len(hs) == 1 || !workspace.IsConnectionFailure(err)) {
-			return err
-		}
-		if err != nil {
-			// One of several: reported with the others.
-			r = checkReport{Name: h.Name, Host: h.Where(), Error: err.Error()}
-			if unreachable == nil {
-				unreachable = &workspace.ConnectionError{Err: fmt.Errorf("host %s: %w", h.Name, err)}
-			}
-		}
-		reports = append(reports, r)
+	// (One of several hosts that cannot be reached is reported with the
+	// others, and its failure is the command's.)
+	reports, err := hs.Check(ctx)
+	if reports == nil {
+		return err
 	}
-	defer func() {
-		if err == nil {
-			err = unreachable
-		}
-	}()
 	if asJSON {
+		var werr error
 		if len(reports) == 1 {
-			return encodeJSON(ios.out, reports[0], "  ")
+			werr = encodeJSON(ios.out, reports[0], "  ")
+		} else {
+			werr = encodeJSON(ios.out, reports, "  ")
 		}
-		return encodeJSON(ios.out, reports, "  ")
+		return cmp.Or(werr, err)
 	}
 	for i, r := range reports {
 		if i > 0 {
@@ -91,42 +60,12 @@ func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool)
 		}
 		printReport(ios.out, r, hs[i].SSH != nil)
 	}
-	return nil
-}
-
-func checkHost(ctx context.Context, h *workspace.Host) (checkReport, error) {
-	r := checkReport{Name: h.Name, Host: "local"}
-	if h.SSH != nil {
-		info, err := h.SSH.Connect(ctx)
-		if err != nil {
-			return r, &workspace.ConnectionError{Err: err}
-		}
-		r = reportFrom(info)
-		r.Name = h.Name
-		// The best of a few round trips: the first may pay for warm-up.
-		best := time.Duration(0)
-		for range 5 {
-			d, err := h.SSH.Ping(ctx)
-			if err != nil {
-				return r, &workspace.ConnectionError{Err: err}
-			}
-			if best == 0 || d < best {
-				best = d
-			}
-		}
-		r.RTTMilli = float64(best.Microseconds()) / 1000
-	}
-	caps, err := h.Env.Capabilities(ctx)
-	if err != nil {
-		return r, workspace.HostError(err)
-	}
-	r.Home, r.Bash, r.Rg, r.Fd = caps.Home, caps.Bash != "", caps.Rg != "", caps.Fd
-	return r, nil
+	return err
 }
 
 // printReport writes r for a person; what the host said (its home, its
 // tools' versions, an error) is shown with its controls as text.
-func printReport(out io.Writer, r checkReport, remote bool) {
+func printReport(out io.Writer, r workspace.Report, remote bool) {
 	w := termtext.NewWriter(out)
 	defer w.Flush()
 	fmt.Fprintf(w, "name:      %s\n", r.Name)
@@ -169,15 +108,4 @@ func printReport(out io.Writer, r checkReport, remote bool) {
 	if remote {
 		fmt.Fprintf(w, "rtt:       %.2f ms\n", r.RTTMilli)
 	}
-}
-
-func reportFrom(info ssh.Info) checkReport {
-	r := checkReport{
-		Host:    info.Config.Alias + " (" + info.Config.User + "@" + info.Config.Addr() + ")",
-		HostKey: info.HostKey, Auth: info.Auth, SFTP: info.SFTP, Setsid: info.Setsid, Helpers: info.Tools,
-	}
-	for _, j := range info.Config.Jump {
-		r.Via = append(r.Via, j.String())
-	}
-	return r
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/internal/termtext/termtexttest"
+	"github.com/pi-remote/pi-remote/workspace"
 )
 
 // hostileText is what a model may write to take over the user's
@@ -202,14 +203,14 @@ func TestJobsAndCheckShowHostTextSafely(t *testing.T) {
 	assert.Contains(t, jobs.String(), "stopped: killed^[]52;c;eA==^G")
 
 	var report strings.Builder
-	printReport(&report, checkReport{Name: "dev", Host: "dev (me@dev:22)", HostKey: "known", Auth: "publickey",
+	printReport(&report, workspace.Report{Name: "dev", Host: "dev (me@dev:22)", HostKey: "known", Auth: "publickey",
 		Home: "/home/me\x1b]0;home\a", Fd: "fd 9\x1b[2J", Helpers: []string{"setsid", "timeout\u009b"}}, true)
 	assert.Empty(t, termtexttest.Controls(report.String()))
 	assert.Contains(t, report.String(), "home:      /home/me^[]0;home^G\n")
 	assert.Contains(t, report.String(), "fd:        fd 9^[[2J\n")
 
 	report.Reset()
-	printReport(&report, checkReport{Name: "gpu", Host: "gpu", Error: "ssh: handshake failed: " + hostileText}, true)
+	printReport(&report, workspace.Report{Name: "gpu", Host: "gpu", Error: "ssh: handshake failed: " + hostileText}, true)
 	assert.Empty(t, termtexttest.Controls(report.String()))
 	assert.Contains(t, report.String(), "state:     unreachable: ssh: handshake failed: clip^[]52;c;")
 }

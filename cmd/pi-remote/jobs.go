@@ -62,7 +62,7 @@ the host itself.`,
 				fmt.Fprintln(io.err, "pi-remote:", termtext.String(err.Error()))
 				return &failure{err: err}
 			}
-			h, err := jobHost(ctx, hs, args[1])
+			h, err := hs.JobHost(ctx, args[1])
 			if errors.Is(err, ssh.ErrNoJob) {
 				return failed(err)
 			} else if err != nil {
@@ -115,22 +115,17 @@ type jobJSON struct {
 }
 
 func listJobs(ctx context.Context, io iostreams, hs workspace.Hosts, asJSON bool) error {
+	jobs, err := hs.Jobs(ctx)
+	if err != nil {
+		return err
+	}
 	var all []jobJSON
-	for _, h := range hs {
-		if h.SSH == nil {
-			continue
+	for _, j := range jobs {
+		jj := jobJSON{Host: j.Host, ID: j.ID, State: j.State, Why: j.Why, AgeSecs: int64(j.Age / time.Second), Command: j.Label}
+		if j.State == "exited" || j.State == "stopped" {
+			jj.Code = &j.Code
 		}
-		jobs, err := h.SSH.Jobs(ctx)
-		if err != nil {
-			return workspace.HostError(err)
-		}
-		for _, j := range jobs {
-			jj := jobJSON{Host: h.Name, ID: j.ID, State: j.State, Why: j.Why, AgeSecs: int64(j.Age / time.Second), Command: j.Label}
-			if j.State == "exited" || j.State == "stopped" {
-				jj.Code = &j.Code
-			}
-			all = append(all, jj)
-		}
+		all = append(all, jj)
 	}
 	if asJSON {
 		if all == nil {
@@ -175,29 +170,4 @@ func printJobs(out io.Writer, all []jobJSON, multi bool) error {
 // controls are shown as text.
 func cell(s string) string {
 	return termtext.String(strings.ReplaceAll(s, "\t", " "))
-}
-
-// jobHost finds the remote host that has job id.
-func jobHost(ctx context.Context, hs workspace.Hosts, id string) (*workspace.Host, error) {
-	var remote []*workspace.Host
-	for _, h := range hs {
-		if h.SSH != nil {
-			remote = append(remote, h)
-		}
-	}
-	if len(remote) == 1 {
-		return remote[0], nil
-	}
-	for _, h := range remote {
-		jobs, err := h.SSH.Jobs(ctx)
-		if err != nil {
-			return nil, workspace.HostError(err)
-		}
-		for _, j := range jobs {
-			if j.ID == id {
-				return h, nil
-			}
-		}
-	}
-	return nil, fmt.Errorf("job %s: %w on any of the hosts", id, ssh.ErrNoJob)
 }
