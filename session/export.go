@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -136,4 +137,22 @@ func HTML(w io.Writer, h Header, entries []Entry) error {
 		}
 	}
 	return htmlPage.Execute(w, map[string]any{"Header": h, "Started": h.Created.Format(time.RFC3339), "Items": items})
+}
+
+// ExportFile writes the branch of the session file src to the file dst:
+// an HTML page when dst ends in .html, else Markdown.
+func ExportFile(src, dst string) error {
+	h, entries, err := Branch(src)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if strings.HasSuffix(dst, ".html") {
+		return HTML(f, h, entries)
+	}
+	return Markdown(f, h, entries)
 }

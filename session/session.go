@@ -6,7 +6,8 @@
 //
 // It also reads the files back for the front ends: listings (List,
 // OfHost), branches and their fork points (Branch, ForkPoints), forks
-// (Fork) and transcripts (Markdown, HTML).
+// (Fork) and transcripts (Markdown, HTML, ExportFile); and it keeps the
+// prompts typed in the terminal (LoadHistory, AppendHistory).
 package session
 
 import (

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -14,7 +11,6 @@ import (
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/session"
-	"github.com/pi-remote/pi-remote/tools"
 	"github.com/pi-remote/pi-remote/tui"
 	"github.com/pi-remote/pi-remote/workspace"
 )
@@ -28,30 +24,22 @@ func (u tuiEvents) Finish()           {}
 // newTUI prepares the terminal UI for run's interactive mode; its
 // commands act on a's session (set before the UI runs).
 func newTUI(ios iostreams, g *globalOptions, o *runOptions, w *workspace.Workspace, a *runAgent, onRetry func(int, string)) *tui.UI {
-	histFile := historyFile()
+	histFile := session.HistoryFile()
 	return tui.New(tui.Options{
-		Tools:       w.ByName,
-		Hosts:       w.HostNames(),
-		Cwd:         w.Cwd(),
-		Model:       o.model,
-		Thinking:    o.thinking,
-		AutoCompact: !g.settings.compaction().Off,
-		History:     loadHistory(histFile, 1000),
-		SaveHistory: func(p string) { appendHistory(histFile, p) },
-		Commands:    tuiCommands(g, o, w, a, onRetry),
-		CompletePath: func(ctx context.Context, prefix string) []string {
-			return completePath(ctx, w, prefix)
-		},
-		Branch: func(ctx context.Context) string {
-			out, ok := runTool(ctx, w, "bash", map[string]any{"command": "git rev-parse --abbrev-ref HEAD 2>/dev/null"})
-			if !ok {
-				return ""
-			}
-			return strings.TrimSpace(out)
-		},
-		Color: useColor(ios.out),
-		In:    ios.in,
-		Out:   ios.out,
+		Tools:        w.ByName,
+		Hosts:        w.HostNames(),
+		Cwd:          w.Cwd(),
+		Model:        o.model,
+		Thinking:     o.thinking,
+		AutoCompact:  !g.settings.compaction().Off,
+		History:      session.LoadHistory(histFile, 1000),
+		SaveHistory:  func(p string) { session.AppendHistory(histFile, p) },
+		Commands:     tuiCommands(g, o, w, a, onRetry),
+		CompletePath: w.CompletePath,
+		Branch:       w.GitBranch,
+		Color:        useColor(ios.out),
+		In:           ios.in,
+		Out:          ios.out,
 	})
 }
 
@@ -85,21 +73,7 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 			if path == "" {
 				path = strings.TrimSuffix(a.path, ".jsonl") + ".md"
 			}
-			h, entries, err := session.Branch(a.path)
-			if err != nil {
-				return "", err
-			}
-			f, err := os.Create(path)
-			if err != nil {
-				return "", err
-			}
-			defer f.Close()
-			if strings.HasSuffix(path, ".html") {
-				err = session.HTML(f, h, entries)
-			} else {
-				err = session.Markdown(f, h, entries)
-			}
-			return path, err
+			return path, session.ExportFile(a.path, path)
 		},
 		Models: func() []string {
 			var names []string
@@ -183,92 +157,4 @@ func switchSession(a *runAgent, w agent.Where, models agent.Models) (tui.Agent, 
 	}
 	a.start(opened)
 	return a.s, fmt.Sprintf("session %s (%d messages in context)", a.path, len(opened.Context.Messages)), nil
-}
-
-// runTool runs one tool on the default host outside the conversation; ok
-// is false for an error result.
-func runTool(ctx context.Context, w *workspace.Workspace, name string, args map[string]any) (string, bool) {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return "", false
-	}
-	msg := tools.Call(ctx, loop.Config{Tools: w.Config.Tools}, name, raw, nil)
-	return msg.Content.Text(), !msg.IsError
-}
-
-// completePath lists paths on the default host that start with prefix
-// (relative to the working directory, or absolute), as the find tool sees
-// them (.gitignore respected): those in prefix's directory first.
-func completePath(ctx context.Context, w *workspace.Workspace, prefix string) []string {
-	pattern := prefix + "*"
-	if !strings.Contains(prefix, "/") {
-		pattern = "**/" + pattern
-	}
-	out, ok := runTool(ctx, w, "find", map[string]any{"pattern": pattern, "limit": 200})
-	if !ok {
-		return nil
-	}
-	var paths []string
-	for _, l := range strings.Split(out, "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "[") {
-			paths = append(paths, l)
-		}
-	}
-	// Shallow paths first, then by name.
-	sort.SliceStable(paths, func(i, j int) bool {
-		di, dj := strings.Count(paths[i], "/"), strings.Count(paths[j], "/")
-		if di != dj {
-			return di < dj
-		}
-		return paths[i] < paths[j]
-	})
-	return paths
-}
-
-// historyFile keeps the prompts typed in the terminal, across sessions.
-func historyFile() string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".pi-remote", "history.jsonl")
-}
-
-// loadHistory reads the last n prompts (one JSON string per line; lines
-// that are not are skipped).
-func loadHistory(path string, n int) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		var p string
-		if json.Unmarshal(sc.Bytes(), &p) == nil && strings.TrimSpace(p) != "" {
-			out = append(out, p)
-		}
-	}
-	if len(out) > n {
-		out = out[len(out)-n:]
-	}
-	return out
-}
-
-func appendHistory(path, prompt string) {
-	if path == "" {
-		return
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	b, _ := json.Marshal(prompt)
-	f.Write(append(b, '\n'))
 }
