@@ -2,7 +2,8 @@
 // Print for print mode (the assistant's text on stdout, tool activity on
 // stderr, controls from outside shown as text) and JSON for --mode json
 // (one event a line). Both are safe for concurrent use: events may come
-// from several goroutines.
+// from several goroutines. LinePrompt is print mode's prompt loop where
+// the terminal cannot redraw.
 package printer
 
 import (

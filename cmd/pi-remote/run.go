@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -311,63 +310,16 @@ func (a *runAgent) compact(ctx context.Context, focus string) error {
 	return nil
 }
 
-// interactive is the prompt loop: each line is a run in the same session.
-// Ctrl-C aborts the current run; a second Ctrl-C (or one at the prompt)
-// exits, as does end of input.
+// interactive is the prompt loop of a terminal that cannot redraw
+// (printer.LinePrompt): each line is a run in the same session, or
+// /compact [focus].
 func (a *runAgent) interactive(ctx context.Context, ios iostreams, sigs <-chan os.Signal) error {
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(ios.in)
-		sc.Buffer(make([]byte, 64<<10), maxArgsInput)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	fmt.Fprintf(a.errw, "session: %s\nType a prompt (or /compact [focus]); Ctrl-C aborts a run, Ctrl-C again or Ctrl-D exits.\n", a.path)
-	for {
-		fmt.Fprint(a.errw, "› ")
-		var line string
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				fmt.Fprintln(a.errw)
-				return nil
-			}
-			line = strings.TrimSpace(l)
-		case <-sigs:
-			fmt.Fprintln(a.errw)
-			return nil
-		}
-		if line == "" {
-			continue
-		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		if focus, ok := strings.CutPrefix(line, "/compact"); ok && (focus == "" || focus[0] == ' ') {
-			go func() { done <- a.compact(runCtx, strings.TrimSpace(focus)) }()
-		} else {
-			go func() { done <- a.turn(runCtx, line) }()
-		}
-		var err error
-		select {
-		case err = <-done:
-		case <-sigs:
-			cancel()
-			fmt.Fprintln(a.errw, "\naborting… (Ctrl-C again to exit)")
-			select {
-			case err = <-done:
-			case <-sigs:
-				cancel()
-				<-done
-				return &failure{err: errors.New("aborted")}
-			}
-		}
-		cancel()
-		if err != nil {
-			fmt.Fprintln(a.errw, "pi-remote:", termtext.String(err.Error()))
-		}
+	intro := fmt.Sprintf("session: %s\nType a prompt (or /compact [focus]); Ctrl-C aborts a run, Ctrl-C again or Ctrl-D exits.\n", a.path)
+	err := printer.LinePrompt(ctx, ios.in, a.errw, sigs, intro, maxArgsInput, a.turn, a.compact)
+	if errors.Is(err, printer.ErrAborted) {
+		return &failure{err: err}
 	}
+	return err
 }
 
 // retryNote says that a model request is tried again.

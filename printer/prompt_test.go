@@ -1,0 +1,36 @@
+package printer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLinePrompt(t *testing.T) {
+	var errw bytes.Buffer
+	var runs, compactions []string
+	run := func(_ context.Context, p string) error {
+		runs = append(runs, p)
+		if p == "fail" {
+			return errors.New("it failed\x1b[2J")
+		}
+		return nil
+	}
+	compact := func(_ context.Context, focus string) error {
+		compactions = append(compactions, focus)
+		return nil
+	}
+	in := strings.NewReader("one\n\n  two  \n/compact keep it\n/compacted\nfail\n")
+	err := LinePrompt(t.Context(), in, &errw, make(chan os.Signal), "hello\n", 1<<20, run, compact)
+	require.NoError(t, err, "the end of input ends the loop")
+	assert.Equal(t, []string{"one", "two", "/compacted", "fail"}, runs)
+	assert.Equal(t, []string{"keep it"}, compactions)
+	assert.True(t, strings.HasPrefix(errw.String(), "hello\n› "))
+	assert.Contains(t, errw.String(), "pi-remote: it failed^[[2J\n", "errors told, controls as text")
+}
