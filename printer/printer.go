@@ -1,7 +1,8 @@
-// Package printer renders an agent's events for a person or a program:
-// Print for print mode (the assistant's text on stdout, tool activity on
-// stderr, controls from outside shown as text) and JSON for --mode json
-// (one event a line). Both are safe for concurrent use: events may come
+// Package printer renders what the commands show, for a person or a
+// program: an agent's events, Print for print mode (the assistant's text
+// on stdout, tool activity on stderr, controls from outside shown as text)
+// and JSON for --mode json (one event a line); a host's Report and the
+// Jobs left on hosts. Both are safe for concurrent use: events may come
 // from several goroutines. LinePrompt is print mode's prompt loop where
 // the terminal cannot redraw.
 package printer

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/internal/termtext/termtexttest"
-	"github.com/pi-remote/pi-remote/workspace"
 )
 
 // hostileText is what a model may write to take over the user's
@@ -187,32 +186,6 @@ func TestSessionsAndExportOnATerminal(t *testing.T) {
 	require.Equal(t, 0, code, errOut.String())
 	assert.Empty(t, termtexttest.Controls(shown))
 	assert.Contains(t, shown, "look: clip^[]52;c;cm0gLXJmIH4=^G title^[]0;pwned^G")
-}
-
-// The jobs table and check's report show what a host says (a job's
-// command and state, the host's home and tools) with controls as text.
-func TestJobsAndCheckShowHostTextSafely(t *testing.T) {
-	code := 1
-	var jobs strings.Builder
-	require.NoError(t, printJobs(&jobs, []jobJSON{
-		{Host: "dev\x1b]0;host\a", ID: "j1", State: "running", Command: "make " + hostileText},
-		{Host: "dev", ID: "j2\x1b[2J", State: "stopped", Why: "killed\x1b]52;c;eA==\a", Code: &code, Command: "sleep 1\tx"},
-	}, true))
-	assert.Empty(t, termtexttest.Controls(jobs.String()))
-	assert.Contains(t, jobs.String(), "make clip^[]52;c;cm0gLXJmIH4=^G")
-	assert.Contains(t, jobs.String(), "stopped: killed^[]52;c;eA==^G")
-
-	var report strings.Builder
-	printReport(&report, workspace.Report{Name: "dev", Host: "dev (me@dev:22)", HostKey: "known", Auth: "publickey",
-		Home: "/home/me\x1b]0;home\a", Fd: "fd 9\x1b[2J", Helpers: []string{"setsid", "timeout\u009b"}}, true)
-	assert.Empty(t, termtexttest.Controls(report.String()))
-	assert.Contains(t, report.String(), "home:      /home/me^[]0;home^G\n")
-	assert.Contains(t, report.String(), "fd:        fd 9^[[2J\n")
-
-	report.Reset()
-	printReport(&report, workspace.Report{Name: "gpu", Host: "gpu", Error: "ssh: handshake failed: " + hostileText}, true)
-	assert.Empty(t, termtexttest.Controls(report.String()))
-	assert.Contains(t, report.String(), "state:     unreachable: ssh: handshake failed: clip^[]52;c;")
 }
 
 // An error message printed on stderr shows the controls it carries as

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/printer"
 	"github.com/pi-remote/pi-remote/workspace"
 )
 
@@ -103,71 +100,14 @@ the host itself.`,
 	return cmd
 }
 
-// jobJSON is one job of `jobs --json`.
-type jobJSON struct {
-	Host    string `json:"host"`
-	ID      string `json:"id"`
-	State   string `json:"state"`
-	Code    *int   `json:"exitCode,omitempty"`
-	Why     string `json:"why,omitempty"`
-	AgeSecs int64  `json:"ageSeconds"`
-	Command string `json:"command"`
-}
-
 func listJobs(ctx context.Context, io iostreams, hs workspace.Hosts, asJSON bool) error {
 	jobs, err := hs.Jobs(ctx)
 	if err != nil {
 		return err
 	}
-	var all []jobJSON
-	for _, j := range jobs {
-		jj := jobJSON{Host: j.Host, ID: j.ID, State: j.State, Why: j.Why, AgeSecs: int64(j.Age / time.Second), Command: j.Label}
-		if j.State == "exited" || j.State == "stopped" {
-			jj.Code = &j.Code
-		}
-		all = append(all, jj)
-	}
+	all := printer.JobRows(jobs)
 	if asJSON {
-		if all == nil {
-			all = []jobJSON{}
-		}
 		return encodeJSON(io.out, all, "  ")
 	}
-	return printJobs(io.out, all, len(hs) > 1)
-}
-
-// printJobs writes the jobs as a table; what the hosts said (labels,
-// states, names) is shown with its controls as text.
-func printJobs(out io.Writer, all []jobJSON, multi bool) error {
-	if len(all) == 0 {
-		fmt.Fprintln(out, "no jobs")
-		return nil
-	}
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	if multi {
-		fmt.Fprint(w, "HOST\t")
-	}
-	fmt.Fprintln(w, "ID\tSTATE\tAGE\tCOMMAND")
-	for _, j := range all {
-		state := j.State
-		switch {
-		case j.State == "exited":
-			state = fmt.Sprintf("exited %d", *j.Code)
-		case j.State == "stopped":
-			state = "stopped: " + j.Why
-		case j.State == "lost":
-			state = "lost (its waiter died)"
-		}
-		if multi {
-			fmt.Fprint(w, cell(j.Host)+"\t")
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cell(j.ID), cell(state), (time.Duration(j.AgeSecs) * time.Second).String(), cell(j.Command))
-	}
-	return w.Flush()
-}
-
-// cell is s as one cell of a table on a terminal: a tab is a space,
-// controls are shown as text.
-func cell(s string) string {
-	return termtext.String(strings.ReplaceAll(s, "\t", " "))
+	return printer.Jobs(io.out, all, len(hs) > 1)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/printer"
 	"github.com/pi-remote/pi-remote/session"
 )
 
@@ -56,8 +57,8 @@ of its entries with run --fork ENTRY, write it out with export ID.`,
 			tw := tabwriter.NewWriter(ios.out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tLAST ACTIVE\tHOST\tCWD\tMSGS\tSIZE\tCOST\tFIRST PROMPT")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\n", cell(shortID(r.ID)), r.LastActivity.Local().Format("2006-01-02 15:04"),
-					cell(r.Host), cell(r.Cwd), r.Messages, size(r.Bytes), r.Cost, cell(oneLine(r.FirstPrompt, 50)))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\n", printer.Cell(shortID(r.ID)), r.LastActivity.Local().Format("2006-01-02 15:04"),
+					printer.Cell(r.Host), printer.Cell(r.Cwd), r.Messages, size(r.Bytes), r.Cost, printer.Cell(oneLine(r.FirstPrompt, 50)))
 			}
 			return tw.Flush()
 		},
