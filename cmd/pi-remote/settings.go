@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,8 +21,8 @@ type settings struct {
 }
 
 // loadSettings reads the user's and the project's settings files (the
-// project is the directory pi-remote runs in) and says on warn which keys
-// of an untrusted project's file it left out, and why.
+// project is the directory pi-remote runs in) and says on warn what of the
+// project's file it left out, and why.
 func loadSettings(trustProject bool, warn io.Writer) (settings, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
@@ -38,47 +36,12 @@ func loadSettings(trustProject bool, warn io.Writer) (settings, error) {
 	if err != nil {
 		return settings{}, err
 	}
-	if l.Refused != "" {
-		fmt.Fprintf(warn, "pi-remote: not using the settings in %s: %s\n", l.ProjectFile, l.Refused)
-	}
-	if len(l.Ignored) > 0 {
-		fmt.Fprint(warn, ignoredNotice(l, agent.SettingsFile(home)))
-	}
+	fmt.Fprint(warn, l.Notice())
 	s := settings{Settings: l.Settings}
 	for _, k := range l.Ignored {
 		s.projectHost = s.projectHost || k.Key == "host"
 	}
 	return s, nil
-}
-
-// ignoredNotice tells the user which keys of the project's settings were
-// left out, why, and how to trust the project (userFile is where the list
-// of trusted projects lives).
-func ignoredNotice(l agent.LoadedSettings, userFile string) string {
-	var b strings.Builder
-	if l.Trusted {
-		fmt.Fprintf(&b, "pi-remote: ignoring settings in %s:\n", l.ProjectFile)
-	} else {
-		fmt.Fprintf(&b, "pi-remote: ignoring settings in %s, as you have not trusted the project %s:\n", l.ProjectFile, l.ProjectDir)
-	}
-	trustable := false
-	for _, k := range l.Ignored {
-		fmt.Fprintf(&b, "  %s: %s\n", k.Key, k.Why)
-		trustable = trustable || !k.UserOnly
-	}
-	if trustable {
-		fmt.Fprintf(&b, "To use them, trust the project: add %s to \"trustedProjects\" in %s, or pass --trust-project for one run.\n", jsonString(l.ProjectDir), userFile)
-	}
-	return b.String()
-}
-
-// jsonString is s as a JSON string, to paste into a settings file.
-func jsonString(s string) string {
-	b, err := json.Marshal(s)
-	if err != nil { // not for a string; Quote is close enough
-		return strconv.Quote(s)
-	}
-	return string(b)
 }
 
 func (s settings) compaction() agent.CompactionSettings {
