@@ -1,8 +1,8 @@
 // Package printer renders what the commands show, for a person or a
 // program: an agent's events, Print for print mode (the assistant's text
 // on stdout, tool activity on stderr, controls from outside shown as text)
-// and JSON for --mode json (one event a line); a host's Report and the
-// Jobs left on hosts. Both are safe for concurrent use: events may come
+// and JSON for --mode json (one event a line); a host's Report, the Jobs
+// left on hosts and the saved Sessions. Both are safe for concurrent use: events may come
 // from several goroutines. LinePrompt is print mode's prompt loop where
 // the terminal cannot redraw.
 package printer

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -34,13 +32,9 @@ of its entries with run --fork ENTRY, write it out with export ID.`,
 				return err
 			}
 			models := g.settings.ModelTable()
-			type row struct {
-				session.Info
-				Cost float64 `json:"cost"`
-			}
-			rows := make([]row, len(all))
+			rows := make([]printer.SessionRow, len(all))
 			for i, s := range all {
-				rows[i] = row{s, sessionCost(models, s)}
+				rows[i] = printer.SessionRow{Info: s, Cost: agent.SessionTotals(models, s).Cost}
 			}
 			if asJSON {
 				for _, r := range rows {
@@ -54,13 +48,7 @@ of its entries with run --fork ENTRY, write it out with export ID.`,
 				fmt.Fprintln(ios.err, "no sessions yet")
 				return nil
 			}
-			tw := tabwriter.NewWriter(ios.out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tLAST ACTIVE\tHOST\tCWD\tMSGS\tSIZE\tCOST\tFIRST PROMPT")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\n", printer.Cell(shortID(r.ID)), r.LastActivity.Local().Format("2006-01-02 15:04"),
-					printer.Cell(r.Host), printer.Cell(r.Cwd), r.Messages, size(r.Bytes), r.Cost, printer.Cell(oneLine(r.FirstPrompt, 50)))
-			}
-			return tw.Flush()
+			return printer.Sessions(ios.out, rows)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per session (full ID, path, usage by model)")
@@ -118,35 +106,4 @@ stdout by default; --html writes one self-contained page; -o writes a file.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
 	cmd.Flags().BoolVar(&html, "html", false, "an HTML page instead of Markdown")
 	return cmd
-}
-
-// sessionCost prices a session's usage by model.
-func sessionCost(models agent.Models, s session.Info) float64 {
-	return agent.SessionTotals(models, s).Cost
-}
-
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
-}
-
-func size(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-// oneLine is s on one line, cut to n characters.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

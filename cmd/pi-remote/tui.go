@@ -10,6 +10,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/printer"
 	"github.com/pi-remote/pi-remote/session"
 	"github.com/pi-remote/pi-remote/tui"
 	"github.com/pi-remote/pi-remote/workspace"
@@ -92,7 +93,7 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 			var out []tui.Choice
 			for _, s := range session.OfHost(all, w.Where(agent.Where{}).Host, a.path) {
 				out = append(out, tui.Choice{Value: s.ID, Label: fmt.Sprintf("%s  %s  %s  %s",
-					s.LastActivity.Local().Format("01-02 15:04"), shortID(s.ID), s.Host, oneLine(s.FirstPrompt, 60))})
+					s.LastActivity.Local().Format("01-02 15:04"), printer.ShortID(s.ID), s.Host, printer.OneLine(s.FirstPrompt, 60))})
 			}
 			return out
 		},
@@ -103,7 +104,7 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 			}
 			var out []tui.Choice
 			for _, p := range session.ForkPoints(entries) {
-				out = append(out, tui.Choice{Value: p.Entry, Label: oneLine(p.Prompt, 80)})
+				out = append(out, tui.Choice{Value: p.Entry, Label: printer.OneLine(p.Prompt, 80)})
 			}
 			return out
 		},
