@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"io"
 	"path/filepath"
 	"testing"
 	"time"
@@ -49,4 +50,7 @@ func TestJobsOnLocalHosts(t *testing.T) {
 	assert.Empty(t, jobs)
 	_, err = hs.JobHost(t.Context(), "0123")
 	assert.ErrorIs(t, err, ssh.ErrNoJob)
+	_, err = hs.StopJob(t.Context(), "0123")
+	assert.ErrorIs(t, err, ssh.ErrNoJob)
+	assert.ErrorIs(t, hs.AttachJob(t.Context(), "0123", io.Discard), ssh.ErrNoJob)
 }

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/pi-remote/pi-remote/ops/ssh"
 )
@@ -56,4 +57,25 @@ func (hs Hosts) JobHost(ctx context.Context, id string) (*Host, error) {
 		}
 	}
 	return nil, fmt.Errorf("job %s: %w on any of the hosts", id, ssh.ErrNoJob)
+}
+
+// StopJob kills job id on the host that has it (its whole process group),
+// or forgets it when it has ended; it says which it did (ssh.Host.StopJob).
+func (hs Hosts) StopJob(ctx context.Context, id string) (string, error) {
+	h, err := hs.JobHost(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	what, err := h.SSH.StopJob(ctx, id)
+	return what, HostError(err)
+}
+
+// AttachJob writes job id's output to out from its start, following it to
+// its end (ssh.Host.AttachJob: an *ops.ExitError when it failed).
+func (hs Hosts) AttachJob(ctx context.Context, id string, out io.Writer) error {
+	h, err := hs.JobHost(ctx, id)
+	if err != nil {
+		return err
+	}
+	return HostError(h.SSH.AttachJob(ctx, id, out))
 }

@@ -59,18 +59,12 @@ the host itself.`,
 				fmt.Fprintln(io.err, "pi-remote:", termtext.String(err.Error()))
 				return &failure{err: err}
 			}
-			h, err := hs.JobHost(ctx, args[1])
-			if errors.Is(err, ssh.ErrNoJob) {
-				return failed(err)
-			} else if err != nil {
-				return err
-			}
 			if args[0] == "kill" {
-				what, err := h.SSH.StopJob(ctx, args[1])
+				what, err := hs.StopJob(ctx, args[1])
 				if errors.Is(err, ssh.ErrNoJob) {
 					return failed(err)
 				} else if err != nil {
-					return workspace.HostError(err)
+					return err
 				}
 				fmt.Fprintln(io.out, termtext.String(fmt.Sprintf("job %s %s", args[1], what)))
 				return nil
@@ -78,7 +72,7 @@ the host itself.`,
 			// The job's output byte for byte into a file or a pipe; on
 			// a terminal with its controls shown as text.
 			out, done := shownOn(io.out)
-			err = h.SSH.AttachJob(ctx, args[1], out)
+			err = hs.AttachJob(ctx, args[1], out)
 			if derr := done(); err == nil {
 				err = derr
 			}
@@ -90,10 +84,8 @@ the host itself.`,
 				return failed(fmt.Errorf("stopped following job %s; it runs on", args[1]))
 			case errors.Is(err, ssh.ErrNoJob):
 				return failed(err)
-			case err != nil:
-				return workspace.HostError(err)
 			}
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
