@@ -104,3 +104,100 @@ func TestControlLines(t *testing.T) {
 		})
 	}
 }
+
+// A line that is not of the grammar is no control line: trailing words or
+// blanks, an ID that is not hex, an ID on "r" or "e". Before the grammar
+// was one, each watcher compared whole lines, so none of these did
+// anything; they must not now either (a stray "k " is no "kill them all",
+// and "k x/ID" must not become "k ID").
+func TestControlLinesMalformedIgnored(t *testing.T) {
+	t.Parallel()
+	for _, sh := range testShells(t) {
+		t.Run(strings.Join(sh, " "), func(t *testing.T) {
+			t.Parallel()
+			controlLinesMalformed(t, sh)
+		})
+	}
+}
+
+func controlLinesMalformed(t *testing.T, sh []string) {
+	sleeper := func(t *testing.T) string {
+		arg := fmt.Sprintf("32.%06d", rand.IntN(1000000))
+		t.Cleanup(func() {
+			for _, line := range sleeping(t, arg) {
+				pid, _ := strconv.Atoi(strings.Fields(line)[0])
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		})
+		return arg
+	}
+	// end kills job id, let go of, and waits for its end: its waiter is
+	// done with the jobs directory before the test removes it.
+	end := func(t *testing.T, l *localServer, id string) {
+		require.NoError(t, l.send(call("attach_jobs", "60", id, "0", "", "", "")))
+		require.NoError(t, l.write("k "+id+"\n"))
+		ends := map[string]string{}
+		status, err := readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
+		require.NoError(t, err)
+		assert.Equal(t, "OK", status)
+		assert.Equal(t, map[string]string{id: "137"}, ends)
+	}
+	t.Run("run_job", func(t *testing.T) {
+		t.Parallel()
+		l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
+		arg := sleeper(t)
+		job := newJob("exec sleep " + arg)
+		require.NoError(t, l.send(call("run_job", job...)))
+		// Then a "d" the job is let go of with: had a line before it
+		// killed it, the answer would be its status.
+		require.NoError(t, l.write("k \nk "+job[0]+" \nk "+job[0]+" more\nd "+job[0]+"x\nd\n"))
+		assert.Equal(t, "!DETACHED", l.nextAnswer(t, io.Discard))
+		assert.Len(t, sleeping(t, arg), 1, "it runs on")
+		end(t, l, job[0])
+	})
+	t.Run("run_jobs", func(t *testing.T) {
+		t.Parallel()
+		l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
+		arg := sleeper(t)
+		a, b := randhex.String(8), randhex.String(8)
+		require.NoError(t, l.send(call("run_jobs", "60", "", "")))
+		for _, id := range []string{a, b} {
+			require.NoError(t, l.send(call("add_job", id, "exec sleep "+arg, "", "", "", "", "control")))
+		}
+		// None of these may touch a; "k B" ends b, and then "d A" says
+		// whether a still runs.
+		require.NoError(t, l.write("k \nd \nk x/"+a+"\nk "+a+" \nk "+a+" more\nd ../"+a+"\ne "+a+"\nk "+b+"\n"))
+		ends := map[string]string{}
+		status, err := readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) {
+			ends[id] = status
+			switch len(ends) {
+			case 1:
+				l.write("d " + a + "\n")
+			case 2:
+				l.write("e\n")
+			}
+		})
+		require.NoError(t, err)
+		assert.Equal(t, "OK", status)
+		assert.Equal(t, map[string]string{a: "!DETACHED", b: "137"}, ends)
+		end(t, l, a)
+	})
+	t.Run("attach_jobs", func(t *testing.T) {
+		t.Parallel()
+		l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
+		arg := sleeper(t)
+		job := newJob("exec sleep " + arg)
+		require.NoError(t, l.send(call("run_job", job...)))
+		require.NoError(t, l.write("d\n"))
+		require.Equal(t, "!DETACHED", l.nextAnswer(t, io.Discard))
+		require.NoError(t, l.send(call("attach_jobs", "60", job[0], "0", "", "", "")))
+		require.NoError(t, l.write("k \nk "+job[0]+" more\nk x/"+job[0]+"\nd\n"))
+		ends := map[string]string{}
+		status, err := readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
+		require.NoError(t, err)
+		assert.Equal(t, "!DETACHED", status)
+		assert.Empty(t, ends, "nothing killed")
+		assert.Len(t, sleeping(t, arg), 1, "it runs on")
+		end(t, l, job[0])
+	})
+}

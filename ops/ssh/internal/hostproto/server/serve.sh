@@ -346,11 +346,15 @@ serve_request() {
 #   a WORDS add a job to the answer (attach_jobs, see attach_watcher)
 #
 # A request honours the lines it needs (docs/host-protocol.md, section 5)
-# and ignores others; a line for a job not its own is ignored. Sets ctl
-# (the first word: the letter, or all of a line that has no blank), ctl_id
-# (the second word), ctl_args (all after the letter and its blank) and
-# ctl_line (the line). False at the end of the stream. (No fork: read is
-# a builtin, and takes a pipe a byte at a time, never past its line.)
+# and ignores others. A line of none of these forms is ignored, as each
+# watcher ignored it when it compared whole lines: a trailing blank or
+# word, an ID that is not hex, an ID after "r" or "e" (so a stray "k " is
+# no kill of every job, and "k x/ID" never reaches job ID). Sets ctl (the
+# first word: the letter, or all of a line that has no blank; empty for a
+# line ignored), ctl_id (the ID), ctl_args (all after the letter and its
+# blank) and ctl_line (the line). False at the end of the stream. (No
+# fork: read is a builtin, and takes a pipe a byte at a time, never past
+# its line.)
 read_control() {
 	IFS= read -r ctl_line <&3 || return
 	ctl=${ctl_line%% *}
@@ -359,6 +363,12 @@ read_control() {
 	case $ctl_line in *' '*)
 		ctl_args=${ctl_line#* }
 		ctl_id=${ctl_args%% *}
+		# (Only k, d and s take an ID; a takes its words.)
+		if [ "$ctl" = k ] || [ "$ctl" = d ] || [ "$ctl" = s ]; then
+			[ "$ctl_id" = "$ctl_args" ] && hex "$ctl_id" || ctl=
+		elif [ "$ctl" != a ]; then
+			ctl=
+		fi
 		;;
 	esac
 }
