@@ -7,9 +7,10 @@ import "strconv"
 // run_jobs, open_file), to be read by that request's watcher
 // (read_control in serve.sh). One grammar for every request: a letter
 // means the same everywhere; a line with a job ID is about that job of
-// the answer, one without about every job of the answer. A line that
-// arrives after its request ended reaches the request loop, which
-// ignores it. docs/host-protocol.md §5 says which request honours which
+// the answer, one without about every job of the answer; a line of no
+// form of the grammar (a trailing blank or word, an ID that is not hex)
+// is ignored. A line that arrives after its request ended reaches the
+// request loop, which ignores it. docs/host-protocol.md §5 says which request honours which
 // line.
 type Control string
 
