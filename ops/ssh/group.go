@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,7 +159,7 @@ func (g *group) serve() {
 		g.end(g.c.lost(err))
 	case status.Kind != hostproto.OK:
 		g.s.close()
-		g.end(fmt.Errorf("command server: %s", status.Arg))
+		g.end(fmt.Errorf("command server: %s", strings.TrimPrefix(status.Text, "!EIO ")))
 	default:
 		sent = true
 		g.end(nil)
