@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/internal/tier"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/opstest"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
@@ -114,11 +115,16 @@ func (b *busyboxHost) scratch(t *testing.T, h *rssh.Host) string {
 }
 
 // The whole contract and every tool on a BusyBox-only host, with the SFTP
-// server OpenSSH builds in and without any.
+// server OpenSSH builds in and without any. With internal-sftp in the soak
+// tier only: its SFTP is sshd's, which TestOpsConformance and TestTools
+// run, and everything the host's BusyBox does is in the cell without it.
 func TestBusyboxHost(t *testing.T) {
 	t.Parallel()
 	for _, sftp := range []bool{true, false} {
 		t.Run(map[bool]string{true: "internal-sftp", false: "no sftp"}[sftp], func(t *testing.T) {
+			if sftp {
+				tier.Soak(t)
+			}
 			t.Parallel()
 			b := startBusyboxHost(t, sftp)
 			t.Run("the host has no GNU tools", func(t *testing.T) {
@@ -147,8 +153,11 @@ func TestBusyboxHost(t *testing.T) {
 
 // Listing 5,000 entries on the BusyBox host costs the same order as on a
 // GNU host (one process, not one per entry): within 10× of it, both
-// measured in this run (best of five).
+// measured in this run (best of five). A bound on time: soak tier only
+// (a loaded machine may miss it; the listing's result is the conformance
+// suite's, which the BusyBox host runs in the default tier).
 func TestBusyboxListingKeepsUp(t *testing.T) {
+	tier.Soak(t)
 	t.Parallel()
 	b := startBusyboxHost(t, false)
 	gnu := sshd.Start(t, sshd.Options{})

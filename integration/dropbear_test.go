@@ -15,24 +15,30 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/internal/tier"
 )
 
 // dropbear (routers, small VMs, some container images), with OpenSSH's
 // sftp-server and without one (dropbear's default): the whole contract and
-// every tool.
+// every tool. With sftp-server in the soak tier only: SFTP is OpenSSH's
+// sftp-server there, which TestOpsConformance and TestTools run behind
+// sshd; dropbear's own ways are all in the cell without it.
 func TestDropbear(t *testing.T) {
 	t.Parallel()
 	home := ensureUser(t, "pi-dropbear", "/bin/sh")
 	for _, sftp := range []bool{true, false} {
 		name := map[bool]string{true: "with sftp-server", false: "without sftp-server"}[sftp]
 		t.Run(name, func(t *testing.T) {
+			if sftp {
+				tier.Soak(t)
+			}
 			t.Parallel()
 			runSuitesAs(t, sshd.StartDropbear(t, sshd.DropbearOptions{User: "pi-dropbear", SFTP: sftp}), home)
 		})
 	}
 }
 
-// Fresh one-shot CLI calls against dropbear without an SFTP server, with
+// Fresh one-shot CLI calls (60; 300 in the soak tier) against dropbear without an SFTP server, with
 // dropbear pinned to one CPU: none may fail (a channel dropbear closes
 // before the command starts is opened again), and no error may be a bare
 // "EOF".
@@ -49,10 +55,7 @@ func TestDropbearOneShotCalls(t *testing.T) {
 	require.NoError(t, exec.Command("chown", "-R", "pi-dropbear", dir).Run())
 	t.Cleanup(func() { os.RemoveAll(dir) })
 
-	calls := 300
-	if testing.Short() {
-		calls = 30
-	}
+	calls := tier.Rounds(30, 60, 300)
 	failures := 0
 	for i := range calls {
 		// Alternate the tools: reads, writes and commands each open the

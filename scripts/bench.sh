@@ -15,8 +15,13 @@ cd "$(dirname "$0")/.."
 mkdir -p docs
 
 # Arguments, if any, name the reports to make (e.g. bench-hosts); by
-# default every one.
+# default every one, after the soak tier (README, "Tests"): the test suite
+# with its long soaks and the whole host matrix, which a release (and so a
+# new set of figures) must pass.
 only=("$@")
+if [ "${#only[@]}" -eq 0 ]; then
+	PI_REMOTE_SOAK=1 bash scripts/test.sh
+fi
 
 # The time this machine takes to start a process (sh forking and
 # executing true), in ms: a command on an SSH host costs about ten of them

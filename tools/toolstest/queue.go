@@ -12,6 +12,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/internal/shellquote"
+	"github.com/pi-remote/pi-remote/internal/tier"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/loop/looptest"
 	"github.com/pi-remote/pi-remote/tools"
@@ -31,12 +32,13 @@ func editCall(id, path, oldText, newText string) looptest.Call {
 
 // Two edits of one file in one batch, the second depending on the first,
 // through a relative spelling and an absolute one via a symlinked directory,
-// always apply in call order.
+// always apply in call order: 50 times (200 in the soak tier; over a slow
+// link each round costs several round trips).
 func testSameFileEditsApplyInCallOrder(t *testing.T, h Harness) {
 	f := newFixture(t, h)
 	f.write("real/dir/f.txt", "x\n")
 	f.run("ln -s " + shellquote.Quote(f.path("real/dir")) + " " + shellquote.Quote(f.path("link")))
-	for i := range 200 {
+	for i := range tier.Rounds(50, 50, 200) {
 		f.write("real/dir/f.txt", "x\n")
 		msgs := runBatch(t, f,
 			editCall("e1", "real/dir/f.txt", "x", "y"),
