@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/internal/shellquote"
 )
 
 type listedJob struct {
@@ -29,8 +32,11 @@ func TestJobsCommand(t *testing.T) {
 	t.Parallel()
 	cache := hostCache(t)
 	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
-	// (Long enough to be listed as running on a busy machine.)
-	marker := fmt.Sprintf("8.%d", time.Now().UnixNano()%1000000007)
+	// The first job runs until the gate file exists: it is listed as
+	// running however long a busy machine takes to list it.
+	marker := fmt.Sprintf("0.2%d", time.Now().UnixNano()%1000000007)
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Cleanup(func() { os.WriteFile(gate, nil, 0o644) })
 	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
 	cli := func(args ...string) (string, string, int) {
 		cmd := exec.Command(binary, append(srv.Flags(), args...)...)
@@ -68,11 +74,21 @@ func TestJobsCommand(t *testing.T) {
 	}
 
 	assert.Empty(t, list())
-	command := "echo started; sleep " + marker + "; echo finished; exit 3"
+	command := "echo started; until [ -e " + shellquote.Quote(gate) + " ]; do sleep " + marker + "; done; echo finished; exit 3"
 	j := orphan(command, marker)
 	assert.Equal(t, "running", j.State)
 
+	// The job ends a second into the attach (or, on a busy machine,
+	// before the attach has begun: it is followed from its start all the
+	// same).
+	opened := make(chan struct{})
+	go func() {
+		defer close(opened)
+		time.Sleep(time.Second)
+		os.WriteFile(gate, nil, 0o644)
+	}()
 	out, stderr, code := cli("jobs", "attach", j.ID)
+	<-opened
 	assert.Equal(t, "started\nfinished\n", out, "from its start to its end")
 	assert.Equal(t, 1, code, "the job failed")
 	assert.Contains(t, stderr, "code 3")

@@ -148,9 +148,10 @@ func TestCommandsWithoutAJobsDirectoryEndWithTheirConnection(t *testing.T) {
 	go func() {
 		errc <- h.Exec(t.Context(), ops.Command{Script: "echo ran >>" + runs + "; sleep " + marker})
 	}()
+	// (A loaded machine took more than 10 s to start it.)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Len(c, sleepers(t, marker), 1)
-	}, 10*time.Second, 10*time.Millisecond)
+	}, 30*time.Second, 10*time.Millisecond)
 	p.Reset()
 	select {
 	case err := <-errc:

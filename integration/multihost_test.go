@@ -157,6 +157,7 @@ func hostBack(p *netfault.Proxy) {
 // the dead one are error results naming it, and once it answers the next
 // call to it succeeds.
 func TestOneOfThreeHostsDown(t *testing.T) {
+	t.Parallel()
 	t.Run("check", func(t *testing.T) {
 		t.Parallel()
 		flags, _ := threeHostsOneDown(t)

@@ -191,19 +191,21 @@ func TestCancelledWriteNeverLandsLater(t *testing.T) {
 }
 
 // Keepalives stuck behind a long upload on a slow uplink do not end the
-// connection: bytes from the host prove it alive.
+// connection: bytes from the host prove it alive. (The keepalives declare
+// a silent host dead after 3 s, the upload takes 8: 300 ms keepalives
+// were missed on a loaded machine however the host answered.)
 func TestSlowUplinkKeepsTheConnection(t *testing.T) {
 	srv := sshd.Start(t, sshd.Options{})
 	p := netfault.Start(t, srv.Addr)
 	cfg := viaProxy(t, srv, p)
-	cfg.KeepaliveInterval, cfg.KeepaliveCount = 300*time.Millisecond, 3
+	cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
 	h := rssh.New(cfg, rssh.HostOptions{})
 	t.Cleanup(func() { h.Close() })
 	dir := t.TempDir()
 	_, err := h.Stat(t.Context(), dir)
 	require.NoError(t, err)
 	p.SetRate(128<<10, 0)
-	content := bytes.Repeat([]byte("0123456789abcdef"), 48<<10) // 768 KiB: 6 s at 128 KiB/s
+	content := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB: 8 s at 128 KiB/s
 	require.NoError(t, h.WriteFile(t.Context(), filepath.Join(dir, "up.bin"), bytes.NewReader(content), ops.WriteOptions{}))
 	assert.Equal(t, string(content), readFile(t, filepath.Join(dir, "up.bin")))
 	assert.Equal(t, int64(1), p.Accepted(), "on the first connection")

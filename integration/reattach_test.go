@@ -20,6 +20,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/integration/netfault"
 	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/ops"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
 )
@@ -51,18 +52,27 @@ func reattachingHostOpts(t *testing.T, opts sshd.Options, hopts rssh.HostOptions
 	return p, h
 }
 
-// A command outlives a dropped connection: the link is reset 5 s into a
-// 30 s command that prints a numbered line every 100 ms, and the host
-// refuses connections for the next 10 s; the call reconnects, and returns
-// every line exactly once, in order, with the command's exit code. The same
-// with a black hole instead of a reset.
+// A command outlives a dropped connection: the link is reset once a
+// command that prints a numbered line every 100 ms (300 of them) has
+// printed ten, and the host refuses connections for the next 10 s; the
+// call reconnects, and returns every line exactly once, in order, with
+// the command's exit code. The same with a black hole instead of a reset.
+// (Two seconds after the call connected again, the gate lets the command
+// print the rest at once instead of taking its 30 s.)
 func TestCommandSurvivesDroppedConnection(t *testing.T) {
+	t.Parallel()
 	for _, fault := range []string{"reset", "black hole"} {
 		t.Run(fault, func(t *testing.T) {
 			t.Parallel()
 			p, h := reattachingHost(t)
-			go func() {
-				time.Sleep(5 * time.Second)
+			gate := filepath.Join(t.TempDir(), "gate")
+			out := &lockedBuffer{}
+			var faults sync.WaitGroup
+			faults.Go(func() {
+				defer os.WriteFile(gate, nil, 0o644)
+				if !waitFor(t.Context(), func() bool { return strings.Contains(out.String(), "line 10\n") }) {
+					return
+				}
 				p.Refuse(true)
 				if fault == "reset" {
 					p.Reset()
@@ -74,9 +84,12 @@ func TestCommandSurvivesDroppedConnection(t *testing.T) {
 				}
 				time.Sleep(10 * time.Second)
 				p.Refuse(false)
-			}()
-			var out strings.Builder
-			err := h.Exec(t.Context(), ops.Command{Script: `i=1; while [ $i -le 300 ]; do echo "line $i"; i=$((i+1)); sleep 0.1; done; exit 7`, Output: &out})
+				if waitFor(t.Context(), func() bool { return p.Accepted() >= 2 }) {
+					time.Sleep(2 * time.Second) // to attach to the running command
+				}
+			})
+			err := h.Exec(t.Context(), ops.Command{Script: numberedCommand(gate), Output: out})
+			faults.Wait()
 			var ee *ops.ExitError
 			require.ErrorAs(t, err, &ee, "output so far: %q", out.String())
 			assert.Equal(t, 7, ee.Code)
@@ -88,6 +101,23 @@ func TestCommandSurvivesDroppedConnection(t *testing.T) {
 			assert.GreaterOrEqual(t, p.Accepted(), int64(2), "it reconnected")
 		})
 	}
+}
+
+// waitFor polls cond every 20 ms until it holds (true) or a minute has
+// passed or ctx ended (false): a generous deadline, for a loaded machine.
+func waitFor(ctx context.Context, cond func() bool) bool {
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return true
 }
 
 // A batch survives a dropped connection mid-way: 24 commands at once on a
@@ -211,6 +241,7 @@ func TestAllCallsReattachInOneRequest(t *testing.T) {
 // A command aborted, or timed out, while its host is unreachable is
 // killed on the host once the host answers again.
 func TestCancelDuringDisconnectKillsOnReturn(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"abort", "timeout"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
@@ -242,9 +273,11 @@ func TestCancelDuringDisconnectKillsOnReturn(t *testing.T) {
 			}
 			assert.Len(t, sleepers(t, marker), 2, "the host is unreachable: the job runs on")
 			p.Refuse(false)
+			// (The reconnect waits out the backoff that grew while the
+			// host refused, and a loaded machine took more than 15 s.)
 			require.EventuallyWithT(t, func(c *assert.CollectT) {
 				assert.Empty(c, sleepers(t, marker), "killed once the host is back")
-			}, 15*time.Second, 100*time.Millisecond)
+			}, 45*time.Second, 100*time.Millisecond)
 		})
 	}
 }
@@ -255,6 +288,7 @@ func TestCancelDuringDisconnectKillsOnReturn(t *testing.T) {
 // (a guarded write sent again would find the file changed, by itself);
 // a request lost on the way is sent again. No temporary file stays.
 func TestWriteSurvivesDroppedConnection(t *testing.T) {
+	t.Parallel()
 	cut := func(p *netfault.Proxy) {
 		p.Refuse(true)
 		p.Reset()
@@ -342,28 +376,53 @@ func cliViaProxy(t *testing.T) (*netfault.Proxy, []string, string) {
 
 // dropWhileRunning resets the link once numberedCommand has printed its
 // fifth line on the host (whatever the client took to start, on a busy
-// machine), and refuses connections for the next 10 s.
-func dropWhileRunning(p *netfault.Proxy, cache string) {
+// machine), and refuses connections for the next 10 s; once the client
+// has connected again and had two seconds to attach, it opens the
+// command's gate. The caller waits for the returned channel.
+func dropWhileRunning(p *netfault.Proxy, cache, gate string) <-chan struct{} {
+	done := make(chan struct{})
 	go func() {
-		deadline := time.Now().Add(time.Minute)
-		for time.Now().Before(deadline) {
+		defer close(done)
+		defer os.WriteFile(gate, nil, 0o644)
+		ctx := context.Background()
+		waitFor(ctx, func() bool {
 			outs, _ := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", "*.out"))
-			if len(outs) > 0 {
-				if b, _ := os.ReadFile(outs[0]); bytes.Contains(b, []byte("line 5\n")) {
-					break
-				}
+			if len(outs) == 0 {
+				return false
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			b, _ := os.ReadFile(outs[0])
+			return bytes.Contains(b, []byte("line 5\n"))
+		})
 		p.Refuse(true)
 		p.Reset()
+		accepted := p.Accepted()
 		time.Sleep(10 * time.Second)
 		p.Refuse(false)
+		if waitFor(ctx, func() bool { return p.Accepted() > accepted }) {
+			time.Sleep(2 * time.Second)
+		}
 	}()
+	return done
 }
 
-// numberedCommand prints "line N" every 100 ms for 30 s and exits 7.
-const numberedCommand = `i=1; while [ $i -le 300 ]; do echo "line $i"; i=$((i+1)); sleep 0.1; done; exit 7`
+// numberedCommand prints "line N" for N up to 300, every 100 ms until the
+// file gate exists and at once after (30 s if it never does), and exits 7.
+func numberedCommand(gate string) string {
+	return `i=1; while [ $i -le 300 ]; do echo "line $i"; i=$((i+1)); [ -e ` + shellquote.Quote(gate) + ` ] || sleep 0.1; done; exit 7`
+}
+
+// numberedScript writes a scripted model's turns that run numberedCommand
+// with gate once, and returns the file for --model scripted/FILE.
+func numberedScript(t *testing.T, gate string) string {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "script.json")
+	call, _ := json.Marshal(map[string]string{"command": numberedCommand(gate)})
+	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[
+		{"text":"Counting.","toolCalls":[{"id":"c1","name":"bash","arguments":`+string(call)+`}]},
+		{"text":"Done."}
+	]}`), 0o644))
+	return script
+}
 
 // checkNumbered checks a bash result's text: every line once, in order,
 // then the exit code.
@@ -381,19 +440,15 @@ func checkNumbered(t *testing.T, text string) {
 // programs users run: the model behind `pi-remote run` and a client of
 // `pi-remote rpc` get the command's complete output and exit code.
 func TestDroppedConnectionThroughCLI(t *testing.T) {
-	script := filepath.Join(t.TempDir(), "script.json")
-	call, _ := json.Marshal(map[string]string{"command": numberedCommand})
-	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[
-		{"text":"Counting.","toolCalls":[{"id":"c1","name":"bash","arguments":`+string(call)+`}]},
-		{"text":"Done."}
-	]}`), 0o644))
-
+	t.Parallel()
 	t.Run("run", func(t *testing.T) {
 		t.Parallel()
 		p, flags, cache := cliViaProxy(t)
-		dropWhileRunning(p, cache)
+		gate := filepath.Join(t.TempDir(), "gate")
+		dropped := dropWhileRunning(p, cache, gate)
 		session := filepath.Join(t.TempDir(), "session.jsonl")
-		code, out, stderr := cli(t, "", append(flags, "run", "--model", "scripted/"+script, "--session", session, "--mode", "json", "count")...)
+		code, out, stderr := cli(t, "", append(flags, "run", "--model", "scripted/"+numberedScript(t, gate), "--session", session, "--mode", "json", "count")...)
+		<-dropped
 		require.Equal(t, 0, code, stderr)
 		var result string
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -417,23 +472,29 @@ func TestDroppedConnectionThroughCLI(t *testing.T) {
 	t.Run("run on a terminal's stderr", func(t *testing.T) {
 		t.Parallel()
 		p, flags, cache := cliViaProxy(t)
-		dropWhileRunning(p, cache)
+		gate := filepath.Join(t.TempDir(), "gate")
+		dropped := dropWhileRunning(p, cache, gate)
 		session := filepath.Join(t.TempDir(), "session.jsonl")
-		code, out, stderr := cli(t, "", append(flags, "run", "--model", "scripted/"+script, "--session", session, "count")...)
+		code, out, stderr := cli(t, "", append(flags, "run", "--model", "scripted/"+numberedScript(t, gate), "--session", session, "count")...)
+		<-dropped
 		require.Equal(t, 0, code, stderr)
 		assert.Equal(t, "Counting.\nDone.\n", out)
-		assert.Regexp(t, `(?s)→ \$ i=1.*⟳ connection to \S+ lost; reconnecting… \(running commands go on there\)\n  ⟳ reconnected to \S+ after 1\d(\.\d)?s\n.*✗ bash`, stderr)
+		// Reconnected after the 10 s the host refused connections, or
+		// later on a loaded machine.
+		assert.Regexp(t, `(?s)→ \$ i=1.*⟳ connection to \S+ lost; reconnecting… \(running commands go on there\)\n  ⟳ reconnected to \S+ after [1-9]\d(\.\d)?s\n.*✗ bash`, stderr)
 	})
 	t.Run("rpc", func(t *testing.T) {
 		t.Parallel()
 		p, flags, cache := cliViaProxy(t)
-		c := startRPC(t, append(flags, "--model", "scripted/"+script)...)
-		dropWhileRunning(p, cache)
+		gate := filepath.Join(t.TempDir(), "gate")
+		c := startRPC(t, append(flags, "--model", "scripted/"+numberedScript(t, gate))...)
+		dropped := dropWhileRunning(p, cache, gate)
 		c.send(`{"id":"p","type":"prompt","message":"count"}`)
 		assert.Equal(t, true, c.response("p")["success"])
 		require.Eventually(t, func() bool {
 			return c.find(func(l map[string]any) bool { return l["type"] == "agent_end" }) != nil
 		}, time.Minute, 50*time.Millisecond)
+		<-dropped
 		c.send(`{"id":"m","type":"get_messages"}`)
 		var result string
 		for _, m := range c.response("m")["data"].(map[string]any)["messages"].([]any) {
