@@ -57,8 +57,8 @@ func reattachingHostOpts(t *testing.T, opts sshd.Options, hopts rssh.HostOptions
 // printed ten, and the host refuses connections for the next 10 s; the
 // call reconnects, and returns every line exactly once, in order, with
 // the command's exit code. The same with a black hole instead of a reset.
-// (Two seconds after the call connected again, the gate lets the command
-// print the rest at once instead of taking its 30 s.)
+// (Once the call has connected again, the gate lets the command print the
+// rest at once instead of taking its 30 s.)
 func TestCommandSurvivesDroppedConnection(t *testing.T) {
 	t.Parallel()
 	for _, fault := range []string{"reset", "black hole"} {
@@ -83,10 +83,7 @@ func TestCommandSurvivesDroppedConnection(t *testing.T) {
 					p.Blackhole(false)
 				}
 				time.Sleep(10 * time.Second)
-				p.Refuse(false)
-				if waitFor(t.Context(), func() bool { return p.Accepted() >= 2 }) {
-					time.Sleep(2 * time.Second) // to attach to the running command
-				}
+				reconnected(p)
 			})
 			err := h.Exec(t.Context(), ops.Command{Script: numberedCommand(gate), Output: out})
 			faults.Wait()
@@ -100,6 +97,17 @@ func TestCommandSurvivesDroppedConnection(t *testing.T) {
 			}
 			assert.GreaterOrEqual(t, p.Accepted(), int64(2), "it reconnected")
 		})
+	}
+}
+
+// reconnected lets p accept connections again and returns two seconds
+// after the next one (the client's first try after its backoff), for the
+// client to attach to what runs; or after a minute without one.
+func reconnected(p *netfault.Proxy) {
+	tries := p.Accepted() // refused ones count too
+	p.Refuse(false)
+	if waitFor(context.Background(), func() bool { return p.Accepted() > tries }) {
+		time.Sleep(2 * time.Second)
 	}
 }
 
@@ -377,15 +385,14 @@ func cliViaProxy(t *testing.T) (*netfault.Proxy, []string, string) {
 // dropWhileRunning resets the link once numberedCommand has printed its
 // fifth line on the host (whatever the client took to start, on a busy
 // machine), and refuses connections for the next 10 s; once the client
-// has connected again and had two seconds to attach, it opens the
-// command's gate. The caller waits for the returned channel.
+// has connected again (reconnected), it opens the command's gate. The
+// caller waits for the returned channel.
 func dropWhileRunning(p *netfault.Proxy, cache, gate string) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer os.WriteFile(gate, nil, 0o644)
-		ctx := context.Background()
-		waitFor(ctx, func() bool {
+		waitFor(context.Background(), func() bool {
 			outs, _ := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", "*.out"))
 			if len(outs) == 0 {
 				return false
@@ -395,12 +402,8 @@ func dropWhileRunning(p *netfault.Proxy, cache, gate string) <-chan struct{} {
 		})
 		p.Refuse(true)
 		p.Reset()
-		accepted := p.Accepted()
 		time.Sleep(10 * time.Second)
-		p.Refuse(false)
-		if waitFor(ctx, func() bool { return p.Accepted() > accepted }) {
-			time.Sleep(2 * time.Second)
-		}
+		reconnected(p)
 	}()
 	return done
 }
