@@ -363,3 +363,54 @@ func TestViewGolden(t *testing.T) {
 		golden(t, fmt.Sprintf("view-%d.golden", w), running+"\n\n"+picker+"\n")
 	}
 }
+
+// The messages and keys the model routes that reach a component only
+// through Update: a link's state and usage to the footer's info line,
+// compaction and Ctrl+G's trouble to the status line, an external
+// editor's text to the editor, and the keys the model passes on when it
+// has nothing to do with them (Ctrl+D with text, Esc when idle, Tab with
+// nothing offered).
+func TestUpdateRoutesToComponents(t *testing.T) {
+	h := newHarness(t, Options{Hosts: []string{"devbox"}})
+	h.m.footer.hosts = []hostState{{"devbox", true}}
+
+	h.do(linkMsg{host: "devbox", up: false})
+	assert.Contains(t, h.view(), "devbox ◌ reconnecting")
+	h.do(linkMsg{host: "devbox", up: true})
+	assert.NotContains(t, h.view(), "reconnecting")
+
+	h.do(eventMsg{agent.UsageUpdate{Session: agent.Totals{Usage: loop.Usage{Input: 1200, Output: 34}}, ContextTokens: 800, ContextWindow: 1000}})
+	assert.Contains(t, h.view(), "↑1.2k ↓34")
+	assert.Contains(t, h.view(), "ctx 80% of 1k")
+	h.do(eventMsg{agent.CompactionStart{}})
+	assert.Contains(t, h.view(), "compacting the context…", "the status line")
+	h.do(eventMsg{agent.CompactionEnd{TokensBefore: 800, TokensAfter: 100}})
+	assert.NotContains(t, h.view(), "compacting")
+	require.NotEmpty(t, h.printed)
+	assert.Contains(t, h.printed[len(h.printed)-1], "context compacted: 800 → 100 tokens")
+
+	t.Setenv("VISUAL", "")
+	t.Setenv("EDITOR", "")
+	h.do(tea.KeyPressMsg{Code: 'g', Mod: tea.ModCtrl})
+	assert.Contains(t, h.view(), "set $VISUAL or $EDITOR", "Ctrl+G says why it cannot")
+	h.do(editedMsg{text: "from\nthe editor"})
+	assert.Equal(t, "from\nthe editor", h.m.editor.value())
+	assert.Equal(t, 2, h.m.editor.ta.Height(), "the editor fits the text it got")
+
+	h.m.editor.ta.Reset()
+	h.typeText("ab")
+	h.do(tea.KeyPressMsg{Code: tea.KeyLeft})
+	assert.False(t, h.do(ctrlD), "Ctrl+D with text is the editor's")
+	assert.Equal(t, "a", h.m.editor.value(), "it deletes forward")
+	assert.False(t, h.do(esc))
+	h.do(tea.KeyPressMsg{Code: tea.KeyTab})
+	assert.Equal(t, "a", h.m.editor.value(), "Esc when idle and Tab with nothing offered change nothing")
+
+	h.do(ctrlC)
+	h.do(ctrlC)
+	assert.Contains(t, h.view(), "Ctrl+C again to quit")
+	h.typeText("x")
+	assert.NotContains(t, h.view(), "Ctrl+C again", "another key takes the warning back")
+	h.do(ctrlC)
+	assert.False(t, h.do(ctrlC), "and the count starts again: the first Ctrl+C on an empty editor only warns")
+}
