@@ -20,6 +20,7 @@ import (
 	"github.com/pi-remote/pi-remote/integration/sshd"
 	"github.com/pi-remote/pi-remote/ops"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 )
 
 // Every tool works through 20 ms of round-trip latency.
@@ -199,7 +200,7 @@ func TestFaultHandshakeTimeout(t *testing.T) {
 	start := time.Now()
 	_, err := h.Connect(context.Background())
 	require.Error(t, err)
-	var ce *rssh.ConnectError
+	var ce *reach.ConnectError
 	assert.True(t, errors.As(err, &ce), "%T %v", err, err)
 	assert.Contains(t, err.Error(), "timed out")
 	assert.Less(t, time.Since(start), 5*time.Second)

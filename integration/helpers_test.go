@@ -19,13 +19,13 @@ import (
 	"github.com/pi-remote/pi-remote/integration/sshd"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops"
-	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
 // viaProxy is srv's client configuration, dialing the proxy instead, with
 // a known_hosts entry for the proxy's address.
-func viaProxy(t testing.TB, srv *sshd.Server, p *netfault.Proxy) rssh.Config {
+func viaProxy(t testing.TB, srv *sshd.Server, p *netfault.Proxy) reach.Config {
 	t.Helper()
 	cfg := srv.Config()
 	kh := filepath.Join(t.TempDir(), "known_hosts")
@@ -71,7 +71,7 @@ func (te *toolEnv) ok(name string, args any) string {
 
 func splitAddr(t testing.TB, addr string) (string, int) {
 	t.Helper()
-	cfg, err := rssh.Resolve(addr, rssh.Options{SSHConfigFile: "none"})
+	cfg, err := reach.Resolve(addr, reach.Options{SSHConfigFile: "none"})
 	require.NoError(t, err)
 	return cfg.HostName, cfg.Port
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/integration/sshd"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 )
 
 func TestHostKeys(t *testing.T) {
@@ -29,7 +30,7 @@ func TestHostKeys(t *testing.T) {
 		cfg := srv.Config()
 		cfg.KnownHostsFiles = []string{kh}
 		_, err := rssh.New(cfg, rssh.HostOptions{}).Connect(context.Background())
-		var hke *rssh.HostKeyError
+		var hke *reach.HostKeyError
 		require.True(t, errors.As(err, &hke), "%v", err)
 		assert.Empty(t, hke.Known)
 		assert.Contains(t, err.Error(), "--accept-new-host-key")
@@ -66,7 +67,7 @@ func TestHostKeys(t *testing.T) {
 		cfg := srv.Config()
 		cfg.KnownHostsFiles, cfg.AcceptNewHostKey = []string{kh}, true
 		_, err = rssh.New(cfg, rssh.HostOptions{}).Connect(context.Background())
-		var hke *rssh.HostKeyError
+		var hke *reach.HostKeyError
 		require.True(t, errors.As(err, &hke), "%v", err)
 		msg := err.Error()
 		assert.Contains(t, msg, "HAS CHANGED")

@@ -15,6 +15,7 @@ import (
 	"github.com/pi-remote/pi-remote/integration/sshd"
 	"github.com/pi-remote/pi-remote/ops"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 )
 
 // A partition that heals after the client gave up on its connection lets
@@ -75,7 +76,7 @@ func TestConnectionDeclaredDeadIsReset(t *testing.T) {
 			t.Parallel()
 			target := sshd.Start(t, sshd.Options{})
 			var p *netfault.Proxy
-			var cfg rssh.Config
+			var cfg reach.Config
 			if via == "direct" {
 				p = netfault.Start(t, target.Addr)
 				cfg = viaProxy(t, target, p)
@@ -83,7 +84,7 @@ func TestConnectionDeclaredDeadIsReset(t *testing.T) {
 				jump := sshd.Start(t, sshd.Options{})
 				p = netfault.Start(t, jump.Addr)
 				cfg = target.Config()
-				cfg.Jump = []rssh.Config{viaProxy(t, jump, p)}
+				cfg.Jump = []reach.Config{viaProxy(t, jump, p)}
 			}
 			cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
 			cfg.ConnectTimeout = 2 * time.Second

@@ -23,6 +23,7 @@ import (
 	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/ops"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 )
 
 // reattachingHost is an sshd behind a proxy, reached with quick keepalives
@@ -564,7 +565,7 @@ func TestNewCallWaitsForAHostThatWasUp(t *testing.T) {
 	never.Refuse(true)
 	start = time.Now()
 	_, err = nh.Stat(t.Context(), dir)
-	var ce *rssh.ConnectError
+	var ce *reach.ConnectError
 	require.ErrorAs(t, err, &ce)
 	assert.Less(t, time.Since(start), 5*time.Second, "a host never reached fails at once")
 }

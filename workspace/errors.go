@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/pi-remote/pi-remote/ops"
-	"github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 )
 
 // UsageError says that the options asked for what cannot be: a host spec
@@ -26,7 +26,7 @@ func (e *ConnectionError) Unwrap() error { return e.Err }
 // IsConnectionFailure says whether err means the host could not be
 // reached, verified or logged in to, or was lost.
 func IsConnectionFailure(err error) bool {
-	var ce *ssh.ConnectError
+	var ce *reach.ConnectError
 	return errors.As(err, &ce) || errors.Is(err, ops.ErrConnectionLost)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/ops/local"
 	"github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -83,8 +84,8 @@ func (o HostOptions) sshOptions(n int, calls Calls) ssh.HostOptions {
 
 // sshConfig resolves a host spec; one that cannot be parsed is a usage
 // error.
-func (o HostOptions) sshConfig(spec string) (ssh.Config, error) {
-	cfg, err := ssh.Resolve(spec, ssh.Options{
+func (o HostOptions) sshConfig(spec string) (reach.Config, error) {
+	cfg, err := reach.Resolve(spec, reach.Options{
 		SSHConfigFile:    o.SSHConfig,
 		Identities:       o.Identities,
 		KnownHostsFile:   o.KnownHosts,
@@ -93,7 +94,7 @@ func (o HostOptions) sshConfig(spec string) (ssh.Config, error) {
 		ConnectTimeout:   o.ConnectTimeout,
 	})
 	if err != nil {
-		return ssh.Config{}, usageErrorf("--host %s: %v", spec, err)
+		return reach.Config{}, usageErrorf("--host %s: %v", spec, err)
 	}
 	return cfg, nil
 }
@@ -207,7 +208,7 @@ func OpenHosts(ctx context.Context, o HostOptions, calls Calls, onLink LinkFunc,
 		return nil, err
 	}
 	seen := map[string]bool{}
-	var cfgs []ssh.Config
+	var cfgs []reach.Config
 	sshHosts := 0
 	for _, v := range o.Hosts {
 		if _, spec := splitHostSpec(v); spec != "local" {
@@ -223,7 +224,7 @@ func OpenHosts(ctx context.Context, o HostOptions, calls Calls, onLink LinkFunc,
 	for _, v := range o.Hosts {
 		name, spec := splitHostSpec(v)
 		var h *Host
-		var cfg ssh.Config
+		var cfg reach.Config
 		if spec == "local" {
 			if name == "" {
 				name = "local"
@@ -298,7 +299,7 @@ func (h *Host) unreachable(err error, cwd string) {
 }
 
 // open reaches a remote host and checks cwd there.
-func (h *Host) open(ctx context.Context, cfg ssh.Config, cwd string) error {
+func (h *Host) open(ctx context.Context, cfg reach.Config, cwd string) error {
 	if err := h.SSH.Reach(ctx); err != nil {
 		return &ConnectionError{Err: err}
 	}

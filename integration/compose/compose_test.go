@@ -25,6 +25,7 @@ import (
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/opstest"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -44,9 +45,9 @@ func sshConfigFile() string {
 	return filepath.Join(filepath.Dir(self), "..", "..", "sandbox", "keys", "ssh_config")
 }
 
-func connect(t *testing.T, box string, tune func(*rssh.Config)) *rssh.Host {
+func connect(t *testing.T, box string, tune func(*reach.Config)) *rssh.Host {
 	t.Helper()
-	cfg, err := rssh.Resolve(box, rssh.Options{SSHConfigFile: sshConfigFile()})
+	cfg, err := reach.Resolve(box, reach.Options{SSHConfigFile: sshConfigFile()})
 	require.NoError(t, err)
 	if tune != nil {
 		tune(&cfg)
@@ -166,10 +167,10 @@ func TestProxyJumpToInternal(t *testing.T) {
 	require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "hostname", Output: &out}))
 	assert.Equal(t, "internal\n", out.String())
 
-	direct := connect(t, "internal", func(c *rssh.Config) { c.Jump = nil; c.ConnectTimeout = 3 * time.Second })
+	direct := connect(t, "internal", func(c *reach.Config) { c.Jump = nil; c.ConnectTimeout = 3 * time.Second })
 	_, err := direct.Connect(t.Context())
 	require.Error(t, err, "internal has no route from this machine")
-	var ce *rssh.ConnectError
+	var ce *reach.ConnectError
 	assert.ErrorAs(t, err, &ce)
 }
 
@@ -215,7 +216,7 @@ func TestParallelEditsOnTwoBoxes(t *testing.T) {
 // working; once it is back, the next call reconnects.
 func TestStoppedBoxAndRecovery(t *testing.T) {
 	requireSandbox(t)
-	fast := func(c *rssh.Config) {
+	fast := func(c *reach.Config) {
 		c.KeepaliveInterval, c.KeepaliveCount, c.ConnectTimeout = 300*time.Millisecond, 2, 3*time.Second
 	}
 	var hosts []tools.Host

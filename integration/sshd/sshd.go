@@ -32,7 +32,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/pi-remote/pi-remote/internal/unprivileged"
-	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 )
 
 // Paths where distributions install the daemon and the SFTP server.
@@ -360,8 +360,8 @@ func (s *Server) Log() string { return s.log.String() }
 
 // Config is a client configuration that logs in to this server, with its
 // own known_hosts and no agent and no ssh_config.
-func (s *Server) Config() rssh.Config {
-	return rssh.Config{
+func (s *Server) Config() reach.Config {
+	return reach.Config{
 		Alias: "sshd-" + strconv.Itoa(s.Port), HostName: "127.0.0.1", Port: s.Port, User: s.User,
 		IdentityFiles: []string{s.ClientKey}, IdentityAgent: "none",
 		KnownHostsFiles: []string{s.KnownHosts},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/ops"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 	"github.com/pi-remote/pi-remote/ops/ssh/sshtest"
 )
 
@@ -54,13 +55,13 @@ func TestRedialBackoff(t *testing.T) {
 			c.Close() // not an SSH server: the handshake fails
 		}
 	}()
-	cfg, err := rssh.Resolve(ln.Addr().String(), rssh.Options{SSHConfigFile: "none", KnownHostsFile: filepath.Join(t.TempDir(), "kh")})
+	cfg, err := reach.Resolve(ln.Addr().String(), reach.Options{SSHConfigFile: "none", KnownHostsFile: filepath.Join(t.TempDir(), "kh")})
 	require.NoError(t, err)
 	h := rssh.New(cfg, rssh.HostOptions{})
 	t.Cleanup(func() { h.Close() })
 
 	err1 := h.Exec(t.Context(), ops.Command{Script: "true"})
-	var ce *rssh.ConnectError
+	var ce *reach.ConnectError
 	require.True(t, errors.As(err1, &ce), "%v", err1)
 	err2 := h.Exec(t.Context(), ops.Command{Script: "true"})
 	assert.Equal(t, err1, err2, "within the backoff: the last error, no new dial")
@@ -115,7 +116,7 @@ func TestAgentHoldsEncryptedKey(t *testing.T) {
 
 	cfg.IdentityAgent = "none"
 	_, err = rssh.New(cfg, rssh.HostOptions{}).Connect(context.Background())
-	var ae *rssh.AuthError
+	var ae *reach.AuthError
 	require.True(t, errors.As(err, &ae), "%v", err)
 	assert.Contains(t, err.Error(), "needs a passphrase and no ssh-agent holds it (run: ssh-add "+locked+")")
 }

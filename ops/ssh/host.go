@@ -12,8 +12,10 @@
 // This package owns Host, its connection and the pool of command servers
 // on it (conn.go, pool.go), the commands run as jobs on the host, and the
 // file operations. Reaching the host — ssh_config, authentication, host
-// keys, the dial through jump hosts — is package reach's (ops/ssh/reach);
-// its Config, Options, Resolve and errors are re-exported here (reach.go).
+// keys, the dial through jump hosts — is package reach's (ops/ssh/reach):
+// a caller resolves a reach.Config there, hands it to New, and tells the
+// connection errors (reach.ConnectError, HostKeyError, AuthError) apart
+// with reach's types.
 package ssh
 
 import (
@@ -32,7 +34,8 @@ import (
 	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 )
 
-// HostOptions tune a Host beyond what Config says about reaching it.
+// HostOptions tune a Host beyond what its reach.Config says about reaching
+// it.
 type HostOptions struct {
 	// NoSFTP makes every file operation go over commands, as on a host
 	// without the SFTP subsystem.
@@ -101,7 +104,7 @@ func (h *Host) testing() TestSwitches {
 // Host is the ops backend for one remote host. It is safe for concurrent
 // use and connects lazily.
 type Host struct {
-	cfg  Config
+	cfg  reach.Config
 	opts HostOptions
 
 	// fenceID names this client to the host's servers, and epochs counts
@@ -155,7 +158,7 @@ var (
 
 // New returns a Host for cfg. Nothing is dialled until the first operation
 // (or Connect).
-func New(cfg Config, opts HostOptions) *Host {
+func New(cfg reach.Config, opts HostOptions) *Host {
 	if cfg.KeepaliveCount <= 0 {
 		cfg.KeepaliveCount = reach.DefaultKeepaliveCount
 	}
@@ -166,7 +169,7 @@ func New(cfg Config, opts HostOptions) *Host {
 }
 
 // Config is the resolved configuration of the host.
-func (h *Host) Config() Config { return h.cfg }
+func (h *Host) Config() reach.Config { return h.cfg }
 
 func (h *Host) maxSessions() int {
 	if h.opts.MaxSessions > 0 {
@@ -312,7 +315,7 @@ func (h *Host) conn(ctx context.Context) (*conn, error) {
 	if h.lastErr != nil {
 		return nil, h.lastErr
 	}
-	return nil, &ConnectError{Host: h.cfg.String(), Err: errors.New("connection closed right after it was made")}
+	return nil, &reach.ConnectError{Host: h.cfg.String(), Err: errors.New("connection closed right after it was made")}
 }
 
 // dial runs without the caller's context: callers may give up waiting,
@@ -350,7 +353,7 @@ func (h *Host) dial(done chan struct{}) {
 // key: a host never reached fails at once.
 func (h *Host) ready(ctx context.Context) (*conn, error) {
 	c, err := h.conn(ctx)
-	var ce *ConnectError
+	var ce *reach.ConnectError
 	if err == nil || !errors.As(err, &ce) || permanent(err) || h.opts.ReattachTimeout < 0 {
 		return c, err
 	}
@@ -369,8 +372,8 @@ func (h *Host) ready(ctx context.Context) (*conn, error) {
 // permanent says whether a failure to connect will not pass by waiting:
 // the host's key or the login was refused.
 func permanent(err error) bool {
-	var hk *HostKeyError
-	var ae *AuthError
+	var hk *reach.HostKeyError
+	var ae *reach.AuthError
 	return errors.As(err, &hk) || errors.As(err, &ae)
 }
 
@@ -384,7 +387,7 @@ func backoff(n int) time.Duration {
 
 // Info describes an established connection, for `pi-remote check`.
 type Info struct {
-	Config  Config
+	Config  reach.Config
 	Auth    string
 	HostKey string
 	SFTP    bool

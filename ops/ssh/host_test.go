@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 )
 
 // OnLinkState hears one "reconnecting" however many calls wait, "back" once
@@ -14,7 +16,7 @@ import (
 // gives up without it.
 func TestLinkStateTransitions(t *testing.T) {
 	var heard []LinkState
-	h := New(Config{}, HostOptions{OnLinkState: func(s LinkState, _ time.Duration, _ error) { heard = append(heard, s) }})
+	h := New(reach.Config{}, HostOptions{OnLinkState: func(s LinkState, _ time.Duration, _ error) { heard = append(heard, s) }})
 	lost := errors.New("refused")
 	h.linkWait(1, nil)
 	h.linkWait(1, nil)
@@ -33,7 +35,7 @@ func TestLinkStateTransitions(t *testing.T) {
 // The files of a collected job go with one request, not with every request
 // of a batch; those of a request that failed go with a later one.
 func TestForgetListsAreShared(t *testing.T) {
-	h := New(Config{}, HostOptions{})
+	h := New(reach.Config{}, HostOptions{})
 	for _, id := range []string{"a1", "b2", "c3"} {
 		h.gotResult(id)
 	}
@@ -51,7 +53,7 @@ func TestForgetListsAreShared(t *testing.T) {
 
 // A request takes at most 64 ids: a long list would make its line long.
 func TestForgetListIsBounded(t *testing.T) {
-	h := New(Config{}, HostOptions{})
+	h := New(reach.Config{}, HostOptions{})
 	for i := range 70 {
 		h.gotResult(fmt.Sprintf("%02x", i))
 	}

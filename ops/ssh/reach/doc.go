@@ -21,5 +21,8 @@
 // appended under a file lock (lock_*.go).
 //
 // Package ops/ssh builds the ops backend on a Link: the pool of command
-// servers, jobs and files.
+// servers, jobs and files. It does not repeat these names: a caller
+// (workspace, the tests' servers) resolves a Config here, passes it to
+// ssh.New, and tells connection failures apart with this package's
+// error types.
 package reach

@@ -25,7 +25,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	rssh "github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/ops/ssh/reach"
 )
 
 // SFTPServerPaths are where distributions install OpenSSH's sftp-server.
@@ -127,11 +127,11 @@ func Start(t testing.TB, opts Options) *Server {
 }
 
 // Config is a client configuration for this server.
-func (s *Server) Config() rssh.Config {
+func (s *Server) Config() reach.Config {
 	host, port, _ := net.SplitHostPort(s.Addr)
 	p, _ := strconv.Atoi(port)
 	u, _ := user.Current()
-	return rssh.Config{
+	return reach.Config{
 		Alias: "sshtest", HostName: host, Port: p, User: u.Username,
 		IdentityFiles: []string{s.ClientKey}, IdentityAgent: "none",
 		KnownHostsFiles: []string{s.KnownHosts},
