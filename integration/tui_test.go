@@ -25,13 +25,13 @@ import (
 // own (a private server), driven with send-keys and read with
 // capture-pane.
 type terminal struct {
-	t      *testing.T
+	t      testing.TB
 	socket string
 }
 
 // startTerminal runs the pi-remote binary with args in a width×height
 // terminal, with env added to the environment.
-func startTerminal(t *testing.T, width, height int, env []string, args ...string) *terminal {
+func startTerminal(t testing.TB, width, height int, env []string, args ...string) *terminal {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -254,35 +254,55 @@ func TestTerminalUI(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(tm.screen(), "session: ") }, 10*time.Second, 20*time.Millisecond, "Ctrl+D quits")
 }
 
-// A long session (500 messages) stays responsive: a keystroke reaches the
-// screen within 50 ms (the median of 20). Measured through tmux's control
-// mode, from the moment tmux is told to type the key to the moment the
-// program's redraw showing it reaches tmux (no process started per check).
-func TestTerminalUIKeystrokeLatency(t *testing.T) {
-	home := t.TempDir()
-	dir := t.TempDir()
-	file := filepath.Join(t.TempDir(), "long.jsonl")
+// A long session (500 messages) takes keystrokes: each of 20 reaches the
+// screen, one after another, and the editor shows them all. How soon (the
+// figure the interface promises: a median well under 50 ms) is
+// BenchmarkTerminalUIKeystroke's, against an empty session in the same
+// run: a bound on time here would fail on a loaded machine (issue 31).
+func TestTerminalUIKeystrokesInALongSession(t *testing.T) {
+	took := keystrokeTimes(t, 250)
+	t.Logf("keystroke to screen: median %v, slowest %v", took[len(took)/2], took[len(took)-1])
+}
+
+// keystrokeTimes runs the terminal interface on a session of pairs
+// question/answer pairs (each question 240 characters, each answer a code
+// block), types 20 keys one at a time, and returns how long each took to
+// reach the screen, sorted. Measured through tmux's control mode, from the
+// moment tmux is told to type the key to the moment the program's redraw
+// showing it reaches tmux (no process started per key). It fails tb if a
+// key does not reach the screen within 5 s or the editor does not show
+// all 20.
+func keystrokeTimes(tb testing.TB, pairs int) []time.Duration {
+	tb.Helper()
+	home := tb.TempDir()
+	dir := tb.TempDir()
+	file := filepath.Join(tb.TempDir(), "long.jsonl")
 	s, err := session.Create(file, session.Header{Host: "local", Cwd: dir})
-	require.NoError(t, err)
-	for i := range 250 {
+	require.NoError(tb, err)
+	for i := range pairs {
 		_, err := s.Append(loop.NewUserText(fmt.Sprintf("question %d: %s", i, strings.Repeat("words ", 40))))
-		require.NoError(t, err)
+		require.NoError(tb, err)
 		_, err = s.Append(&loop.AssistantMessage{Content: loop.ContentList{&loop.Text{Text: fmt.Sprintf("answer %d\n\n```go\nfunc f%d() {}\n```", i, i)}}, StopReason: loop.StopEnd})
-		require.NoError(t, err)
+		require.NoError(tb, err)
 	}
-	require.NoError(t, s.Close())
-	script := filepath.Join(t.TempDir(), "script.json")
-	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"text":"ok"}]}`), 0o644))
-	tm := startTerminal(t, 100, 30, []string{"HOME=" + home, "PI_REMOTE_MODEL="}, "--cwd", dir, "run", "--model", "scripted/"+script, "--session", file)
+	require.NoError(tb, s.Close())
+	// (A short path: the footer drops the model's name, which names the
+	// script, when it does not fit, and the test waits for that name.)
+	scriptDir, err := os.MkdirTemp("", "keys")
+	require.NoError(tb, err)
+	tb.Cleanup(func() { os.RemoveAll(scriptDir) })
+	script := filepath.Join(scriptDir, "script.json")
+	require.NoError(tb, os.WriteFile(script, []byte(`{"turns":[{"text":"ok"}]}`), 0o644))
+	tm := startTerminal(tb, 100, 30, []string{"HOME=" + home, "PI_REMOTE_MODEL="}, "--cwd", dir, "run", "--model", "scripted/"+script, "--session", file)
 	tm.waitFor("scripted/")
 
 	ctl := exec.Command("tmux", "-L", tm.socket, "-C", "attach-session", "-t", "main")
 	in, err := ctl.StdinPipe()
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	out, err := ctl.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, ctl.Start())
-	t.Cleanup(func() { in.Close(); ctl.Process.Kill(); ctl.Wait() })
+	require.NoError(tb, err)
+	require.NoError(tb, ctl.Start())
+	tb.Cleanup(func() { in.Close(); ctl.Process.Kill(); ctl.Wait() })
 	outputs := make(chan string, 1000)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -303,22 +323,21 @@ func TestTerminalUIKeystrokeLatency(t *testing.T) {
 		}
 		start := time.Now()
 		_, err := fmt.Fprintf(in, "send-keys -t main -l %s\n", c)
-		require.NoError(t, err)
+		require.NoError(tb, err)
 		for shown := false; !shown; {
 			select {
 			case line, ok := <-outputs:
-				require.True(t, ok, "tmux control mode ended")
+				require.True(tb, ok, "tmux control mode ended")
 				shown = strings.Contains(line, c)
 			case <-time.After(5 * time.Second):
-				t.Fatalf("the keystroke %q never reached the screen", c)
+				tb.Fatalf("the keystroke %q never reached the screen", c)
 			}
 		}
 		took = append(took, time.Since(start))
 	}
 	tm.waitFor("› abcdefghijklmnopqrst")
 	slices.Sort(took)
-	t.Logf("keystroke to screen: median %v, slowest %v", took[len(took)/2], took[len(took)-1])
-	assert.Less(t, took[len(took)/2], 50*time.Millisecond)
+	return took
 }
 
 // /hosts NAME makes NAME the default host: tool calls that name no host

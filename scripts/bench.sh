@@ -5,10 +5,12 @@
 # of added RTT; rpc reads; durable commands (steady cost and re-attach after
 # a reset); batches of 16 calls at 0/20/100 ms of added RTT against a slow
 # login shell (creates the user pi-slowrc); one rpc process serving up to
-# 200 hosts (creates pi-fastrc too). Needs sshd and ssh (apt-get install
-# openssh-server openssh-client ripgrep fd-find); runs as root or as the
-# user sshd logs in. Writes docs/bench-ssh.md, docs/bench-rpc.md,
-# docs/bench-reattach.md, docs/bench-batches.md and docs/bench-hosts.md;
+# 200 hosts (creates pi-fastrc too); a keystroke to the screen in the
+# terminal interface, long session against empty (needs tmux). Needs sshd
+# and ssh (apt-get install openssh-server openssh-client ripgrep fd-find
+# tmux); runs as root or as the user sshd logs in. Writes
+# docs/bench-ssh.md, docs/bench-rpc.md, docs/bench-reattach.md,
+# docs/bench-batches.md, docs/bench-hosts.md and docs/bench-tui.md;
 # `bash scripts/bench.sh bench-hosts` makes that one only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,3 +78,10 @@ report docs/bench-batches.md PI_REMOTE_BENCH_BATCH_OUT BenchmarkBatches "Batch b
 # ssh_config), with fast and slow login shells (needs root).
 report docs/bench-hosts.md PI_REMOTE_BENCH_HOSTS_OUT BenchmarkManyHosts "Many hosts benchmark" \
 	"One \`pi-remote rpc\` process; each host is an sshd of its own on a loopback port of this machine, all named in one ssh_config file."
+
+# The terminal interface (needs tmux): how soon a keystroke reaches the
+# screen in a session of 500 messages, against an empty one in the same
+# run. (A bound on it was part of the test suite, where a loaded machine
+# could miss it; the test keeps the behaviour, this report the figure.)
+report docs/bench-tui.md PI_REMOTE_BENCH_TUI_OUT BenchmarkTerminalUIKeystroke "Terminal interface benchmark" \
+	"\`pi-remote run\` in a 100×30 tmux window, a scripted model; 20 keys typed one at a time through tmux's control mode, each timed from tmux being told to type it to the redraw showing it reaching tmux."
