@@ -72,7 +72,7 @@ report docs/bench-reattach.md PI_REMOTE_BENCH_REATTACH_OUT BenchmarkReattach "Du
 # Batches of 16 tool calls, in-process and through rpc, at 0/20/100 ms of
 # added RTT, against a user whose login shell sleeps 0.5 s (needs root).
 report docs/bench-batches.md PI_REMOTE_BENCH_BATCH_OUT BenchmarkBatches "Batch benchmark" \
-	"One sshd on loopback, reached through a proxy that adds the round-trip time shown; the user's ~/.bashrc sleeps 0.5 s (pyenv, nvm or conda make real ones that slow)."
+	"One sshd on loopback, reached through a proxy that adds the round-trip time shown; the user's ~/.bashrc sleeps 0.5 s (pyenv, nvm or conda make real ones that slow). The rows \"read, 16 files\" are where the speed of reads beyond the pool is measured: the test suite (TestReadsBeyondThePoolOpenNoSession) checks only that they open no session and wait for no login shell."
 
 # One rpc process serving 1, 50 and 200 hosts (an sshd each, named in an
 # ssh_config), with fast and slow login shells (needs root).
@@ -84,4 +84,4 @@ report docs/bench-hosts.md PI_REMOTE_BENCH_HOSTS_OUT BenchmarkManyHosts "Many ho
 # run. (A bound on it was part of the test suite, where a loaded machine
 # could miss it; the test keeps the behaviour, this report the figure.)
 report docs/bench-tui.md PI_REMOTE_BENCH_TUI_OUT BenchmarkTerminalUIKeystroke "Terminal interface benchmark" \
-	"\`pi-remote run\` in a 100×30 tmux window, a scripted model; 20 keys typed one at a time through tmux's control mode, each timed from tmux being told to type it to the redraw showing it reaching tmux."
+	"\`pi-remote run\` in a 100×30 tmux window, a scripted model; 20 keys typed one at a time through tmux's control mode, each timed from tmux being told to type it to the redraw showing it reaching tmux. The test suite checks that the keys reach the screen (TestTerminalUIKeystrokesInALongSession), not how soon: that figure is this report's."
