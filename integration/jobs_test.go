@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,10 +40,15 @@ func TestJobsCommand(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	t.Cleanup(func() { os.WriteFile(gate, nil, 0o644) })
 	t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
-	cli := func(args ...string) (string, string, int) {
+	// cliTo runs the CLI with its output also going to also (nil: nowhere
+	// else).
+	cliTo := func(also io.Writer, args ...string) (string, string, int) {
 		cmd := exec.Command(binary, append(srv.Flags(), args...)...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if also != nil {
+			cmd.Stdout = io.MultiWriter(&stdout, also)
+		}
 		err := cmd.Run()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -50,6 +57,7 @@ func TestJobsCommand(t *testing.T) {
 		require.NoError(t, err)
 		return stdout.String(), stderr.String(), 0
 	}
+	cli := func(args ...string) (string, string, int) { return cliTo(nil, args...) }
 	list := func() []listedJob {
 		out, stderr, code := cli("jobs", "--json")
 		require.Equal(t, 0, code, stderr)
@@ -78,16 +86,19 @@ func TestJobsCommand(t *testing.T) {
 	j := orphan(command, marker)
 	assert.Equal(t, "running", j.State)
 
-	// The job ends a second into the attach (or, on a busy machine,
-	// before the attach has begun: it is followed from its start all the
-	// same).
+	// The job ends while the attach follows it: the gate opens once the
+	// attach has shown the job's first line.
+	seen := &lineSeen{line: "started\n", seen: make(chan struct{})}
 	opened := make(chan struct{})
 	go func() {
 		defer close(opened)
-		time.Sleep(time.Second)
+		select {
+		case <-seen.seen:
+		case <-time.After(time.Minute): // (the assertions below then say why)
+		}
 		os.WriteFile(gate, nil, 0o644)
 	}()
-	out, stderr, code := cli("jobs", "attach", j.ID)
+	out, stderr, code := cliTo(seen, "jobs", "attach", j.ID)
 	<-opened
 	assert.Equal(t, "started\nfinished\n", out, "from its start to its end")
 	assert.Equal(t, 1, code, "the job failed")
@@ -126,4 +137,23 @@ func TestJobsCommand(t *testing.T) {
 	_, stderr, code = cli("jobs", "kill", "../x")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "not a job ID")
+}
+
+// lineSeen is a writer that closes seen once what was written holds line.
+type lineSeen struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	line string
+	seen chan struct{}
+}
+
+func (w *lineSeen) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	had := bytes.Contains(w.buf.Bytes(), []byte(w.line))
+	w.buf.Write(p)
+	if !had && bytes.Contains(w.buf.Bytes(), []byte(w.line)) {
+		close(w.seen)
+	}
+	return len(p), nil
 }
