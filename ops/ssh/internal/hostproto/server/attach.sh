@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
 #
 # attach.sh: attach_jobs, several jobs followed in one answer, in frames,
 # and its watcher of the control lines (attach_watcher).

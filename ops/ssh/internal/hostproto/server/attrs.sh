@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
 #
 # attrs.sh: what a write keeps of the file it replaces (owner, mode, ACL,
 # extended attributes: copy_attributes_from) and the digest that tells

@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
 #
 # batches.sh: run_jobs, the jobs of a batch started and answered for in
 # frames, and its watcher (group_watcher), which runs the add_job lines

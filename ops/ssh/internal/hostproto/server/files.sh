@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
 #
 # files.sh: reading and looking at files. Serves read_head, open_file,
 # stat_path, list_dir, resolve_path, make_dirs and probe_host.

@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
 #
 # follow.sh: following a running job for run_job and attach_job
 # (wait_job, the offset loop that streams its output), and the watchers of

@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
 #
 # jobs.sh: one command. Serves run_job (start a job, or attach to it)
 # and attach_job (follow a job to its end and answer its status), and

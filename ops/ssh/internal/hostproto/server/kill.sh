@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
 #
 # kill.sh: judging a job (job_info, job_lost, job_process, unstarted)
 # and killing one (kill_job, kill_running). Serves stop_job and cancel_job.

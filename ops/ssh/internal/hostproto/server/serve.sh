@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
 #
 # serve.sh: the server's start (serve), its request loop and dispatch
 # (serve_request: $requests, the names a request may give), the answer's end

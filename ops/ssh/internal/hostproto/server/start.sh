@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
 #
 # start.sh: a job's start, for run_job and add_job: the waiter
 # (start_job), the command (exec_command, keep) and the user's systemd

@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
 #
 # supervise.sh: the waiter's watch over its command: the relay of its
 # output, the lease and its timer, the status (supervise), and the save of

@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
 #
 # sweep.sh: what the server removes: other servers' private directories
 # (sweep_private_dirs), its own at exit (remove_private,

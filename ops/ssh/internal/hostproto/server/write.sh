@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034,SC2154
 #
 # write.sh: atomic writes. Serves create_temp, receive_temp, write_inline,
 # commit_temp, settle_write, diagnose_write and remove_temp.
