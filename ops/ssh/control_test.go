@@ -26,18 +26,6 @@ func TestControlLines(t *testing.T) {
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
-			// sleeper is a command only this test runs, killed at the end
-			// should a step fail.
-			sleeper := func(t *testing.T) string {
-				arg := fmt.Sprintf("32.%06d", rand.IntN(1000000))
-				t.Cleanup(func() {
-					for _, line := range sleeping(t, arg) {
-						pid, _ := strconv.Atoi(strings.Fields(line)[0])
-						syscall.Kill(pid, syscall.SIGKILL)
-					}
-				})
-				return arg
-			}
 			t.Run("one job: a line naming another job is ignored, one naming it is honoured", func(t *testing.T) {
 				t.Parallel()
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
@@ -121,16 +109,6 @@ func TestControlLinesMalformedIgnored(t *testing.T) {
 }
 
 func controlLinesMalformed(t *testing.T, sh []string) {
-	sleeper := func(t *testing.T) string {
-		arg := fmt.Sprintf("32.%06d", rand.IntN(1000000))
-		t.Cleanup(func() {
-			for _, line := range sleeping(t, arg) {
-				pid, _ := strconv.Atoi(strings.Fields(line)[0])
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		})
-		return arg
-	}
 	// end kills job id, let go of, and waits for its end: its waiter is
 	// done with the jobs directory before the test removes it.
 	end := func(t *testing.T, l *localServer, id string) {
@@ -200,4 +178,17 @@ func controlLinesMalformed(t *testing.T, sh []string) {
 		assert.Len(t, sleeping(t, arg), 1, "it runs on")
 		end(t, l, job[0])
 	})
+}
+
+// sleeper returns the argument of a sleep only this test runs, whose
+// processes are killed at the end should a step fail.
+func sleeper(t *testing.T) string {
+	arg := fmt.Sprintf("32.%06d", rand.IntN(1000000))
+	t.Cleanup(func() {
+		for _, line := range sleeping(t, arg) {
+			pid, _ := strconv.Atoi(strings.Fields(line)[0])
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return arg
 }
