@@ -208,8 +208,8 @@ func TestJobProcessWithoutProc(t *testing.T) {
 					id := randhex.String(8)
 					plantJob(t, jobs, id, goneProcess(t), "h b", tc.waiter, victim.pid())
 					script := hostproto.Program + `
-host_name=h boot_id=b host_id="h b" procfs= _jp_own=$2
-if job_process "$1"; then echo "proven $_jp_pid"; else echo "refused $_jp_why"; fi`
+host_name=h boot_id=b host_id="h b" procfs=
+if job_process "$1" "$2"; then echo "proven $job_process_pid"; else echo "refused $job_process_why"; fi`
 					cmd := exec.Command(sh[0], append(sh[1:], "-c", script, "sh", filepath.Join(jobs, id), tc.own)...)
 					if tc.path != "" {
 						cmd.Env = append(os.Environ(), "PATH="+tc.path)

@@ -42,7 +42,7 @@ attach_jobs() {
 			printf '%s\n' "$2" "$3" "$4" "$5" >"$_aj_dir/$1"
 			[ -s "$jobs/$1.status" ] || renew "$jobs/$1" "$_aj_ttl"
 		elif gone "$jobs/$1"; then
-			echo "X $1 !GONE $_gone"
+			echo "X $1 !GONE $gone_status"
 		else
 			echo "X $1 !NOJOB"
 		fi
@@ -50,7 +50,7 @@ attach_jobs() {
 	done
 	attach_watcher "$_aj_dir" "$_aj_ttl" &
 	_aj_watcher=$!
-	_pc_idle=0
+	_aj_idle=0
 	_aj_rounds=0
 	_aj_end=OK
 	while :; do
@@ -74,7 +74,7 @@ attach_jobs() {
 				_aj_ended="$_aj_ended$_aj_id "
 			elif [ ! -e "$_aj_job.out" ]; then
 				if gone "$_aj_job"; then
-					echo "X $_aj_id !GONE $_gone"
+					echo "X $_aj_id !GONE $gone_status"
 				else
 					echo "X $_aj_id !NOJOB"
 				fi
@@ -87,7 +87,7 @@ attach_jobs() {
 					rm -f "$_aj_state"
 					continue
 				fi
-				if [ -z "$_ji_waiter" ] && unstarted "$_aj_job" "$_aj_waited"; then
+				if [ -z "$job_info_waiter" ] && unstarted "$_aj_job" "$_aj_waited"; then
 					echo "X $_aj_id !NOJOB"
 					rm -f "$_aj_state"
 					continue
@@ -124,7 +124,7 @@ attach_jobs() {
 				case $_aj_ended in
 				*" $_aj_id "*)
 					job_result "$jobs/$_aj_id" "$_aj_save" "$_aj_bytes" "$_aj_lines"
-					echo "X $_aj_id $_jr_status"
+					echo "X $_aj_id $job_result_status"
 					rm -f "$_aj_state"
 					_aj_news=yes
 					;;
@@ -135,8 +135,9 @@ $_aj_sizes
 EOF
 		# (More than a frame waits: at once.)
 		[ -z "$_aj_full" ] || continue
-		pace "$_aj_news"
-		sleep "$_pc_nap" 2>/dev/null || sleep 1
+		pace "$_aj_news" "$_aj_idle"
+		_aj_idle=$pace_idle
+		sleep "$pace_nap" 2>/dev/null || sleep 1
 	done
 	# The watcher goes, but not in the middle of a kill (see wait_job):
 	# each marks what it does, then looks at the other's mark.

@@ -80,7 +80,7 @@ run_jobs() {
 			# (The file held open first: see attach_jobs.)
 			if command exec 7<"$_rs_job.out"; then
 				output_size "$_rs_job"
-				_rs_size=$_os_size
+				_rs_size=$output_size_bytes
 				# (A size from wc by name, the file gone meanwhile: none.
 				# An empty $(( )) would end the shell.)
 				if [ -z "$_rs_size" ]; then
@@ -95,7 +95,7 @@ run_jobs() {
 				exec 7<&-
 			fi
 			job_result "$_rs_job" "$_rs_save" "$_rs_bytes" "$_rs_lines"
-			echo "X $_rs_id $_jr_status"
+			echo "X $_rs_id $job_result_status"
 			;;
 		esac
 	done
@@ -207,7 +207,7 @@ add_job() {
 		return
 	fi
 	if gone "$_gj_job"; then
-		echo "f $1 !GONE $_gone" >&6
+		echo "f $1 !GONE $gone_status" >&6
 		return
 	fi
 	# noclobber: of two starts of one job, one creates it.

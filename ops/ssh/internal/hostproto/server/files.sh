@@ -60,7 +60,7 @@ open_file() {
 			LC_ALL=C cat -- "$1" 2>"$private/err" 3<&- &
 		fi
 		wait_child "$!"
-		if [ "$job_status" != 0 ]; then
+		if [ "$wait_child_status" != 0 ]; then
 			finish "$(error_from_stderr 'read failed')"
 			return
 		fi

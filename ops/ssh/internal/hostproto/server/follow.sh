@@ -5,20 +5,20 @@
 # the control lines while run_job, attach_job and open_file run
 # (watch_for_cancel, wait_child, wake).
 
-# wait_job JOB WAITER OFFSET STREAM waits until the job in JOB has ended:
-# for the background process WAITER (its waiter, when this server started
-# it), or, without one, until its status file appears (the waiter belongs
-# to a server that is gone). With STREAM "yes", or from the moment the
-# client asks for it ("s"), it sends the job's output from byte OFFSET on
-# as it comes (follow_output), and leaves in _wj_off the byte reached.
-# Meanwhile a watcher reads the request stream: "k" kills the job, "r"
-# renews its lease, "s" starts the stream, "d" stops the wait (the client
-# follows the job elsewhere: this server is wanted for other requests). At
-# the end of the stream (the client is gone) the job goes on, and the
-# watcher ends this server, whose channel is gone. Returns 1 when the job
-# will never have a status (job_lost: the host rebooted, or someone killed
-# its waiter), 2 when it never started (unstarted), 3 when the wait
-# stopped for "d" with the job still running.
+# wait_job JOB WAITER OFFSET STREAM TTL waits until the job in JOB has
+# ended: for the background process WAITER (its waiter, when this server
+# started it), or, without one, until its status file appears (the waiter
+# belongs to a server that is gone). With STREAM "yes", or from the moment
+# the client asks for it ("s"), it sends the job's output from byte OFFSET
+# on as it comes (follow_output), and leaves in wait_job_off the byte
+# reached. Meanwhile a watcher reads the request stream: "k" kills the job,
+# "r" renews its lease (to TTL seconds), "s" starts the stream, "d" stops
+# the wait (the client follows the job elsewhere: this server is wanted for
+# other requests). At the end of the stream (the client is gone) the job
+# goes on, and the watcher ends this server, whose channel is gone. Returns
+# 1 when the job will never have a status (job_lost: the host rebooted, or
+# someone killed its waiter), 2 when it never started (unstarted), 3 when
+# the wait stopped for "d" with the job still running.
 #
 # Until the stream starts, a job this server started costs nothing while
 # it runs: the wait for its waiter wakes only when it ends, or when the
@@ -28,19 +28,15 @@
 wait_job() {
 	_wj_job=$1
 	_wj_waiter=$2
-	_wj_off=$3
+	wait_job_off=$3
 	_wj_stream=$4
-	# (The watcher's: the waiter this server started vouches for the
-	# job's pid where nothing else can, see job_process.)
-	_jp_own=$_wj_waiter
-	watch_for_cancel "$_wj_job" &
+	watch_for_cancel "$_wj_job" "$5" "$_wj_waiter" &
 	_wj_watcher=$!
-	_jp_own=
 	_wj_result=0
 	_wj_looks=0
-	_pc_idle=0
+	_wj_idle=0
 	# (What the last pause took, in milliseconds: see pace.)
-	_pc_ms=0
+	_wj_ms=0
 	_wj_bare=0
 	_wj_woke=
 	while :; do
@@ -73,10 +69,11 @@ wait_job() {
 		# ended job is final.
 		_wj_ended=
 		[ ! -s "$_wj_job.status" ] || _wj_ended=yes
-		_fo_news=
+		_wj_news=
 		if [ -n "$_wj_stream" ]; then
-			follow_output "$_wj_job" "$_wj_off"
-			_wj_off=$_fo_off
+			follow_output "$_wj_job" "$wait_job_off"
+			wait_job_off=$follow_output_off
+			_wj_news=$follow_output_news
 		fi
 		[ -z "$_wj_ended" ] || break
 		if [ -n "$_wj_waiter" ]; then
@@ -99,25 +96,28 @@ wait_job() {
 			fi
 			# (No waiter for a moment while the job starts: no server
 			# either for about 5 s is one that died.)
-			[ -n "$_ji_server" ] || _wj_bare=$((_wj_bare + _pc_ms))
+			[ -n "$job_info_server" ] || _wj_bare=$((_wj_bare + _wj_ms))
 			_wj_waited=
 			[ "$_wj_bare" -lt 5000 ] || _wj_waited=waited
-			if [ -z "$_ji_waiter" ] && unstarted "$_wj_job" "$_wj_waited"; then
+			if [ -z "$job_info_waiter" ] && unstarted "$_wj_job" "$_wj_waited"; then
 				_wj_result=2
 				break
 			fi
 		fi
 		# (The first look comes soon: a job that has just started, or
 		# ends.)
-		pace "$_fo_news"
+		pace "$_wj_news" "$_wj_idle"
+		_wj_idle=$pace_idle
+		_wj_nap=$pace_nap
+		_wj_ms=$pace_ms
 		if [ "$_wj_looks" = 0 ]; then
-			_pc_nap=0.01
-			_pc_ms=10
+			_wj_nap=0.01
+			_wj_ms=10
 		fi
 		_wj_looks=$((_wj_looks + 1))
 		if [ "$frac_sleep" = no ]; then
-			_pc_nap=1
-			_pc_ms=1000
+			_wj_nap=1
+			_wj_ms=1000
 		fi
 		if [ -n "$_wj_waiter" ]; then
 			# The pause is a wait for a sleep, which the end of any other
@@ -126,11 +126,11 @@ wait_job() {
 			# before the wait begins, or CHLD be ignored for good, the
 			# pause is as long as the sleep.)
 			trap : CHLD
-			sleep "$_pc_nap" &
+			sleep "$_wj_nap" &
 			wait "$!"
 			trap - CHLD
 		else
-			sleep "$_pc_nap"
+			sleep "$_wj_nap"
 		fi
 	done
 	# The watcher goes, unless it is killing the job: cut short, it would
@@ -151,35 +151,36 @@ wait_job() {
 	return "$_wj_result"
 }
 
-# pace NEWS sets _pc_nap to the pause before the next look of a loop that
-# follows jobs' output (wait_job, attach_jobs): 50 ms, 200 ms after 40
-# looks without NEWS (about two seconds), 500 ms after 180 (about half a
-# minute); _pc_ms is the same in milliseconds. _pc_idle counts the looks
-# without news: 0 as the loop starts.
+# pace NEWS IDLE sets pace_nap to the pause before the next look of a
+# loop that follows jobs' output (wait_job, attach_jobs): 50 ms, 200 ms
+# after 40 looks without NEWS (about two seconds), 500 ms after 180
+# (about half a minute); pace_ms is the same in milliseconds. IDLE is the
+# count of looks without news so far (0 as the loop starts), pace_idle
+# the count with this one, for the loop's next call.
 pace() {
 	if [ -n "$1" ]; then
-		_pc_idle=0
+		pace_idle=0
 	else
-		_pc_idle=$((_pc_idle + 1))
+		pace_idle=$(($2 + 1))
 	fi
-	if [ "$_pc_idle" -le 40 ]; then
-		_pc_nap=0.05
-		_pc_ms=50
-	elif [ "$_pc_idle" -le 180 ]; then
-		_pc_nap=0.2
-		_pc_ms=200
+	if [ "$pace_idle" -le 40 ]; then
+		pace_nap=0.05
+		pace_ms=50
+	elif [ "$pace_idle" -le 180 ]; then
+		pace_nap=0.2
+		pace_ms=200
 	else
-		_pc_nap=0.5
-		_pc_ms=500
+		pace_nap=0.5
+		pace_ms=500
 	fi
 }
 
 # follow_output JOB OFFSET sends the output of the job in JOB from byte
-# OFFSET on, up to its size now, and sets _fo_off to the byte reached;
-# _fo_news is "yes" when there was any.
+# OFFSET on, up to its size now, and sets follow_output_off to the byte
+# reached; follow_output_news is "yes" when there was any.
 follow_output() {
-	_fo_news=
-	_fo_off=$2
+	follow_output_news=
+	follow_output_off=$2
 	_fo_size=$(LC_ALL=C ls -lnL -- "$1.out" 2>/dev/null)
 	read -r _ _ _ _ _fo_size _ <<EOT
 $_fo_size
@@ -187,13 +188,13 @@ EOT
 	digits "$_fo_size" || return 0
 	[ "$_fo_size" -gt "$2" ] || return 0
 	tail -c +$(($2 + 1)) "$1.out" | head -c $((_fo_size - $2))
-	_fo_off=$_fo_size
-	_fo_news=yes
+	follow_output_off=$_fo_size
+	follow_output_news=yes
 }
 
 # wait_child PID waits for the background process PID (a read's cat) while
 # a watcher reads the request stream: "k" (read_control) or its end kills
-# it. Sets job_status.
+# it. Sets wait_child_status.
 wait_child() {
 	(
 		while read_control; do
@@ -203,13 +204,15 @@ wait_child() {
 	) &
 	_wc_watcher=$!
 	wait "$1"
-	job_status=$?
+	wait_child_status=$?
 	kill -s KILL "$_wc_watcher" 2>/dev/null
 	wait "$_wc_watcher" 2>/dev/null
 }
 
-# watch_for_cancel JOB: the watcher of wait_job. It honours "k", "r", "s"
-# and "d" (read_control), bare or naming JOB.
+# watch_for_cancel JOB TTL WAITER: the watcher of wait_job. It honours
+# "k", "r" (to TTL seconds), "s" and "d" (read_control), bare or naming
+# JOB. WAITER, the waiter this server started, if any, vouches for the
+# job's pid where nothing else can (see job_process).
 watch_for_cancel() {
 	while read_control; do
 		[ -z "$ctl_id" ] || [ "$ctl_id" = "${1##*/}" ] || continue
@@ -217,17 +220,17 @@ watch_for_cancel() {
 		k)
 			# (A job whose process cannot be proven its own is not
 			# killed: the watcher goes on, the job ends by itself.)
-			if job_process "$1"; then
+			if job_process "$1" "$3"; then
 				# (See wait_job: a job that ended meanwhile is not
 				# killed.)
 				set -C
 				{ command : >"$private/settled.$seq"; } 2>/dev/null || return
 				set +C
-				kill_job "$_jp_pid" "$1"
+				kill_job "$job_process_pid" "$1"
 				return
 			fi
 			;;
-		r) renew "$1" "$_wj_ttl" ;;
+		r) renew "$1" "$2" ;;
 		s) wake stream ;;
 		d) wake detach ;;
 		esac

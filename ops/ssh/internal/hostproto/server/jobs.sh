@@ -47,7 +47,7 @@ run_job() {
 	_rj_news=
 	fence_in || exit 0
 	if gone "$_rj_job"; then
-		run_job_fails "!GONE $_gone"
+		run_job_fails "!GONE $gone_status"
 		return
 	fi
 	if [ ! -e "$_rj_job.out" ]; then
@@ -240,7 +240,7 @@ attach_job() {
 	fi
 	_rj_job=$jobs/$1
 	if gone "$_rj_job"; then
-		finish "!GONE $_gone"
+		finish "!GONE $gone_status"
 		return
 	fi
 	if [ ! -e "$_rj_job.out" ]; then
@@ -260,26 +260,25 @@ attach_job() {
 			_rj_waiter=
 			tail -c +$(($2 + 1)) "$_rj_job.out"
 			job_result "$_rj_job" "$3" "$4" "$5"
-			finish "$_jr_status"
+			finish "$job_result_status"
 			done_with
 			return
 		fi
 	fi
 	_rj_status=
-	_wj_ttl=$6
 	_rj_stream=
 	[ -n "$_rj_waiter" ] || [ -s "$_rj_job.status" ] || _rj_stream=yes
-	wait_job "$_rj_job" "$_rj_waiter" "$2" "$_rj_stream"
+	wait_job "$_rj_job" "$_rj_waiter" "$2" "$_rj_stream" "$6"
 	case $? in
 	1) _rj_status='!EIO the job ended without a status (its waiter was killed)' ;;
 	2) _rj_status='!NOJOB' ;;
 	3) _rj_status='!DETACHED' ;;
 	esac
 	_rj_waiter=
-	[ "$_rj_status" = '!DETACHED' ] || tail -c +$((_wj_off + 1)) "$_rj_job.out"
+	[ "$_rj_status" = '!DETACHED' ] || tail -c +$((wait_job_off + 1)) "$_rj_job.out"
 	if [ -z "$_rj_status" ]; then
 		job_result "$_rj_job" "$3" "$4" "$5"
-		_rj_status=$_jr_status
+		_rj_status=$job_result_status
 	fi
 	finish "$_rj_status"
 	# The job's FIFO goes with the rest (see run_job), unless the job
@@ -288,36 +287,36 @@ attach_job() {
 	done_with "$seq"
 }
 
-# job_result JOB SAVE SAVE_BYTES SAVE_LINES sets _jr_status to the status
-# of the ended job in JOB as attach_job sends it, saving its output first
-# when it qualifies (see save_output). JOB.status has the status, the
+# job_result JOB SAVE SAVE_BYTES SAVE_LINES sets job_result_status to the
+# status of the ended job in JOB as attach_job sends it, saving its output
+# first when it qualifies (see save_output). JOB.status has the status, the
 # size of the output (see output_size) and, once the output was looked at
 # for SAVE, " saved" or " unsaved".
 job_result() {
-	_jr_status=
-	_so_saved=
+	job_result_status=
+	_jr_saved=
 	# (The line that starts with a space, wherever it is: a status of an
 	# earlier version of this script has no size.)
 	_jr_n=0
 	while IFS= read -r _jr_line; do
 		_jr_n=$((_jr_n + 1))
 		case $_jr_n:$_jr_line in
-		1:*) _jr_status=$_jr_line ;;
-		*:' '*) _so_saved=$_jr_line ;;
+		1:*) job_result_status=$_jr_line ;;
+		*:' '*) _jr_saved=$_jr_line ;;
 		esac
 	done <"$1.status"
 	# A lost job's tombstone, being written as this looked (see
 	# sweep_jobs, stop_job): no exit status.
-	if [ "$_jr_status" = lost ]; then
-		_jr_status='!EIO the job ended without a status (its waiter was killed)'
+	if [ "$job_result_status" = lost ]; then
+		job_result_status='!EIO the job ended without a status (its waiter was killed)'
 		return
 	fi
 	# (A job of an earlier version of this script says it in JOB.saved.)
-	if [ -z "$_so_saved" ] && [ -n "$2" ] && [ -e "$1.saved" ]; then
-		read -r _so_saved <"$1.saved"
-		_so_saved=" $_so_saved"
+	if [ -z "$_jr_saved" ] && [ -n "$2" ] && [ -e "$1.saved" ]; then
+		read -r _jr_saved <"$1.saved"
+		_jr_saved=" $_jr_saved"
 	fi
-	if [ -n "$_so_saved" ]; then
+	if [ -n "$_jr_saved" ]; then
 		# Sent before (that answer was lost): saved then.
 		:
 	elif [ -n "$2" ]; then
@@ -325,18 +324,19 @@ job_result() {
 		# lines than that either (a line takes a byte at least): no wc
 		# for it when the relay knew its size.
 		output_size "$1"
-		_jr_size=$_os_size
+		_jr_size=$output_size_bytes
 		[ -n "$_jr_size" ] || _jr_size=$(($3 + 1))
 		if [ "$_jr_size" -gt "$3" ] || [ "$_jr_size" -gt "$4" ]; then
 			save_output "$1.out" "$2" "$3" "$4"
+			_jr_saved=$save_output_saved
 		fi
-		if [ -n "$_so_saved" ]; then
-			echo "$_so_saved" >>"$1.status"
+		if [ -n "$_jr_saved" ]; then
+			echo "$_jr_saved" >>"$1.status"
 			# The output is sent again from there, if need be.
-			if [ "$_so_saved" = ' saved' ]; then ln -s -- "$2" "$1.out"; fi
+			if [ "$_jr_saved" = ' saved' ]; then ln -s -- "$2" "$1.out"; fi
 		fi
 	fi
-	_jr_status=$_jr_status$_so_saved
+	job_result_status=$job_result_status$_jr_saved
 }
 
 # list_jobs: "OK", the host's time (seconds since the epoch), then a line
@@ -359,7 +359,7 @@ list_jobs() {
 			_lj_status=running
 			! job_lost "$_lj_job" || _lj_status=lost
 		fi
-		printf '%s\t%s\t%s\n' "${_lj_job##*/}" "$_lj_status" "$_ji_label"
+		printf '%s\t%s\t%s\n' "${_lj_job##*/}" "$_lj_status" "$job_info_label"
 	done
 	stat -c 'T %Y %n' -- "$jobs"/*.server
 }

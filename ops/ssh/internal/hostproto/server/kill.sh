@@ -3,29 +3,29 @@
 # kill.sh: judging a job (job_info, job_lost, job_process, unstarted)
 # and killing one (kill_job, kill_running). Serves stop_job and cancel_job.
 
-# job_info JOB reads JOB.server (lines: the pid of the server that
-# started the job with the host it runs on, as host_id; its label; the pid
-# of its waiter, once it has one; the pid of its command, once it runs)
-# into _ji_server, _ji_host, _ji_label, _ji_waiter and _ji_pid (the pids
-# empty when missing or not numbers), and sets _ji_where to who may judge
-# the job's processes (see host_of). (A job of an earlier version of this
-# script has its command's pid in JOB.pid.)
+# job_info JOB reads JOB.server (lines: the pid of the server that started
+# the job with the host it runs on, as host_id; its label; the pid of its
+# waiter, once it has one; the pid of its command, once it runs) into
+# job_info_server, job_info_host, job_info_label, job_info_waiter and
+# job_info_pid (the pids empty when missing or not numbers), and sets
+# job_info_where to who may judge the job's processes (see host_of). (A job
+# of an earlier version of this script has its command's pid in JOB.pid.)
 job_info() {
-	_ji_server=
-	_ji_host=
+	job_info_server=
+	job_info_host=
 	_ji_boot=
-	_ji_label=
-	_ji_waiter=
-	_ji_pid=
-	{ read -r _ji_server _ji_host _ji_boot && IFS= read -r _ji_label && read -r _ji_waiter && read -r _ji_pid; } <"$1.server" 2>/dev/null
-	case $_ji_server in *[!0-9]*) _ji_server= ;; esac
-	case $_ji_waiter in *[!0-9]*) _ji_waiter= ;; esac
-	if [ -z "$_ji_pid" ] && [ -n "$_ji_waiter" ] && [ -e "$1.pid" ]; then
-		read -r _ji_pid <"$1.pid"
+	job_info_label=
+	job_info_waiter=
+	job_info_pid=
+	{ read -r job_info_server job_info_host _ji_boot && IFS= read -r job_info_label && read -r job_info_waiter && read -r job_info_pid; } <"$1.server" 2>/dev/null
+	case $job_info_server in *[!0-9]*) job_info_server= ;; esac
+	case $job_info_waiter in *[!0-9]*) job_info_waiter= ;; esac
+	if [ -z "$job_info_pid" ] && [ -n "$job_info_waiter" ] && [ -e "$1.pid" ]; then
+		read -r job_info_pid <"$1.pid"
 	fi
-	case $_ji_pid in *[!0-9]*) _ji_pid= ;; esac
-	host_of "$_ji_host" "$_ji_boot"
-	_ji_where=$_ho
+	case $job_info_pid in *[!0-9]*) job_info_pid= ;; esac
+	host_of "$job_info_host" "$_ji_boot"
+	job_info_where=$host_of_where
 }
 
 # job_lost JOB (after job_info): true for a job that will never have a
@@ -33,16 +33,16 @@ job_info() {
 # this boot) is gone without writing one (killed). A job of another host
 # is never judged here.
 job_lost() {
-	case $_ji_where in
+	case $job_info_where in
 	gone) ;;
 	here)
-		if [ -n "$_ji_waiter" ]; then
-			! pid_alive "$_ji_waiter" || return 1
+		if [ -n "$job_info_waiter" ]; then
+			! pid_alive "$job_info_waiter" || return 1
 		else
 			# A waiter killed between its claim and its pid, a moment
 			# (see start_job), with its server: the claim is a minute
 			# old, the server gone. (Its command never began.)
-			[ -e "$1.status" ] && [ -n "$_ji_server" ] && ! pid_alive "$_ji_server" &&
+			[ -e "$1.status" ] && [ -n "$job_info_server" ] && ! pid_alive "$job_info_server" &&
 				[ -n "$(find "$1.status" -prune -mmin +1 2>/dev/null)" ] || return 1
 		fi
 		;;
@@ -52,87 +52,88 @@ job_lost() {
 	[ ! -s "$1.status" ]
 }
 
-# job_process JOB sets _jp_pid to the pid of job JOB's command when it is
-# proven the job's, the only pid a kill for the job may go to: the job has
-# no status and runs on this host (this boot), its waiter is alive, and
-# the pid's parent is the waiter (/proc/PID/stat, read without a fork: a
-# child's pid is not reused before its parent has reaped it, and the
+# job_process JOB [OWN] sets job_process_pid to the pid of job JOB's command
+# when it is proven the job's, the only pid a kill for the job may go to:
+# the job has no status and runs on this host (this boot), its waiter is
+# alive, and the pid's parent is the waiter (/proc/PID/stat, read without a
+# fork: a child's pid is not reused before its parent has reaped it, and the
 # waiter writes the status a moment after), or, where the command has a
-# keeper (see keep), the waiter's child. A job that is starting (no
-# waiter or pid yet) is waited for, up to about 5 seconds. Otherwise it
-# fails, and _jp_why says why: "ended" (its command has, or the job has a
+# keeper (see keep), the waiter's child. A job that is starting (no waiter
+# or pid yet) is waited for, up to about 5 seconds. Otherwise it fails, and
+# job_process_why says why: "ended" (its command has, or the job has a
 # status), "lost" (nothing of it runs any more: its files may go),
 # "starting" (no pid after the wait), "elsewhere" (another host's: nothing
-# may be killed here for it) or "unproven" (this host has neither /proc
-# nor a ps that takes -o and -p, as in a chroot: only the waiter this
-# server started and waits for, _jp_own, vouches for the pid it wrote,
-# for it is this server's child until the server's wait has reaped it).
+# may be killed here for it) or "unproven" (this host has neither /proc nor
+# a ps that takes -o and -p, as in a chroot: only the waiter this server
+# started and waits for, OWN, vouches for the pid it wrote, for it is this
+# server's child until the server's wait has reaped it).
 job_process() {
-	_jp_pid=
-	_jp_why=ended
+	_jp_own=$2
+	job_process_pid=
+	job_process_why=ended
 	_jp_tries=0
 	while [ ! -s "$1.status" ]; do
 		job_info "$1"
-		case $_ji_where in
-		gone) _jp_why=lost ;;
-		elsewhere) _jp_why=elsewhere ;;
+		case $job_info_where in
+		gone) job_process_why=lost ;;
+		elsewhere) job_process_why=elsewhere ;;
 		esac
-		[ "$_ji_where" = here ] || return 1
-		if [ -z "$_ji_waiter" ]; then
-			job_lost "$1" && _jp_why=lost && return 1
-			unstarted "$1" && _jp_why=lost && return 1
-		elif ! pid_alive "$_ji_waiter"; then
-			[ -s "$1.status" ] || _jp_why=lost
+		[ "$job_info_where" = here ] || return 1
+		if [ -z "$job_info_waiter" ]; then
+			job_lost "$1" && job_process_why=lost && return 1
+			unstarted "$1" && job_process_why=lost && return 1
+		elif ! pid_alive "$job_info_waiter"; then
+			[ -s "$1.status" ] || job_process_why=lost
 			return 1
 		else
-			_jp_pid=$_ji_pid
-			[ -z "$_jp_pid" ] || break
+			job_process_pid=$job_info_pid
+			[ -z "$job_process_pid" ] || break
 		fi
 		_jp_tries=$((_jp_tries + 1))
 		if [ "$_jp_tries" -gt 500 ]; then
-			_jp_why=starting
+			job_process_why=starting
 			return 1
 		fi
 		sleep 0.01 2>/dev/null || sleep 1
 	done
-	[ -n "$_jp_pid" ] || return 1
+	[ -n "$job_process_pid" ] || return 1
 	if [ -n "$procfs" ]; then
-		parent_of "$_jp_pid"
-		[ "$_po" != "$_ji_waiter" ] || return 0
-		parent_of "$_po"
-		[ "$_po" != "$_ji_waiter" ] || return 0
+		parent_of "$job_process_pid"
+		[ "$parent_of_pid" != "$job_info_waiter" ] || return 0
+		parent_of "$parent_of_pid"
+		[ "$parent_of_pid" != "$job_info_waiter" ] || return 0
 	else
 		# No /proc (macOS, a chroot): ps, where it takes -o and -p (a
 		# process, on a kill only), says "PID PPID" for the pid if it
 		# understood.
-		_jp_stat=$(ps -o pid= -o ppid= -p "$_jp_pid" 2>/dev/null)
+		_jp_stat=$(ps -o pid= -o ppid= -p "$job_process_pid" 2>/dev/null)
 		# shellcheck disable=SC2086 # the two numbers
 		set -- $_jp_stat
-		if [ "$#" = 2 ] && [ "$1" = "$_jp_pid" ]; then
-			[ "$2" != "$_ji_waiter" ] || return 0
+		if [ "$#" = 2 ] && [ "$1" = "$job_process_pid" ]; then
+			[ "$2" != "$job_info_waiter" ] || return 0
 			_jp_stat=$(ps -o ppid= -p "$2" 2>/dev/null)
 			# shellcheck disable=SC2086 # a number
 			set -- $_jp_stat
-			[ "$1" != "$_ji_waiter" ] || return 0
-		elif [ -n "$_jp_own" ] && [ "$_ji_waiter" = "$_jp_own" ]; then
+			[ "$1" != "$job_info_waiter" ] || return 0
+		elif [ -n "$_jp_own" ] && [ "$job_info_waiter" = "$_jp_own" ]; then
 			return 0
 		else
-			_jp_why=unproven
+			job_process_why=unproven
 		fi
 	fi
-	_jp_pid=
+	job_process_pid=
 	return 1
 }
 
-# parent_of PID sets _po to the parent of process PID, read from
+# parent_of PID sets parent_of_pid to the parent of process PID, read from
 # /proc/PID/stat ("PID (NAME) STATE PPID ...": the name may hold anything,
 # and ends with the last ") "); empty when there is no such process.
 parent_of() {
-	_po=
-	read -r _po <"/proc/$1/stat" 2>/dev/null
-	_po=${_po##*) }
-	_po=${_po#* }
-	_po=${_po%% *}
+	parent_of_pid=
+	read -r parent_of_pid <"/proc/$1/stat" 2>/dev/null
+	parent_of_pid=${parent_of_pid##*) }
+	parent_of_pid=${parent_of_pid#* }
+	parent_of_pid=${parent_of_pid%% *}
 }
 
 # unstarted JOB [WAITED] (after job_info): true, with the job's files
@@ -143,15 +144,15 @@ parent_of() {
 # JOB.status first decides; the waiter runs the command only if it does. Another
 # host's job is never judged here.
 unstarted() {
-	case $_ji_where in
+	case $job_info_where in
 	here)
-		if [ -z "$_ji_server" ]; then
+		if [ -z "$job_info_server" ]; then
 			# (A server killed between the job's first file and
 			# JOB.server, a moment, leaves no pid: a caller that saw none
 			# for seconds, WAITED, judges it as one killed later.)
 			[ "$2" = waited ] || return 1
 		else
-			! pid_alive "$_ji_server" || return 1
+			! pid_alive "$job_info_server" || return 1
 		fi
 		;;
 	gone) ;;
@@ -159,9 +160,9 @@ unstarted() {
 	esac
 	set -C
 	{ command : >"$1.status"; } 2>/dev/null
-	_us_mine=$?
+	_un_mine=$?
 	set +C
-	[ "$_us_mine" = 0 ] || return 1
+	[ "$_un_mine" = 0 ] || return 1
 	# (Its output first: the job is gone for attach_job at once.)
 	rm -f -- "$1.out" "$1".*
 }
@@ -250,7 +251,7 @@ EOF
 # proven its own (job_process).
 kill_running() {
 	hex "$1" || return
-	[ -e "$jobs/$1.out" ] && job_process "$jobs/$1" && kill_job "$_jp_pid" "$jobs/$1"
+	[ -e "$jobs/$1.out" ] && job_process "$jobs/$1" && kill_job "$job_process_pid" "$jobs/$1"
 }
 
 # stop_job ID kills job ID when it runs (its status then says "killed"),
@@ -270,11 +271,11 @@ stop_job() {
 		echo 'E ENOENT no such job'
 	elif job_process "$_stj_job"; then
 		echo killed >"$_stj_job.killed"
-		kill_job "$_jp_pid" "$_stj_job"
+		kill_job "$job_process_pid" "$_stj_job"
 		echo 'OK killed'
 	elif ! refused "$1"; then
-		[ "$_jp_why" != ended ] || wait_status "$_stj_job"
-		if [ "$_jp_why" = lost ] || [ -s "$_stj_job.status" ]; then
+		[ "$job_process_why" != ended ] || wait_status "$_stj_job"
+		if [ "$job_process_why" = lost ] || [ -s "$_stj_job.status" ]; then
 			[ -s "$_stj_job.status" ] || echo lost >"$_stj_job.status"
 			bury "$_stj_job"
 			echo 'OK removed'
@@ -288,8 +289,8 @@ stop_job() {
 # when job ID may not be killed from here: it runs on another host sharing
 # the jobs directory, or this host has no /proc to prove its process by.
 refused() {
-	case $_jp_why in
-	elsewhere) printf 'E EIO job %s runs on %s, another host sharing the jobs directory\n' "$1" "$_ji_host" ;;
+	case $job_process_why in
+	elsewhere) printf 'E EIO job %s runs on %s, another host sharing the jobs directory\n' "$1" "$job_info_host" ;;
 	unproven) echo 'E EIO this host has no /proc (nor ps -o -p) to prove the job'"'"'s process by' ;;
 	*) return 1 ;;
 	esac
@@ -329,11 +330,11 @@ cancel_job() {
 		return
 	fi
 	if job_process "$jobs/$1"; then
-		kill_job "$_jp_pid" "$jobs/$1"
+		kill_job "$job_process_pid" "$jobs/$1"
 	elif refused "$1"; then
 		return
 	fi
-	[ "$_jp_why" = lost ] || wait_status "$jobs/$1"
+	[ "$job_process_why" = lost ] || wait_status "$jobs/$1"
 	forget_jobs "$1"
 	echo OK
 }

@@ -415,19 +415,19 @@ read_host() {
 	[ -n "$procfs" ] && [ -z "${BASH_VERSION-}" ] || keeper=yes
 }
 
-# host_of NAME BOOT sets _ho to who may judge the pids of a server or job
-# of the host NAME in its boot BOOT (as recorded; NAME empty: by an
+# host_of NAME BOOT sets host_of_where to who may judge the pids of a server
+# or job of the host NAME in its boot BOOT (as recorded; NAME empty: by an
 # earlier version, taken as this host's): "here" (this host, this boot),
-# "gone" (this host before it rebooted: none of them is left) or
-# "elsewhere" (another host sharing the directory, as hosts sharing an NFS
-# home do, or one that cannot be told apart: its pids mean nothing here).
+# "gone" (this host before it rebooted: none of them is left) or "elsewhere"
+# (another host sharing the directory, as hosts sharing an NFS home do, or
+# one that cannot be told apart: its pids mean nothing here).
 host_of() {
 	if [ -z "$1" ] || [ "$1 $2" = "$host_id" ]; then
-		_ho=here
+		host_of_where=here
 	elif [ "$1" = "$host_name" ] && [ "$2" != - ] && [ "$boot_id" != - ]; then
-		_ho=gone
+		host_of_where=gone
 	else
-		_ho=elsewhere
+		host_of_where=elsewhere
 	fi
 }
 

@@ -88,7 +88,7 @@ supervise() {
 	_sv_status=
 	if [ -n "$3" ]; then
 		job_info "$1"
-		_sv_pid=$_ji_pid
+		_sv_pid=$job_info_pid
 		read -r _sv_status <"$7.k"
 		# (A keeper killed by someone: the command's status is unknown.)
 		digits "$_sv_status" || _sv_status='255 lost'
@@ -253,7 +253,7 @@ command_runs() {
 	fi
 	if [ -z "$_sv_cmd" ]; then
 		job_info "$_sv_job"
-		_sv_cmd=$_ji_pid
+		_sv_cmd=$job_info_pid
 	fi
 	_tk_status=
 	[ ! -e "$_sv_fifo.k" ] || read -r _tk_status <"$_sv_fifo.k"
@@ -446,13 +446,13 @@ on_relay() {
 	fi
 }
 
-# output_size JOB sets _os_size to the size of the ended job's output
-# as its waiter wrote it (the second line of JOB.status), or to "" when
-# it did not know it.
+# output_size JOB sets output_size_bytes to the size of the ended job's
+# output as its waiter wrote it (the second line of JOB.status), or to ""
+# when it did not know it.
 output_size() {
-	_os_size=
-	{ read -r _ && read -r _os_size; } <"$1.status"
-	case $_os_size in *[!0-9]*) _os_size= ;; esac
+	output_size_bytes=
+	{ read -r _ && read -r output_size_bytes; } <"$1.status"
+	case $output_size_bytes in *[!0-9]*) output_size_bytes= ;; esac
 }
 
 # renew JOB TTL renews the lease of job JOB: a line that differs from
@@ -466,14 +466,14 @@ renew() {
 
 # save_output FILE DEST BYTES LINES moves FILE to DEST when it is longer
 # than BYTES bytes or LINES lines (a last line without a newline counts);
-# sets _so_saved to " saved", " unsaved" (the move failed) or "" (not
-# needed).
+# sets save_output_saved to " saved", " unsaved" (the move failed) or ""
+# (not needed).
 save_output() {
-	_so_saved=
+	save_output_saved=
 	# (Saved already: FILE is the link to DEST. Moved again, it would
 	# take DEST's place, a link to itself.)
 	if [ -L "$1" ]; then
-		_so_saved=' saved'
+		save_output_saved=' saved'
 		return
 	fi
 	_so_counts=$(wc -lc <"$1") || return
@@ -483,6 +483,6 @@ save_output() {
 		set -- "$1" "$2" "$3" "$4" $(($5 + 1)) "$6"
 	fi
 	if [ "$6" -gt "$3" ] || [ "$5" -gt "$4" ]; then
-		if chmod 600 "$1" && mv -f -- "$1" "$2" 2>/dev/null; then _so_saved=' saved'; else _so_saved=' unsaved'; fi
+		if chmod 600 "$1" && mv -f -- "$1" "$2" 2>/dev/null; then save_output_saved=' saved'; else save_output_saved=' unsaved'; fi
 	fi
 }

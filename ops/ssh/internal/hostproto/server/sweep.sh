@@ -13,7 +13,7 @@ private_jobs_run() {
 		_pjr_job=${_pjr_job%.server}
 		[ ! -s "$_pjr_job.status" ] || continue
 		job_info "$_pjr_job"
-		[ -z "$_ji_waiter" ] || ! pid_alive "$_ji_waiter" || return 0
+		[ -z "$job_info_waiter" ] || ! pid_alive "$job_info_waiter" || return 0
 	done
 	return 1
 }
@@ -41,13 +41,13 @@ sweep_private_dirs() {
 		_spd_boot=
 		read -r _spd_host _spd_boot <"$_spd_dir/host" 2>/dev/null
 		host_of "$_spd_host" "$_spd_boot"
-		case $_ho:$_spd_pid in
+		case $host_of_where:$_spd_pid in
 		here: | here:*[!0-9]* | elsewhere:*) continue ;;
 		here:*) ! pid_alive "$_spd_pid" || continue ;;
 		esac
 		# (Jobs it kept there, its jobs directory unusable, whose waiters
 		# still run: their files are their lease's and status's.)
-		if [ "$_ho" = here ] && private_jobs_run "$_spd_dir/jobs"; then continue; fi
+		if [ "$host_of_where" = here ] && private_jobs_run "$_spd_dir/jobs"; then continue; fi
 		# The directory itself, entered (what is checked is what is
 		# removed), and TMPDIR.
 		_spd_ok=0
@@ -113,7 +113,7 @@ stop_private_jobs() {
 	[ "$jobs" = "$private/jobs" ] || return 0
 	for _spj_out in "$jobs"/*.out; do
 		[ -e "$_spj_out" ] || continue
-		! job_process "${_spj_out%.out}" || kill_job "$_jp_pid" "${_spj_out%.out}"
+		! job_process "${_spj_out%.out}" || kill_job "$job_process_pid" "${_spj_out%.out}"
 	done
 }
 
@@ -187,7 +187,7 @@ sweep_jobs() {
 			! gone "$_sj_job" || continue
 			# (Another host's client collects its jobs there.)
 			job_info "$_sj_job"
-			[ "$_ji_where" != elsewhere ] || continue
+			[ "$job_info_where" != elsewhere ] || continue
 			_sj_ttl=
 			read -r _sj_ttl _ <"$_sj_job.lease"
 			case $_sj_ttl in '' | *[!0-9]*) _sj_ttl=86400 ;; esac
@@ -217,12 +217,12 @@ bury() {
 }
 
 # gone JOB: true when job JOB has left only its tombstone (see bury);
-# _gone is its status.
+# gone_status is its status.
 gone() {
-	_gone=
+	gone_status=
 	if [ -e "$1.out" ] || [ -L "$1.out" ]; then return 1; fi
-	read -r _gone <"$1.status" 2>/dev/null
-	[ -n "$_gone" ]
+	read -r gone_status <"$1.status" 2>/dev/null
+	[ -n "$gone_status" ]
 }
 
 # forget_jobs ID... removes the files of ended jobs whose client has
