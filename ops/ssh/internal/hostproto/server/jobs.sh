@@ -5,6 +5,15 @@
 # list_jobs; the FIFOs made ahead for jobs and what a request leaves to
 # remove (remove_done, done_with).
 
+# group rj_: serve run_job run_job_fails attach_job done_with remove_done
+# leave_fifo
+#
+# What run_job leaves for the attach_job it runs, and what requests leave
+# to remove: rj_waiter (the waiter run_job started), rj_news (that waiter
+# says on fd 8 whether it runs on), rj_used and rj_used_job (the FIFO of
+# the job this server started, and the job), rj_done_fifos, rj_done_seqs
+# and rj_done_ids (see remove_done). serve sets them empty.
+
 # run_job ID OFFSET SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES TTL CAP LABEL
 # FORGET runs SCRIPT as the durable job ID, or, when job ID exists already
 # (a start sent again after a lost connection, or a client coming back),
@@ -41,10 +50,10 @@ run_job() {
 	# the jobs whose results the client has go with one rm: the one the
 	# waiter of the job this request starts ends with (no fork for it,
 	# see start_job), or one in the background.
-	_rj_done_ids="$_rj_done_ids${11:+ }${11}"
+	rj_done_ids="$rj_done_ids${11:+ }${11}"
 	_rj_job=$jobs/$1
-	_rj_waiter=
-	_rj_news=
+	rj_waiter=
+	rj_news=
 	fence_in || exit 0
 	if gone "$_rj_job"; then
 		run_job_fails "!GONE $gone_status"
@@ -102,26 +111,25 @@ run_job() {
 			# waiter's children never get it), and it serves the next job.
 			# (Without it, no news: attach_job follows the job as a long
 			# one at once.)
-			_sj_hand=yes
 			if [ -p "$private/news" ] && { command exec 8<>"$private/news"; } 2>/dev/null; then
-				start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9" "$8" "" news
-				_rj_news=yes
+				start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9" "$8" "" news hand
+				rj_news=yes
 				if ! { command exec 8<"$private/news"; } 2>/dev/null; then
 					exec 8<&-
-					_rj_news=
+					rj_news=
 				fi
 			else
-				start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9" "$8"
+				start_job "$_rj_job" "$3" "$4" "$_rj_fifo" "$9" "$8" "" "" hand
 			fi
-			_sj_hand=
-			_rj_done_fifos=
-			_rj_done_seqs=
-			_rj_done_ids=
-			_rj_used=$_rj_fifo
-			_rj_used_job=$_rj_job
+			rj_waiter=$start_job_waiter
+			rj_done_fifos=
+			rj_done_seqs=
+			rj_done_ids=
+			rj_used=$_rj_fifo
+			rj_used_job=$_rj_job
 		fi
 	fi
-	[ -z "$_rj_done_ids$_rj_done_fifos$_rj_done_seqs" ] || remove_done bg
+	[ -z "$rj_done_ids$rj_done_fifos$rj_done_seqs" ] || remove_done bg
 	fence_out
 	attach_job "$1" "$2" "$5" "$6" "$7" "$8"
 }
@@ -130,30 +138,30 @@ run_job() {
 # none with STATUS, what the last requests left going in the background
 # (see remove_done).
 run_job_fails() {
-	[ -z "$_rj_done_ids$_rj_done_fifos$_rj_done_seqs" ] || remove_done bg
+	[ -z "$rj_done_ids$rj_done_fifos$rj_done_seqs" ] || remove_done bg
 	finish "$1"
 }
 
 # remove_done MODE [FILE...] removes, with one rm, the FILEs, the files of
-# the jobs whose results the client has (_rj_done_ids, see forget_jobs)
+# the jobs whose results the client has (rj_done_ids, see forget_jobs)
 # and what the requests answered since the last time left: the FIFOs of
-# the jobs they started (_rj_done_fifos, numbers as in $fifos) and their
-# streams' files (_rj_done_seqs, the requests' numbers, see attach_job).
+# the jobs they started (rj_done_fifos, numbers as in $fifos) and their
+# streams' files (rj_done_seqs, the requests' numbers, see attach_job).
 # MODE: "bg", the rm in the background; "exec", the rm replaces this shell
 # (a waiter's last act, see start_job); "fg", the rm runs and this goes
 # on.
 remove_done() {
 	_rd_mode=$1
 	shift
-	for _rd_n in $_rj_done_fifos; do set -- "$@" "$host_dir/fifo-$$-$_rd_n" "$host_dir/fifo-$$-$_rd_n.dd" "$host_dir/fifo-$$-$_rd_n.k"; done
-	for _rd_n in $_rj_done_seqs; do set -- "$@" "$private/stream.$_rd_n" "$private/detach.$_rd_n" "$private/woke.$_rd_n" "$private/settled.$_rd_n"; done
+	for _rd_n in $rj_done_fifos; do set -- "$@" "$host_dir/fifo-$$-$_rd_n" "$host_dir/fifo-$$-$_rd_n.dd" "$host_dir/fifo-$$-$_rd_n.k"; done
+	for _rd_n in $rj_done_seqs; do set -- "$@" "$private/stream.$_rd_n" "$private/detach.$_rd_n" "$private/woke.$_rd_n" "$private/settled.$_rd_n"; done
 	set -f
 	# shellcheck disable=SC2086 # job IDs (not globbed)
-	set -- "$@" -- $_rj_done_ids
+	set -- "$@" -- $rj_done_ids
 	set +f
-	_rj_done_fifos=
-	_rj_done_seqs=
-	_rj_done_ids=
+	rj_done_fifos=
+	rj_done_seqs=
+	rj_done_ids=
 	case $_rd_mode in
 	bg) remove_files_bg "$@" ;;
 	exec)
@@ -167,10 +175,10 @@ remove_done() {
 # done_with NUMBER adds the files of the request NUMBER (its stream's,
 # when it had one) and its job's FIFO to what remove_done removes.
 done_with() {
-	[ -z "$1" ] || _rj_done_seqs="$_rj_done_seqs $1"
-	if [ -n "$_rj_used" ]; then
-		_rj_done_fifos="$_rj_done_fifos ${_rj_used##*-}"
-		_rj_used=
+	[ -z "$1" ] || rj_done_seqs="$rj_done_seqs $1"
+	if [ -n "$rj_used" ]; then
+		rj_done_fifos="$rj_done_fifos ${rj_used##*-}"
+		rj_used=
 	fi
 }
 
@@ -194,10 +202,10 @@ make_fifos() {
 # looks for the other's, so at least one of them sees both and removes
 # the FIFO.
 leave_fifo() {
-	[ -n "$_rj_used" ] || return 0
-	: >"$_rj_used.left"
-	[ ! -s "$_rj_used_job.status" ] || rm -f "$_rj_used" "$_rj_used.left" "$_rj_used.dd" "$_rj_used.k"
-	_rj_used=
+	[ -n "$rj_used" ] || return 0
+	: >"$rj_used.left"
+	[ ! -s "$rj_used_job.status" ] || rm -f "$rj_used" "$rj_used.left" "$rj_used.dd" "$rj_used.k"
+	rj_used=
 }
 
 # remove_fifos removes the FIFOs made ahead and not used, and what the
@@ -227,63 +235,63 @@ attach_job() {
 	# run_job) whether it runs on past its first moments ("long"); most
 	# commands do not, and the waiter ends without a word (the end of the
 	# FIFO).
-	_rj_said=none
-	if [ -n "$_rj_news" ]; then
-		_rj_said=
-		read -r _rj_said <&8
+	_atj_said=none
+	if [ -n "$rj_news" ]; then
+		_atj_said=
+		read -r _atj_said <&8
 		exec 8<&-
-		_rj_news=
+		rj_news=
 	fi
 	if ! hex "$1" || ! digits "$2" "${4:-0}" "${5:-0}" "$6"; then
 		finish '!PROTOCOL malformed request'
 		return
 	fi
-	_rj_job=$jobs/$1
-	if gone "$_rj_job"; then
+	_atj_job=$jobs/$1
+	if gone "$_atj_job"; then
 		finish "!GONE $gone_status"
 		return
 	fi
-	if [ ! -e "$_rj_job.out" ]; then
+	if [ ! -e "$_atj_job.out" ]; then
 		finish '!NOJOB'
 		return
 	fi
 	seq=$((seq + 1))
 	# (A client coming back renews the lease at once.)
-	[ -s "$_rj_job.status" ] || renew "$_rj_job" "$6"
+	[ -s "$_atj_job.status" ] || renew "$_atj_job" "$6"
 	# A job this server just started said whether it runs on (see
 	# above): one that ended goes out in one piece, with no watcher.
 	# (Control lines sent meanwhile are left to the request loop, which
 	# ignores them: the job has ended.)
-	if [ -z "$_rj_said" ] && [ -n "$_rj_waiter" ]; then
-		wait "$_rj_waiter"
-		if [ -s "$_rj_job.status" ]; then
-			_rj_waiter=
-			tail -c +$(($2 + 1)) "$_rj_job.out"
-			job_result "$_rj_job" "$3" "$4" "$5"
+	if [ -z "$_atj_said" ] && [ -n "$rj_waiter" ]; then
+		wait "$rj_waiter"
+		if [ -s "$_atj_job.status" ]; then
+			rj_waiter=
+			tail -c +$(($2 + 1)) "$_atj_job.out"
+			job_result "$_atj_job" "$3" "$4" "$5"
 			finish "$job_result_status"
 			done_with
 			return
 		fi
 	fi
-	_rj_status=
-	_rj_stream=
-	[ -n "$_rj_waiter" ] || [ -s "$_rj_job.status" ] || _rj_stream=yes
-	wait_job "$_rj_job" "$_rj_waiter" "$2" "$_rj_stream" "$6"
+	_atj_status=
+	_atj_stream=
+	[ -n "$rj_waiter" ] || [ -s "$_atj_job.status" ] || _atj_stream=yes
+	wait_job "$_atj_job" "$rj_waiter" "$2" "$_atj_stream" "$6"
 	case $? in
-	1) _rj_status='!EIO the job ended without a status (its waiter was killed)' ;;
-	2) _rj_status='!NOJOB' ;;
-	3) _rj_status='!DETACHED' ;;
+	1) _atj_status='!EIO the job ended without a status (its waiter was killed)' ;;
+	2) _atj_status='!NOJOB' ;;
+	3) _atj_status='!DETACHED' ;;
 	esac
-	_rj_waiter=
-	[ "$_rj_status" = '!DETACHED' ] || tail -c +$((wait_job_off + 1)) "$_rj_job.out"
-	if [ -z "$_rj_status" ]; then
-		job_result "$_rj_job" "$3" "$4" "$5"
-		_rj_status=$job_result_status
+	rj_waiter=
+	[ "$_atj_status" = '!DETACHED' ] || tail -c +$((wait_job_off + 1)) "$_atj_job.out"
+	if [ -z "$_atj_status" ]; then
+		job_result "$_atj_job" "$3" "$4" "$5"
+		_atj_status=$job_result_status
 	fi
-	finish "$_rj_status"
+	finish "$_atj_status"
 	# The job's FIFO goes with the rest (see run_job), unless the job
 	# runs on.
-	[ "$_rj_status" != '!DETACHED' ] || leave_fifo
+	[ "$_atj_status" != '!DETACHED' ] || leave_fifo
 	done_with "$seq"
 }
 

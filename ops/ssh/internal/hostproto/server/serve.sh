@@ -172,12 +172,11 @@ serve() {
 	fifos=
 	# The FIFO of the job this server started and waits for, if any; the
 	# files the last request left, removed by the next run_job.
-	_rj_used=
-	_rj_done_fifos=
-	_rj_done_seqs=
-	_rj_done_ids=
-	_sj_hand=
-	_rj_news=
+	rj_used=
+	rj_done_fifos=
+	rj_done_seqs=
+	rj_done_ids=
+	rj_news=
 	trap 'leave_fifo; remove_fifos; stop_private_jobs; remove_private "$private"' EXIT
 	trap 'exit 129' HUP
 	trap 'exit 141' PIPE

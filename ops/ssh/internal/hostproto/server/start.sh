@@ -4,14 +4,16 @@
 # (start_job), the command (exec_command, keep) and the user's systemd
 # scope (user_scope, scope_wrapper). Serves no request of its own.
 
-# start_job JOB SCRIPT DIR FIFO CAP TTL [EVENTS [NEWS]] starts the waiter
-# of a new job (see run_job) and sets _rj_waiter. With NEWS, the server's
-# fd 8 is open on the news FIFO, which the waiter writes to (see
-# supervise) and closes as it ends; others do not get it. The waiter starts the keeper
-# (see keep) and the relay, supervises them (see supervise) and writes
-# the job's status, one short write of a whole line: readers wait for the
-# file to be non-empty. With EVENTS (the FIFO of run_jobs) it then writes
-# "x ID" there.
+# start_job JOB SCRIPT DIR FIFO CAP TTL [EVENTS [NEWS [HAND]]] starts the
+# waiter of a new job (see run_job) and sets start_job_waiter to its pid.
+# With HAND, the waiter removes what the server's last requests left (see
+# remove_done) as it ends, or as it runs on (see tell_long). With NEWS, the
+# server's fd 8 is open on the news FIFO, which the waiter writes to (see
+# supervise) and closes as it ends; others do not get it. The waiter starts
+# the keeper (see keep) and the relay, supervises them (see supervise) and
+# writes the job's status, one short write of a whole line: readers wait for
+# the file to be non-empty. With EVENTS (the FIFO of run_jobs) it then
+# writes "x ID" there.
 start_job() {
 	(
 		# The job's status file, made here (empty until the job ends),
@@ -21,14 +23,14 @@ start_job() {
 		# removes what it was given to (see below).
 		set -C
 		if ! { command : >"$1.status"; } 2>/dev/null; then
-			[ -z "$_sj_hand" ] || remove_done exec
+			[ -z "$9" ] || remove_done exec
 			exit 0
 		fi
 		set +C
 		# (A claim that came after an attacher gave up on the job and
 		# removed its files, output first, is no claim.)
 		if [ ! -e "$1.out" ]; then
-			[ -z "$_sj_hand" ] || remove_done exec "$1.status"
+			[ -z "$9" ] || remove_done exec "$1.status"
 			exec rm -f "$1.status"
 		fi
 		trap '' HUP PIPE
@@ -37,7 +39,7 @@ start_job() {
 		# waiter (or its keeper) adds once the command runs, comes after
 		# it.
 		own_pid
-		echo "$_sv_self" >>"$1.server"
+		echo "$sv_self" >>"$1.server"
 		# (Judged lost meanwhile, had this waiter stopped here for a
 		# minute, see job_lost: the command never runs.)
 		[ ! -s "$1.status" ] || exit 0
@@ -69,50 +71,51 @@ start_job() {
 			_sj_keeper=$_sj_child
 		fi
 		exec 4<"$4" 5>&-
-		supervise "$1" "$_sj_child" "$_sj_keeper" "$5" "$6" "$8" "$4"
+		supervise "$1" "$_sj_child" "$_sj_keeper" "$5" "$6" "$8" "$4" "$9"
 		# (A kill by stop_job says so in JOB.killed; the waiter's own, in
-		# _sv_reason.)
-		_sj_reason=$_sv_reason
+		# sv_reason.)
+		_sj_reason=$sv_reason
 		[ ! -e "$1.killed" ] || read -r _sj_reason <"$1.killed"
 		# (A kill that came as the command ended on its own did not end
 		# it: its status is its own.)
-		case $_sj_reason in lease | killed) [ "$_sv_status" = 137 ] || _sj_reason= ;; esac
+		case $_sj_reason in lease | killed) [ "$sv_status" = 137 ] || _sj_reason= ;; esac
 		# Output cut at the cap: the command, writing on, got SIGPIPE
 		# (141), or an error it may have ignored (whatever its status,
 		# its output is not all there).
-		if [ -z "$_sj_reason" ] && [ -n "$_sv_capped" ]; then
+		if [ -z "$_sj_reason" ] && [ -n "$sv_capped" ]; then
 			_sj_reason=capped
 		fi
 		# The status, then the size of the output when the relay knew it
 		# (see output_size): one short write.
 		_sj_size=
-		[ "$_sv_output" != all ] || _sj_size=$_sv_size
-		echo "$_sv_status${_sj_reason:+ $_sj_reason}$nl$_sj_size" >"$1.status"
+		[ "$sv_output" != all ] || _sj_size=$sv_size
+		echo "$sv_status${_sj_reason:+ $_sj_reason}$nl$_sj_size" >"$1.status"
 		# Opened read-write, the FIFO never blocks: its server may be gone
 		# (and then so is the FIFO, or nobody reads what is written).
 		[ -z "$7" ] || echo "x ${1##*/}" 1<>"$7"
-		# The FIFO goes with the server's next files, unless that server
-		# let go of the job (see leave_fifo). The waiter of run_job
-		# (_sj_hand) removes what the server's last requests left, with
-		# the rm it becomes: no fork for it.
+		# The FIFO goes with the server's next files, unless that
+		# server let go of the job (see leave_fifo). The waiter of
+		# run_job (HAND, until tell_long did: sv_hand) removes what
+		# the server's last requests left, with the rm it becomes:
+		# no fork for it.
 		exec 8>&-
 		if [ -e "$4.left" ]; then set -- "$4" "$4.left" "$4.dd" "$4.k"; else set --; fi
-		if [ -n "$_sj_hand" ]; then
+		if [ -n "$sv_hand" ]; then
 			remove_done exec "$@"
 		elif [ "$#" != 0 ]; then
 			exec rm -f "$@"
 		fi
 	) </dev/null >/dev/null 2>&1 3<&- 6<&- &
-	_rj_waiter=$!
+	start_job_waiter=$!
 }
 
-# own_pid sets _sv_self to the pid of the shell that runs it (a
+# own_pid sets sv_self to the pid of the shell that runs it (a
 # subshell's $$ is its parent's).
 own_pid() {
 	if [ -n "$procfs" ]; then
-		read -r _sv_self _ </proc/self/stat
+		read -r sv_self _ </proc/self/stat
 	else
-		_sv_self=$(exec sh -c 'echo "$PPID"')
+		sv_self=$(exec sh -c 'echo "$PPID"')
 	fi
 }
 

@@ -4,25 +4,36 @@
 # output, the lease and its timer, the status (supervise), and the save of
 # a long output (save_output). Serves no request of its own.
 
-# supervise JOB CHILD KEEPER CAP TTL NEWS FIFO: the waiter's work while
-# job JOB runs, with fd 4 open on the reading end of the job's FIFO (the
-# path FIFO; the keeper's and the relay's reports are beside it, FIFO.k
-# and FIFO.dd, and go with it). With NEWS,
-# fd 8 is the news FIFO of the server that started the job (see
-# attach_job): once the command runs on past its first moments, the
-# waiter says so there, "long", and closes it (see tell_long). It starts
+# group sv_: start_job own_pid supervise tell_long tick on_timer
+# command_runs child_alive start_relay start_probe relay_dd read_report
+# on_relay
+#
+# The waiter's state, from start_job to the status it writes: set up by
+# supervise (see there), kept by its trap (tick) and the relay's rounds.
+# Also sv_self, the waiter's pid (own_pid); sv_hand, whether it still
+# removes what its server's last requests left (see start_job); sv_stat,
+# child_alive's look at a child, which tick keeps as it found it.
+
+# supervise JOB CHILD KEEPER CAP TTL NEWS FIFO [HAND]: the waiter's work
+# while job JOB runs, with fd 4 open on the reading end of the job's FIFO
+# (the path FIFO; the keeper's and the relay's reports are beside it,
+# FIFO.k and FIFO.dd, and go with it). With NEWS, fd 8 is the news FIFO
+# of the server that started the job (see attach_job): once the command
+# runs on past its first moments, the waiter says so there, "long", and
+# closes it (see tell_long); with HAND, it then removes what the server's
+# last requests left (see start_job). It starts
 # the relay (see start_relay), waits for CHILD, its child that is the
 # command, or without /proc its KEEPER (see keep), and holds the
 # job's lease from the start: every TTL/3 seconds (at least 1, at most 60)
 # a timer, the waiter's own child, ends, and the lease file is read; a
 # lease whose content has not changed (renew changes it) for TTL seconds
 # (up to a period more) is a client that is gone, and the command is
-# killed (_sv_reason "lease"). Then it waits for the relay, which ends with the
+# killed (sv_reason "lease"). Then it waits for the relay, which ends with the
 # output a moment after the command, unless children the command left
 # behind hold the FIFO open: those get GRACE seconds before the relay is
-# stopped (they then get SIGPIPE, as they would locally). Sets _sv_status
-# to the command's exit status, and _sv_size to the size of the output
-# when the relay knew it (_sv_output "all").
+# stopped (they then get SIGPIPE, as they would locally). Sets sv_status
+# to the command's exit status, and sv_size to the size of the output
+# when the relay knew it (sv_output "all").
 #
 # The timers and the relay's rounds are handled by the trap on CHLD
 # itself (tick), which runs whenever a child ends, in a wait or between
@@ -38,32 +49,33 @@
 # the command is reaped until its status is read, the trap does nothing
 # (tick), and nothing here forks or calls jobs.
 supervise() {
-	# (_sv_self, the waiter's pid, is set: see start_job.)
-	_sv_job=$1
-	_sv_fifo=$7
-	_sv_reason=
-	_sv_keeper=$3
-	_sv_cap=$4
-	_sv_cmd=
-	[ -n "$3" ] || _sv_cmd=$2
-	_sv_ended=
-	_sv_ttl=$5
-	_sv_news=$6
-	_sv_period=$(($5 / 3))
-	[ "$_sv_period" -ge 1 ] || _sv_period=1
-	[ "$_sv_period" -le 60 ] || _sv_period=60
-	_sv_silent=0
-	_sv_seen=
-	read -r _sv_seen <"$1.lease"
-	_sv_timer=
-	_sv_cutting=
-	_sv_relay=
-	_sv_output=
-	_sv_capped=
-	_sv_probe=
-	_sv_size=0
-	_tk_busy=
-	_tk_again=
+	# (sv_self, the waiter's pid, is set: see start_job.)
+	sv_job=$1
+	sv_fifo=$7
+	sv_reason=
+	sv_keeper=$3
+	sv_cap=$4
+	sv_cmd=
+	[ -n "$3" ] || sv_cmd=$2
+	sv_ended=
+	sv_ttl=$5
+	sv_news=$6
+	sv_hand=$8
+	sv_period=$(($5 / 3))
+	[ "$sv_period" -ge 1 ] || sv_period=1
+	[ "$sv_period" -le 60 ] || sv_period=60
+	sv_silent=0
+	sv_seen=
+	read -r sv_seen <"$1.lease"
+	sv_timer=
+	sv_cutting=
+	sv_relay=
+	sv_output=
+	sv_capped=
+	sv_probe=
+	sv_size=0
+	sv_busy=
+	sv_again=
 	trap tick CHLD
 	start_relay $((${4:-0} + 1))
 	# A command that ends at once (most do) needs no timer: CHILD is
@@ -77,31 +89,31 @@ supervise() {
 		done
 	fi
 	if child_alive "$2"; then
-		sleep "$_sv_period" 4<&- 8>&- 9<&- &
-		_sv_timer=$!
+		sleep "$sv_period" 4<&- 8>&- 9<&- &
+		sv_timer=$!
 		tell_long
 	fi
 	while child_alive "$2"; do
 		wait "$2"
 	done
-	_sv_pid=$_sv_cmd
-	_sv_status=
+	_sv_pid=$sv_cmd
+	sv_status=
 	if [ -n "$3" ]; then
 		job_info "$1"
 		_sv_pid=$job_info_pid
-		read -r _sv_status <"$7.k"
+		read -r sv_status <"$7.k"
 		# (A keeper killed by someone: the command's status is unknown.)
-		digits "$_sv_status" || _sv_status='255 lost'
+		digits "$sv_status" || sv_status='255 lost'
 	else
-		_tk_hit=yes
-		while [ -n "$_tk_hit" ]; do
-			_tk_hit=
+		sv_hit=yes
+		while [ -n "$sv_hit" ]; do
+			sv_hit=
 			wait "$2"
-			_sv_status=$?
+			sv_status=$?
 		done
 	fi
 	# (What the trap left undone meanwhile.)
-	_sv_ended=yes
+	sv_ended=yes
 	tick
 	# The relay's end is waited for a few dozen times (jobs reaps the
 	# children that ended, or kill -0 would find the relay a zombie;
@@ -115,12 +127,12 @@ supervise() {
 	# kill_tree). Then the timer waits for a process that left the group
 	# only, and longer.
 	_sv_spin=0
-	while [ -n "$_sv_relay" ] && [ "$_sv_spin" -lt 40 ]; do
+	while [ -n "$sv_relay" ] && [ "$_sv_spin" -lt 40 ]; do
 		jobs >/dev/null 2>&1
 		tick
 		_sv_spin=$((_sv_spin + 1))
 	done
-	if [ -n "$_sv_relay" ]; then
+	if [ -n "$sv_relay" ]; then
 		_sv_grace=$grace
 		if [ -n "$setsid_cmd" ] && [ -n "$_sv_pid" ] && ! signal_group 0 "$_sv_pid"; then
 			_sv_grace=5
@@ -131,21 +143,21 @@ supervise() {
 		# (The trap may run between any two of these: it finds no timer
 		# until the grace timer is set, and only then its end stops the
 		# relay.)
-		_sv_old=$_sv_timer
-		_sv_timer=
+		_sv_old=$sv_timer
+		sv_timer=
 		kill_child "$_sv_old"
 		tell_long
 		sleep "$_sv_grace" 4<&- 8>&- 9<&- &
-		_sv_timer=$!
-		_sv_cutting=yes
-		while [ -n "$_sv_relay" ]; do
-			wait "$_sv_relay"
+		sv_timer=$!
+		sv_cutting=yes
+		while [ -n "$sv_relay" ]; do
+			wait "$sv_relay"
 			tick
 		done
 	fi
 	trap - CHLD
-	kill_child "$_sv_timer"
-	_sv_timer=
+	kill_child "$sv_timer"
+	sv_timer=
 }
 
 # tell_long tells the server that started the job, if it waits for news
@@ -154,13 +166,13 @@ supervise() {
 # the background: the files of jobs the client has collected go as soon
 # as the client says so, whatever the next command.
 tell_long() {
-	if [ -n "$_sv_news" ]; then
-		_sv_news=
+	if [ -n "$sv_news" ]; then
+		sv_news=
 		echo long >&8
 		exec 8>&-
 	fi
-	if [ -n "$_sj_hand" ]; then
-		_sj_hand=
+	if [ -n "$sv_hand" ]; then
+		sv_hand=
 		remove_done bg
 	fi
 }
@@ -173,20 +185,20 @@ tell_long() {
 # one runs only asks it to look again (the timer it started may have
 # ended meanwhile, and no other child ending would bring the trap back).
 tick() {
-	_tk_hit=yes
+	sv_hit=yes
 	# (A command reaped, and its status not read yet: see supervise.)
-	if [ -z "$_sv_ended" ] && [ -n "$_sv_cmd" ] && [ -z "$_sv_keeper" ] && ! kill -s 0 "$_sv_cmd" 2>/dev/null; then
+	if [ -z "$sv_ended" ] && [ -n "$sv_cmd" ] && [ -z "$sv_keeper" ] && ! kill -s 0 "$sv_cmd" 2>/dev/null; then
 		return 0
 	fi
-	if [ -n "$_tk_busy" ]; then
-		_tk_again=yes
+	if [ -n "$sv_busy" ]; then
+		sv_again=yes
 		return 0
 	fi
-	_tk_busy=yes
-	_tk_cal=$_cal_stat
-	_tk_again=yes
-	while [ -n "$_tk_again" ]; do
-		_tk_again=
+	sv_busy=yes
+	_tk_stat=$sv_stat
+	sv_again=yes
+	while [ -n "$sv_again" ]; do
+		sv_again=
 		# (Without /proc, a child that ended is a zombie, alive to
 		# child_alive, until reaped: the relay's end would wait for the
 		# next timer. There is a keeper then, see read_host.)
@@ -194,77 +206,77 @@ tick() {
 		on_relay
 		on_timer
 	done
-	_cal_stat=$_tk_cal
-	_tk_busy=
+	sv_stat=$_tk_stat
+	sv_busy=
 	# (A tick between the loop's last test and here asked in vain.)
-	[ -z "$_tk_again" ] || tick
+	[ -z "$sv_again" ] || tick
 }
 
 # on_timer: when the waiter's timer has ended, reads the lease (while the
 # command runs) and starts the next timer, or stops the relay (once the
-# grace is over: _sv_cutting).
+# grace is over: sv_cutting).
 on_timer() {
-	[ -n "$_sv_timer" ] || return 0
-	! child_alive "$_sv_timer" || return 0
-	_sv_timer=
-	if [ -n "$_sv_cutting" ]; then
+	[ -n "$sv_timer" ] || return 0
+	! child_alive "$sv_timer" || return 0
+	sv_timer=
+	if [ -n "$sv_cutting" ]; then
 		# Output stops now: nobody reads the FIFO any more.
-		_sv_output=stopped
+		sv_output=stopped
 		exec 4<&-
-		kill_child "$_sv_relay"
+		kill_child "$sv_relay"
 		return 0
 	fi
 	# (The command's pid, once, while the file is surely there.)
-	[ -n "$_sv_cmd" ] || command_runs || :
-	_tk_lease=
-	read -r _tk_lease <"$_sv_job.lease" 2>/dev/null
-	if [ "$_tk_lease" != "$_sv_seen" ]; then
-		_sv_seen=$_tk_lease
-		_sv_silent=0
+	[ -n "$sv_cmd" ] || command_runs || :
+	_ot_lease=
+	read -r _ot_lease <"$sv_job.lease" 2>/dev/null
+	if [ "$_ot_lease" != "$sv_seen" ]; then
+		sv_seen=$_ot_lease
+		sv_silent=0
 	else
-		_sv_silent=$((_sv_silent + _sv_period))
+		sv_silent=$((sv_silent + sv_period))
 		# (A change seen at a tick came at most a period before it: one
 		# tick more makes the silence TTL at least.)
-		if [ "$_sv_silent" -gt "$_sv_ttl" ] && [ -z "$_sv_reason" ] && [ ! -e "$_sv_job.killed" ] && command_runs; then
-			_sv_reason=lease
-			kill_job "$_tk_pid" "$_sv_job"
+		if [ "$sv_silent" -gt "$sv_ttl" ] && [ -z "$sv_reason" ] && [ ! -e "$sv_job.killed" ] && command_runs; then
+			sv_reason=lease
+			kill_job "$command_runs_pid" "$sv_job"
 		fi
 	fi
 	# The job's empty status (the waiter's claim: nobody else writes it
 	# while the waiter lives) is made new: a sweep of an earlier version
 	# of this script, which took an old status for an ended job's, leaves
 	# it alone.
-	[ -s "$_sv_job.status" ] || [ ! -e "$_sv_job.out" ] || : >"$_sv_job.status"
-	sleep "$_sv_period" 4<&- 8>&- 9<&- &
-	_sv_timer=$!
+	[ -s "$sv_job.status" ] || [ ! -e "$sv_job.out" ] || : >"$sv_job.status"
+	sleep "$sv_period" 4<&- 8>&- 9<&- &
+	sv_timer=$!
 }
 
-# command_runs (in on_timer) sets _tk_pid to the pid of the job's
+# command_runs (in on_timer) sets command_runs_pid to the pid of the job's
 # command and is true while the command has not ended: it is the waiter's
 # child and alive (child_alive); or, without /proc, the keeper runs and has
-# not written its status. The pid is kept once read (_sv_cmd): the job's
+# not written its status. The pid is kept once read (sv_cmd): the job's
 # files may go while it runs (those of a server's private directory, swept
 # after that server was killed), and its lease must hold all the same.
 command_runs() {
-	_tk_pid=$_sv_cmd
-	if [ -z "$_sv_keeper" ]; then
-		[ -z "$_sv_ended" ] && child_alive "$_sv_cmd"
+	command_runs_pid=$sv_cmd
+	if [ -z "$sv_keeper" ]; then
+		[ -z "$sv_ended" ] && child_alive "$sv_cmd"
 		return
 	fi
-	if [ -z "$_sv_cmd" ]; then
-		job_info "$_sv_job"
-		_sv_cmd=$job_info_pid
+	if [ -z "$sv_cmd" ]; then
+		job_info "$sv_job"
+		sv_cmd=$job_info_pid
 	fi
-	_tk_status=
-	[ ! -e "$_sv_fifo.k" ] || read -r _tk_status <"$_sv_fifo.k"
-	[ -n "$_sv_cmd" ] && [ -z "$_tk_status" ] || return 1
-	_tk_pid=$_sv_cmd
-	child_alive "$_sv_keeper"
+	_cr_status=
+	[ ! -e "$sv_fifo.k" ] || read -r _cr_status <"$sv_fifo.k"
+	[ -n "$sv_cmd" ] && [ -z "$_cr_status" ] || return 1
+	command_runs_pid=$sv_cmd
+	child_alive "$sv_keeper"
 }
 
 # child_alive PID: true while PID, a child of the waiter (its timer or
 # relay), has not ended: kill -0 finds it, and where there is /proc, its
-# parent is the waiter (_sv_self; a pid reaped a moment ago may already be
+# parent is the waiter (sv_self; a pid reaped a moment ago may already be
 # another's) and it is no zombie.
 child_alive() {
 	# (BusyBox's builtins say 128+N when the trap's signal comes as they
@@ -281,19 +293,19 @@ child_alive() {
 	done
 	case $_cal_rc in 0) ;; *) return 1 ;; esac
 	[ -n "$procfs" ] || return 0
-	_cal_stat=
+	sv_stat=
 	_cal_tries=0
 	while :; do
-		read -r _cal_stat <"/proc/$1/stat" 2>/dev/null
+		read -r sv_stat <"/proc/$1/stat" 2>/dev/null
 		_cal_tries=$((_cal_tries + 1))
-		case $_cal_stat in '') ;; *) break ;; esac
+		case $sv_stat in '') ;; *) break ;; esac
 		case $_cal_tries in 100) break ;; esac
 	done
 	# (None after all: not proven this waiter's child.)
-	_cal_stat=${_cal_stat##*) }
-	case $_cal_stat in '' | Z* | X*) return 1 ;; esac
-	_cal_stat=${_cal_stat#* }
-	case ${_cal_stat%% *} in "$_sv_self") return 0 ;; esac
+	sv_stat=${sv_stat##*) }
+	case $sv_stat in '' | Z* | X*) return 1 ;; esac
+	sv_stat=${sv_stat#* }
+	case ${sv_stat%% *} in "$sv_self") return 0 ;; esac
 	return 1
 }
 
@@ -328,24 +340,24 @@ signal_group() {
 # older than a minute, see sweep_jobs), and the report is read all the
 # same.
 start_relay() {
-	if [ -z "$_sv_cap" ]; then
-		cat <&4 >>"$_sv_job.out" 4<&- 8>&- 9<&- &
-		_sv_relay=$!
-		_sv_size=
+	if [ -z "$sv_cap" ]; then
+		cat <&4 >>"$sv_job.out" 4<&- 8>&- 9<&- &
+		sv_relay=$!
+		sv_size=
 		exec 4<&-
 		return
 	fi
-	_sv_count=$((($1 + 65535) / 65536))
-	relay_dd 65536 "$_sv_count" "$_sv_job.out"
+	sv_count=$((($1 + 65535) / 65536))
+	relay_dd 65536 "$sv_count" "$sv_job.out"
 }
 
 # start_probe starts the relay's last round once the output has reached
 # the CAP: one byte more, thrown away. It comes if the command writes on
-# (its output is cut: _sv_capped); the end of the output comes if it had
+# (its output is cut: sv_capped); the end of the output comes if it had
 # written everything already, by less than a block past the CAP, which
 # then went all to JOB.out (not cut).
 start_probe() {
-	_sv_probe=yes
+	sv_probe=yes
 	relay_dd 1 1 /dev/null
 }
 
@@ -353,39 +365,39 @@ start_probe() {
 # bytes from the FIFO (fd 4), appended to OUT, its report in FIFO.dd,
 # which the waiter holds open on fd 9 (see start_relay).
 relay_dd() {
-	: >"$_sv_fifo.dd"
-	command exec 9<"$_sv_fifo.dd"
-	dd bs="$1" count="$2" <&4 >>"$3" 2>"$_sv_fifo.dd" 4<&- 8>&- 9<&- &
-	_sv_relay=$!
+	: >"$sv_fifo.dd"
+	command exec 9<"$sv_fifo.dd"
+	dd bs="$1" count="$2" <&4 >>"$3" 2>"$sv_fifo.dd" 4<&- 8>&- 9<&- &
+	sv_relay=$!
 }
 
-# read_report sets _rl_reads to the reads dd made, "" when its report
-# says nothing of them, and _rl_bytes to the bytes it copied when it says
-# (GNU: "N bytes ... copied"), from fd 9 (see start_relay), then from
-# FIFO.dd while it is there. (GNU dd may warn about partial reads first.
-# A read cut short by a signal, as BusyBox's is, comes back with nothing:
-# the report is read again, up to three times, before it is taken as
-# none.)
+# read_report sets read_report_reads to the reads dd made, "" when its
+# report says nothing of them, and read_report_bytes to the bytes it copied
+# when it says (GNU: "N bytes ... copied"), from fd 9 (see start_relay),
+# then from FIFO.dd while it is there. (GNU dd may warn about partial reads
+# first. A read cut short by a signal, as BusyBox's is, comes back with
+# nothing: the report is read again, up to three times, before it is taken
+# as none.)
 read_report() {
-	_rl_reads=
+	read_report_reads=
 	_rl_tries=0
-	while [ -z "$_rl_reads" ] && [ "$_rl_tries" -lt 3 ]; do
+	while [ -z "$read_report_reads" ] && [ "$_rl_tries" -lt 3 ]; do
 		_rl_tries=$((_rl_tries + 1))
-		_rl_bytes=
+		read_report_bytes=
 		if [ "$_rl_tries" = 1 ]; then
 			command exec 7<&9 9<&- || continue
 		else
-			command exec 7<"$_sv_fifo.dd" || break
+			command exec 7<"$sv_fifo.dd" || break
 		fi
 		while IFS= read -r _rl_line; do
 			case $_rl_line in
 			[0-9]*+[0-9]*' records in')
 				_rl_line=${_rl_line%% *}
-				_rl_reads=$((${_rl_line%+*} + ${_rl_line#*+}))
+				read_report_reads=$((${_rl_line%+*} + ${_rl_line#*+}))
 				;;
 			[0-9]*' byte'*)
-				_rl_bytes=${_rl_line%% *}
-				case $_rl_bytes in *[!0-9]*) _rl_bytes= ;; esac
+				read_report_bytes=${_rl_line%% *}
+				case $read_report_bytes in *[!0-9]*) read_report_bytes= ;; esac
 				;;
 			esac
 		done <&7
@@ -394,53 +406,53 @@ read_report() {
 }
 
 # on_relay (in tick): once the relay has ended, reads dd's report: at the
-# end of the output the output is done (_sv_output, and the waiter's end
+# end of the output the output is done (sv_output, and the waiter's end
 # of the FIFO closed: a command writing on gets SIGPIPE); at the count
 # short of the CAP, the next round starts; at the CAP, the probe (see
 # start_probe), and then the output is done. A dd that does not report
 # leaves the rest to cat, without a cap. Where dd reports the bytes it
-# copied, _sv_size adds them up: the size of the whole output, which
+# copied, sv_size adds them up: the size of the whole output, which
 # job_result then needs no wc for.
 on_relay() {
-	[ -n "$_sv_relay" ] || return 0
-	! child_alive "$_sv_relay" || return 0
-	_sv_relay=
+	[ -n "$sv_relay" ] || return 0
+	! child_alive "$sv_relay" || return 0
+	sv_relay=
 	# (Stopped, or a cat: that was all.)
-	if [ -n "$_sv_output" ] || [ -z "$_sv_cap" ]; then
-		_sv_output=${_sv_output:-all}
+	if [ -n "$sv_output" ] || [ -z "$sv_cap" ]; then
+		sv_output=${sv_output:-all}
 		return 0
 	fi
 	read_report
-	if [ -n "$_sv_probe" ]; then
+	if [ -n "$sv_probe" ]; then
 		# (No report: the output passed the CAP, cut or not.)
-		[ "${_rl_reads:-1}" = 0 ] || _sv_capped=yes
-		_sv_output=all
+		[ "${read_report_reads:-1}" = 0 ] || sv_capped=yes
+		sv_output=all
 		exec 4<&-
 		return 0
 	fi
-	if [ -z "$_rl_reads" ]; then
-		_sv_cap=
+	if [ -z "$read_report_reads" ]; then
+		sv_cap=
 		start_relay
 		return 0
 	fi
-	if [ -n "$_rl_bytes" ] && [ -n "$_sv_size" ]; then
-		_sv_size=$((_sv_size + _rl_bytes))
+	if [ -n "$read_report_bytes" ] && [ -n "$sv_size" ]; then
+		sv_size=$((sv_size + read_report_bytes))
 	else
-		_sv_size=
+		sv_size=
 	fi
-	if [ "$_rl_reads" -lt "$_sv_count" ]; then
-		_sv_output=all
+	if [ "$read_report_reads" -lt "$sv_count" ]; then
+		sv_output=all
 		exec 4<&-
 		return 0
 	fi
 	# (The output gone meanwhile, its job forgotten by a late cancel: no
 	# size, and the relay goes on to its end. An empty $(( )) would end
 	# this waiter, and leave the command running without its lease.)
-	_rl_size=$(wc -c <"$_sv_job.out" 2>/dev/null)
-	_rl_size=${_rl_size##*[!0-9]}
-	_rl_left=$((_sv_cap + 1 - ${_rl_size:-0}))
-	if [ "$_rl_left" -gt 0 ]; then
-		start_relay "$_rl_left"
+	_or_size=$(wc -c <"$sv_job.out" 2>/dev/null)
+	_or_size=${_or_size##*[!0-9]}
+	_or_left=$((sv_cap + 1 - ${_or_size:-0}))
+	if [ "$_or_left" -gt 0 ]; then
+		start_relay "$_or_left"
 	else
 		start_probe
 	fi
