@@ -4,6 +4,13 @@
 # frames, and its watcher (group_watcher), which runs the add_job lines
 # that start them.
 
+# group rs_: run_jobs group_watcher add_job group_fifo leave_group_fifo
+#
+# The batch at hand: rs_dir (the state files of its jobs), rs_ttl and
+# rs_cap (run_jobs' TTL and CAP, for add_job, whose words are the
+# client's), rs_fifos (the FIFOs its answer removes), rs_spare and
+# rs_fifo_n (see group_fifo).
+
 # run_jobs TTL CAP FORGET runs the jobs of a batch that found no server of
 # their own: the client sends each one, while the answer runs, as the
 # request line "<marker>add_job ID SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES
@@ -30,12 +37,12 @@ run_jobs() {
 	fi
 	set -f
 	# shellcheck disable=SC2086 # job IDs (not globbed)
-	[ -z "$3" ] || remove_files_bg -- $3
+	[ -z "$3" ] || remove_files bg -- $3
 	set +f
 	seq=$((seq + 1))
-	_rs_dir=$private/group.$seq
-	_rs_ttl=$1
-	_rs_cap=$2
+	rs_dir=$private/group.$seq
+	rs_ttl=$1
+	rs_cap=$2
 	if [ -z "$events" ]; then
 		if ! mkfifo "$private/events" 2>/dev/null; then
 			finish "!EIO cannot create $private/events"
@@ -44,8 +51,8 @@ run_jobs() {
 		exec 6<>"$private/events"
 		events=$private/events
 	fi
-	if ! mkdir "$_rs_dir"; then
-		finish "!EIO cannot create $_rs_dir"
+	if ! mkdir "$rs_dir"; then
+		finish "!EIO cannot create $rs_dir"
 		return
 	fi
 	group_watcher &
@@ -55,16 +62,16 @@ run_jobs() {
 	# whose job it let go of. There is no state file for it here.)
 	_rs_done=' '
 	# The FIFOs to remove (numbers, see group_fifo).
-	_rs_fifos=
+	rs_fifos=
 	while IFS= read -r _rs_event <&6; do
 		case $_rs_event in
 		e) break ;;
 		q) exit 129 ;;
 		"f "*) echo "X ${_rs_event#f }" ;;
-		"u "*) _rs_fifos="$_rs_fifos ${_rs_event#u }" ;;
+		"u "*) rs_fifos="$rs_fifos ${_rs_event#u }" ;;
 		"x "* | "d "*)
 			_rs_id=${_rs_event#? }
-			_rs_state=$_rs_dir/$_rs_id
+			_rs_state=$rs_dir/$_rs_id
 			[ -f "$_rs_state" ] || continue
 			case $_rs_done in *" $_rs_id "*) continue ;; esac
 			_rs_done="$_rs_done$_rs_id "
@@ -76,7 +83,7 @@ run_jobs() {
 				leave_group_fifo "$_rs_job" "$_rs_fifo"
 				continue
 			fi
-			_rs_fifos="$_rs_fifos $_rs_fifo"
+			rs_fifos="$rs_fifos $_rs_fifo"
 			# (The file held open first: see attach_jobs.)
 			if command exec 7<"$_rs_job.out"; then
 				output_size "$_rs_job"
@@ -105,7 +112,7 @@ run_jobs() {
 	echo z >&6
 	while IFS= read -r _rs_event <&6 && [ "$_rs_event" != z ]; do :; done
 	# (Jobs whose clients gave up waiting for the kill run on.)
-	for _rs_state in "$_rs_dir"/*; do
+	for _rs_state in "$rs_dir"/*; do
 		case $_rs_done in *" ${_rs_state##*/} "*) continue ;; esac
 		[ -f "$_rs_state" ] || continue
 		_rs_fifo=
@@ -113,11 +120,11 @@ run_jobs() {
 		leave_group_fifo "$jobs/${_rs_state##*/}" "$_rs_fifo"
 	done
 	set --
-	for _rs_fifo in $_rs_fifos; do
+	for _rs_fifo in $rs_fifos; do
 		set -- "$@" "$host_dir/fifo-$$-g$seq-$_rs_fifo"
 		case $_rs_fifo in *.left) ;; *) set -- "$@" "$host_dir/fifo-$$-g$seq-$_rs_fifo.dd" "$host_dir/fifo-$$-g$seq-$_rs_fifo.k" ;; esac
 	done
-	rm -rf "$_rs_dir" "$@"
+	rm -rf "$rs_dir" "$@"
 	finish OK
 }
 
@@ -127,7 +134,7 @@ run_jobs() {
 leave_group_fifo() {
 	[ -n "$2" ] || return 0
 	: >"$host_dir/fifo-$$-g$seq-$2.left"
-	[ -s "$1.status" ] && _rs_fifos="$_rs_fifos $2 $2.left"
+	[ -s "$1.status" ] && rs_fifos="$rs_fifos $2 $2.left"
 }
 
 # group_watcher reads the request stream while run_jobs runs
@@ -136,8 +143,8 @@ leave_group_fifo() {
 # "k [ID]" kills, "d [ID]" lets go of the job, or of every job of the
 # answer; "r" renews; "e" ends the answer.
 group_watcher() {
-	_gf_spare=
-	_gf_n=0
+	rs_spare=
+	rs_fifo_n=0
 	while read_control; do
 		case $ctl_line in
 		"$marker"'add_job '*)
@@ -154,13 +161,13 @@ group_watcher() {
 		r)
 			# (Those answered for too: they are few, and a lease of an
 			# ended job is not looked at.)
-			for _gw_state in "$_rs_dir"/*; do
-				[ ! -e "$jobs/${_gw_state##*/}.lease" ] || renew "$jobs/${_gw_state##*/}" "$_rs_ttl"
+			for _gw_state in "$rs_dir"/*; do
+				[ ! -e "$jobs/${_gw_state##*/}.lease" ] || renew "$jobs/${_gw_state##*/}" "$rs_ttl"
 			done
 			;;
 		k | d)
 			# (Without an ID: each job of this request.)
-			if [ -n "$ctl_id" ]; then set -- "$ctl_id"; else set -- "$_rs_dir"/*; fi
+			if [ -n "$ctl_id" ]; then set -- "$ctl_id"; else set -- "$rs_dir"/*; fi
 			for _gw_id; do
 				_gw_id=${_gw_id##*/}
 				hex "$_gw_id" || continue
@@ -169,7 +176,7 @@ group_watcher() {
 			;;
 		e)
 			# The FIFOs made ahead and not used go with the answer's rm.
-			[ -z "$_gf_spare" ] || echo "u $_gf_spare" >&6
+			[ -z "$rs_spare" ] || echo "u $rs_spare" >&6
 			echo e >&6
 			return
 			;;
@@ -219,35 +226,35 @@ add_job() {
 		echo "f $1 !ATTACH" >&6
 		return
 	fi
-	if ! { echo "$_rs_ttl" >"$_gj_job.lease"; } 2>/dev/null; then
+	if ! { echo "$rs_ttl" >"$_gj_job.lease"; } 2>/dev/null; then
 		rm -f -- "$_gj_job".*
 		printf 'f %s !EIO cannot create a job in %s\n' "$1" "$jobs" >&6
 		return
 	fi
 	printf '%s %s\n%s\n' "$$" "$host_id" "${7%%"$nl"*}" >"$_gj_job.server"
-	printf '%s\n' "$4" "$5" "$6" "${_gf_spare%% *}" >"$_rs_dir/$1"
-	start_job "$_gj_job" "$2" "$3" "$host_dir/fifo-$$-g$seq-${_gf_spare%% *}" "$_rs_cap" "$_rs_ttl" "$events"
-	case $_gf_spare in
-	*' '*) _gf_spare=${_gf_spare#* } ;;
-	*) _gf_spare= ;;
+	printf '%s\n' "$4" "$5" "$6" "${rs_spare%% *}" >"$rs_dir/$1"
+	start_job "$_gj_job" "$2" "$3" "$host_dir/fifo-$$-g$seq-${rs_spare%% *}" "$rs_cap" "$rs_ttl" "$events"
+	case $rs_spare in
+	*' '*) rs_spare=${rs_spare#* } ;;
+	*) rs_spare= ;;
 	esac
 }
 
 # group_fifo makes sure a FIFO made ahead for run_jobs' jobs is there: the
-# first number of _gf_spare, which names $host_dir/fifo-PID-gSEQ-N (in the
+# first number of rs_spare, which names $host_dir/fifo-PID-gSEQ-N (in the
 # jobs directory, as run_job's: a job may open it after this server is
 # gone). They are made eight at a time: one mkfifo for eight jobs.
 group_fifo() {
-	[ -z "$_gf_spare" ] || return 0
+	[ -z "$rs_spare" ] || return 0
 	set --
 	while [ "$#" -lt 8 ]; do
-		_gf_n=$((_gf_n + 1))
-		set -- "$@" "$host_dir/fifo-$$-g$seq-$_gf_n"
-		_gf_spare="$_gf_spare $_gf_n"
+		rs_fifo_n=$((rs_fifo_n + 1))
+		set -- "$@" "$host_dir/fifo-$$-g$seq-$rs_fifo_n"
+		rs_spare="$rs_spare $rs_fifo_n"
 	done
-	_gf_spare=${_gf_spare# }
+	rs_spare=${rs_spare# }
 	mkfifo "$@" 2>/dev/null && return 0
-	_gf_spare=
+	rs_spare=
 	rm -f "$@"
 	return 1
 }

@@ -162,14 +162,7 @@ remove_done() {
 	rj_done_fifos=
 	rj_done_seqs=
 	rj_done_ids=
-	case $_rd_mode in
-	bg) remove_files_bg "$@" ;;
-	exec)
-		_rmf_exec=yes
-		remove_files "$@"
-		;;
-	*) remove_files "$@" ;;
-	esac
+	remove_files "$_rd_mode" "$@"
 }
 
 # done_with NUMBER adds the files of the request NUMBER (its stream's,

@@ -73,12 +73,19 @@ call:write_inline call:commit_temp call:settle_write call:remove_temp'
 # script for a long script (see exec_command). (pid, size, saved, waiter,
 # label, started and relay.pid: jobs of earlier versions of this script.)
 job_files='out lease status pid waiter server label lease.watched lease.check size killed saved script fifo fifo.left started relay.pid'
-# The same as words for eval in remove_files: "$jobs/$_rmf_arg.SUFFIX" for
-# each (a job's 17 files join the list in one step, not one step each:
-# every step copies the whole list, and a request forgetting 16 jobs took
-# dash 22 ms that way).
-job_words=
-for _jw_suffix in $job_files; do job_words="$job_words \"\$jobs/\$_rmf_arg.$_jw_suffix\""; done
+# make_job_words sets job_words, the same as words for eval in
+# remove_files: "$jobs/$jw_id.SUFFIX" for each, jw_id being the job ID
+# remove_files has come to (a job's 17 files join the list in one step,
+# not one step each: every step copies the whole list, and a request
+# forgetting 16 jobs took dash 22 ms that way). Run once, as the program
+# is read.
+#
+# group jw_: make_job_words remove_files
+make_job_words() {
+	job_words=
+	for _mjw_suffix in $job_files; do job_words="$job_words \"\$jobs/\$jw_id.$_mjw_suffix\""; done
+}
+make_job_words
 
 # serve MARKER GRACE SETSID SUFFIX [CLIENT EPOCH]: the server's main loop.
 # GRACE is how long (seconds) a command's background children may go on

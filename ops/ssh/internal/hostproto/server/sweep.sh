@@ -228,23 +228,21 @@ gone() {
 # forget_jobs ID... removes the files of ended jobs whose client has
 # their results: no start of theirs will come again.
 forget_jobs() {
-	remove_files -- "$@"
+	remove_files fg -- "$@"
 }
 
-# remove_files FILE... [-- ID...] removes the FILEs (empty words aside)
-# and the files of the jobs ID (forget_jobs), with one rm;
-# remove_files_bg, with one rm in the background.
-remove_files_bg() {
-	_rmf_bg=yes
-	remove_files "$@"
-}
-
+# remove_files MODE FILE... [-- ID...] removes the FILEs (empty words
+# aside) and the files of the jobs ID (forget_jobs), with one rm. MODE:
+# "fg", the rm runs and this goes on; "bg", the rm in the background;
+# "exec", the rm replaces this shell.
 remove_files() {
+	_rmf_mode=$1
+	shift
 	_rmf_ids=
-	for _rmf_arg in "$@"; do
+	for jw_id in "$@"; do
 		shift
 		if [ -n "$_rmf_ids" ]; then
-			case $_rmf_arg in
+			case $jw_id in
 			*[!0-9a-f]* | '') ;;
 			# Named, not globbed: a glob reads the whole directory, which
 			# holds the files of every job in flight (on a host serving
@@ -252,21 +250,17 @@ remove_files() {
 			# the job is gone for attach_job at once.
 			*) eval "set -- \"\$@\" $job_words" ;;
 			esac
-		elif [ "$_rmf_arg" = -- ]; then
+		elif [ "$jw_id" = -- ]; then
 			_rmf_ids=yes
-		elif [ -n "$_rmf_arg" ]; then
-			set -- "$@" "$_rmf_arg"
+		elif [ -n "$jw_id" ]; then
+			set -- "$@" "$jw_id"
 		fi
 	done
-	if [ -n "$_rmf_exec" ]; then
-		_rmf_exec=
-		[ "$#" = 0 ] || exec rm -f "$@"
-	elif [ -n "$_rmf_bg" ]; then
-		_rmf_bg=
-		[ "$#" = 0 ] || rm -f "$@" 3<&- &
-	else
-		[ "$#" = 0 ] || rm -f "$@"
-	fi
+	case $_rmf_mode in
+	exec) [ "$#" = 0 ] || exec rm -f "$@" ;;
+	bg) [ "$#" = 0 ] || rm -f "$@" 3<&- & ;;
+	*) [ "$#" = 0 ] || rm -f "$@" ;;
+	esac
 }
 
 # forget ID...: forget_jobs as a request of its own (a client closing):
