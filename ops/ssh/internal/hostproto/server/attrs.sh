@@ -33,27 +33,27 @@ copy_owner_and_mode() {
 	if [ "$5:$6" != "$uid_gid" ]; then
 		chown "$5:$6" "$2" 2>/dev/null
 	fi
-	_m=$3
-	_p=
-	for _w in u g o; do
-		case $_w in
-		u) _c=${_m#?} ;;
-		g) _c=${_m#????} ;;
-		o) _c=${_m#???????} ;;
+	_com_mode=$3
+	_com_perm=
+	for _com_who in u g o; do
+		case $_com_who in
+		u) _com_bits=${_com_mode#?} ;;
+		g) _com_bits=${_com_mode#????} ;;
+		o) _com_bits=${_com_mode#???????} ;;
 		esac
-		_c=${_c%"${_c#???}"}
-		_s=$_w=
-		case $_c in r*) _s=${_s}r ;; esac
-		case $_c in ?w*) _s=${_s}w ;; esac
-		case $_c in ??[xst]) _s=${_s}x ;; esac
-		_p=$_p$_s,
-		case $_w$_c in
-		u??[sS]) _p=${_p}u+s, ;;
-		g??[sS]) _p=${_p}g+s, ;;
-		o??[tT]) _p=${_p}+t, ;;
+		_com_bits=${_com_bits%"${_com_bits#???}"}
+		_com_set=$_com_who=
+		case $_com_bits in r*) _com_set=${_com_set}r ;; esac
+		case $_com_bits in ?w*) _com_set=${_com_set}w ;; esac
+		case $_com_bits in ??[xst]) _com_set=${_com_set}x ;; esac
+		_com_perm=$_com_perm$_com_set,
+		case $_com_who$_com_bits in
+		u??[sS]) _com_perm=${_com_perm}u+s, ;;
+		g??[sS]) _com_perm=${_com_perm}g+s, ;;
+		o??[tT]) _com_perm=${_com_perm}+t, ;;
 		esac
 	done
-	chmod "${_p%,}" "$2" 2>"$private/err" || {
+	chmod "${_com_perm%,}" "$2" 2>"$private/err" || {
 		error_from_stderr 'cannot copy the mode of the file'
 		return 1
 	}
@@ -81,7 +81,7 @@ copy_owner_and_mode() {
 # after the copy as before it.
 copy_attributes() {
 	_ca_before=
-	if [ -n "$_up" ]; then
+	if [ -n "$wr_up" ]; then
 		if hold_link "$1"; then
 			if [ -L held ]; then
 				rm -f held
@@ -173,17 +173,17 @@ copy_attributes_from() {
 # subshell.
 file_digest() {
 	case $2 in
-	sha256sum:*) sha256sum <"$1" | { read -r _h _ && echo "sha256sum:$_h"; } ;;
-	shasum:*) shasum -a 256 <"$1" | { read -r _h _ && echo "shasum:$_h"; } ;;
-	openssl:*) openssl dgst -sha256 <"$1" | { read -r _l && echo "openssl:${_l##* }"; } ;;
-	md5sum:*) md5sum <"$1" | { read -r _h _ && echo "md5sum:$_h"; } ;;
-	cksum:*) cksum <"$1" | { read -r _c _s _ && echo "cksum:$_c:$_s"; } ;;
+	sha256sum:*) sha256sum <"$1" | { read -r _fd_hash _ && echo "sha256sum:$_fd_hash"; } ;;
+	shasum:*) shasum -a 256 <"$1" | { read -r _fd_hash _ && echo "shasum:$_fd_hash"; } ;;
+	openssl:*) openssl dgst -sha256 <"$1" | { read -r _fd_line && echo "openssl:${_fd_line##* }"; } ;;
+	md5sum:*) md5sum <"$1" | { read -r _fd_hash _ && echo "md5sum:$_fd_hash"; } ;;
+	cksum:*) cksum <"$1" | { read -r _fd_crc _fd_size _ && echo "cksum:$_fd_crc:$_fd_size"; } ;;
 	bytes:*)
 		_fd_copy=${2#bytes:}
 		_fd_file=$1
 		case $_fd_file in /*) ;; *) _fd_file=$PWD/$_fd_file ;; esac
 		enter_temp "${_fd_copy#*:}" "${_fd_copy%%:*}" >/dev/null || return
-		if cmp -s -- "$_fd_file" "$_tn"; then echo "$2"; else echo changed; fi
+		if cmp -s -- "$_fd_file" "$wr_temp"; then echo "$2"; else echo changed; fi
 		remove_here
 		;;
 	esac

@@ -112,35 +112,35 @@ report_missing() {
 	fi
 }
 
-# follow_links PATH [guard] sets _f to PATH with every symlink at its end
-# followed, even to a target that does not exist (where a write creates
-# the file). With "guard" it follows, as the kernel's
+# follow_links PATH [guard] sets follow_links_path to PATH with every
+# symlink at its end followed, even to a target that does not exist
+# (where a write creates the file). With "guard" it follows, as the kernel's
 # fs.protected_symlinks would, no link that sits in a sticky
 # world-writable directory (/tmp) and belongs to neither this user nor
 # that directory's owner: there, another user's link could aim a write at
 # any file of this user's. On failure (that, or over 40 links) it sets
-# _fl_error to the error line and returns 1.
+# follow_links_error to the error line and returns 1.
 follow_links() {
-	_f=$1
+	follow_links_path=$1
 	_fl_n=0
-	_fl_error='E ELOOP too many levels of symbolic links'
+	follow_links_error='E ELOOP too many levels of symbolic links'
 	while :; do
-		if [ -n "$2" ] && ! dirs_followable "$_f"; then
-			_fl_error='E EACCES not following a symbolic link of another user in a shared sticky directory on the way to the file'
+		if [ -n "$2" ] && ! dirs_followable "$follow_links_path"; then
+			follow_links_error='E EACCES not following a symbolic link of another user in a shared sticky directory on the way to the file'
 			return 1
 		fi
-		[ -L "$_f" ] || break
+		[ -L "$follow_links_path" ] || break
 		_fl_n=$((_fl_n + 1))
 		[ "$_fl_n" -le 40 ] || return 1
-		if [ -n "$2" ] && ! followable "$_f"; then
-			_fl_error='E EACCES not following a symbolic link of another user in a shared sticky directory'
+		if [ -n "$2" ] && ! followable "$follow_links_path"; then
+			follow_links_error='E EACCES not following a symbolic link of another user in a shared sticky directory'
 			return 1
 		fi
-		_fl_link=$(readlink "$_f" && echo x) || return 1
+		_fl_link=$(readlink "$follow_links_path" && echo x) || return 1
 		_fl_link=${_fl_link%"${nl}x"}
 		case $_fl_link in
-		/*) _f=$_fl_link ;;
-		*) _f=${_f%/*}/$_fl_link ;;
+		/*) follow_links_path=$_fl_link ;;
+		*) follow_links_path=${follow_links_path%/*}/$_fl_link ;;
 		esac
 	done
 }
@@ -215,23 +215,24 @@ resolve_path() {
 		return
 	}
 	# (A relative path, never sent, as one: "-" would be $OLDPWD to cd.)
-	case $_f in /*) ;; *) _f=./$_f ;; esac
-	if [ -d "$_f" ]; then
-		cd -P -- "$_f" || {
+	_rp_path=$follow_links_path
+	case $_rp_path in /*) ;; *) _rp_path=./$_rp_path ;; esac
+	if [ -d "$_rp_path" ]; then
+		cd -P -- "$_rp_path" || {
 			echo 'E EACCES permission denied'
 			return
 		}
 		printf 'OK\n%s' "$PWD"
 		return
 	fi
-	_rp_dir=${_f%/*}
+	_rp_dir=${_rp_path%/*}
 	cd -P -- "${_rp_dir:-/}" || {
 		echo 'E EACCES permission denied'
 		return
 	}
 	case $PWD in
-	/) printf 'OK\n/%s' "${_f##*/}" ;;
-	*) printf 'OK\n%s/%s' "$PWD" "${_f##*/}" ;;
+	/) printf 'OK\n/%s' "${_rp_path##*/}" ;;
+	*) printf 'OK\n%s/%s' "$PWD" "${_rp_path##*/}" ;;
 	esac
 }
 
@@ -300,9 +301,9 @@ list_dir() {
 ensure_dir() {
 	[ -d "$1" ] && return 0
 	mkdir -p -- "$1" 2>"$private/err" && return 0
-	_p=$1
-	while [ -n "$_p" ] && [ ! -e "$_p" ]; do _p=${_p%/*}; done
-	if [ -n "$_p" ] && [ ! -d "$_p" ]; then
+	_ed_path=$1
+	while [ -n "$_ed_path" ] && [ ! -e "$_ed_path" ]; do _ed_path=${_ed_path%/*}; done
+	if [ -n "$_ed_path" ] && [ ! -d "$_ed_path" ]; then
 		echo 'E ENOTDIR not a directory'
 	else
 		error_from_stderr 'mkdir failed'

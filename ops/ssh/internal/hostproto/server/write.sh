@@ -12,24 +12,34 @@
 # target's directory TARGETDIR (a symlink put in place of the temporary
 # file). Where only root and this user may rename entries in TARGETDIR
 # (it is theirs, and not writable by group or others unless sticky), the
-# file goes straight there ($_up empty: the target is ./NAME). Elsewhere
+# file goes straight there ($wr_up empty: the target is ./NAME). Elsewhere
 # it goes in a private directory of its own, TARGETDIR/.NAME.pi-remote-SUFFIX
-# with mode 0700 ($_up "../": the target is ../NAME), removed with it.
+# with mode 0700 ($wr_up "../": the target is ../NAME), removed with it.
 
-# temp_name SUFFIX sets _tn to the name of the private directory of a
-# write to _f, and of the temporary file in it.
+# group wr_: temp_name enter_temp check_temp_dir shared_dir_safe
+# prepare_temp copy_attributes remove_here remove_if_ours commit_here
+# move_over same_file file_digest write_inline create_temp receive_temp
+# commit_temp diagnose_write settle_write
+#
+# The write at hand: wr_temp, the name of its temporary file (and of its
+# private directory), wr_up, "../" when the file is in a private
+# directory (see above), and wr_inode, the inode number of the directory
+# checked (check_temp_dir, shared_dir_safe).
+
+# temp_name PATH SUFFIX sets wr_temp to the name of the private
+# directory of a write to PATH, and of the temporary file in it.
 temp_name() {
 	# A name of up to 255 bytes must leave room for the temporary one.
-	_tn=${_f##*/}
-	while [ "${#_tn}" -gt 200 ]; do _tn=${_tn%?}; done
-	_tn=.$_tn.pi-remote-$1
+	wr_temp=${1##*/}
+	while [ "${#wr_temp}" -gt 200 ]; do wr_temp=${wr_temp%?}; done
+	wr_temp=.$wr_temp.pi-remote-$2
 }
 
 # check_temp_dir [INODE]: true when the working directory is a write's
 # private directory: this user's own, mode 0700 (no ACL entry may grant
 # more: the group bits show the mask; a setgid bit passed on by the parent
 # is no matter) and, when INODE is given, the one create_temp made. Sets
-# _td_inode to its inode number; otherwise prints the error line.
+# wr_inode to its inode number; otherwise prints the error line.
 check_temp_dir() {
 	set -f
 	# shellcheck disable=SC2046 # the fields of ls -i
@@ -40,7 +50,7 @@ check_temp_dir() {
 	*) set -- x ;;
 	esac
 	if [ "$#" -ge 5 ] && [ "$5" = "$uid" ] && { [ -z "$1" ] || [ "$1" = "$2" ]; }; then
-		_td_inode=$2
+		wr_inode=$2
 		return 0
 	fi
 	echo 'E EACCES the private directory of the write is not the one it made'
@@ -48,14 +58,14 @@ check_temp_dir() {
 }
 
 # shared_dir_safe [INODE [chain]]: true when only root and this user may
-# rename entries in the working directory: it is theirs, and not writable
-# by group or others unless it is sticky (then others may add entries, not
+# rename entries in the working directory: it is theirs, and not writable by
+# group or others unless it is sticky (then others may add entries, not
 # rename or remove ours); and, when INODE is given, it is that directory.
-# Sets _td_inode to its inode number. With "chain", the same ls also
-# looks at every directory above (as .., ../.., ...: the ones the working
-# directory is in now), and _sd_chain is "yes" when they are all safe the
-# same way: then nobody else can change what the working directory's
-# path leads to (see create_temp).
+# Sets wr_inode to its inode number. With "chain", the same ls also looks at
+# every directory above (as .., ../.., ...: the ones the working directory
+# is in now), and shared_dir_safe_chain is "yes" when they are all safe the
+# same way: then nobody else can change what the working directory's path
+# leads to (see create_temp).
 shared_dir_safe() {
 	_sd_want=$1
 	_sd_with=$2
@@ -75,7 +85,7 @@ shared_dir_safe() {
 	_sd_out=$(ls -ldni -- "$@" 2>/dev/null)
 	_sd_lines=0
 	_sd_above=yes
-	_td_inode=
+	wr_inode=
 	while [ -n "$_sd_out" ]; do
 		_sd_line=${_sd_out%%"$nl"*}
 		case $_sd_out in
@@ -101,18 +111,18 @@ shared_dir_safe() {
 		# The working directory's line ends with its name, "."; the others
 		# with "..".
 		case $_sd_line in
-		*' .') [ -z "$_sd_safe" ] || _td_inode=$1 ;;
+		*' .') [ -z "$_sd_safe" ] || wr_inode=$1 ;;
 		*) [ -n "$_sd_safe" ] || _sd_above= ;;
 		esac
 	done
-	_sd_chain=
-	[ -n "$_td_inode" ] || return 1
-	[ -z "$_sd_want" ] || [ "$_sd_want" = "$_td_inode" ] || return 1
+	shared_dir_safe_chain=
+	[ -n "$wr_inode" ] || return 1
+	[ -z "$_sd_want" ] || [ "$_sd_want" = "$wr_inode" ] || return 1
 	# One line per directory asked for (ls names each by the operand
 	# given, never by the directory's own name): fewer means ls failed on
 	# one.
 	if [ "$_sd_with" = chain ] && [ -n "$_sd_above" ] && [ "$_sd_lines" = "$_sd_count" ]; then
-		_sd_chain=yes
+		shared_dir_safe_chain=yes
 	fi
 	return 0
 }
@@ -123,18 +133,18 @@ shared_dir_safe() {
 # check_temp_dir) or the target's own (shared_dir_safe), the one of inode
 # INODE when given. INODE "-" is create_temp's word for a target's
 # directory whose whole path only root and this user may change: nothing
-# to check. Sets _tn to the temporary file's name and _up. Otherwise it
-# prints the error line and returns 1.
+# to check. Sets wr_temp to the temporary file's name and wr_up.
+# Otherwise it prints the error line and returns 1.
 enter_temp() {
 	_et_dir=${1%/*}
-	_tn=${1##*/}
+	wr_temp=${1##*/}
 	if cd -P -- "${_et_dir:-/}" 2>/dev/null && [ "${PWD%/}" = "$_et_dir" ]; then
-		if [ "${_et_dir##*/}" = "$_tn" ]; then
-			_up=../
+		if [ "${_et_dir##*/}" = "$wr_temp" ]; then
+			wr_up=../
 			check_temp_dir "$2"
 			return
 		fi
-		_up=
+		wr_up=
 		[ "$2" != - ] || return 0
 		shared_dir_safe "$2" && return 0
 	elif [ ! -e "$_et_dir" ] && [ ! -L "$_et_dir" ]; then
@@ -150,10 +160,10 @@ enter_temp() {
 # directory if it has one, leaving the directory above as the working
 # directory.
 remove_here() {
-	if [ -e "$_tn" ] || [ -L "$_tn" ]; then rm -f -- "$_tn"; fi
-	[ -n "$_up" ] || return 0
+	if [ -e "$wr_temp" ] || [ -L "$wr_temp" ]; then rm -f -- "$wr_temp"; fi
+	[ -n "$wr_up" ] || return 0
 	if [ -e held ] || [ -L held ]; then rm -f held; fi
-	cd -P .. && rmdir -- "$_tn" 2>/dev/null
+	cd -P .. && rmdir -- "$wr_temp" 2>/dev/null
 }
 
 # remove_if_ours removes the temporary file of a write in the target's
@@ -161,16 +171,16 @@ remove_here() {
 # user's: there, unlike in a private directory, another user may have
 # made one of that name since (a sticky directory).
 remove_if_ours() {
-	[ -z "$_up" ] || {
+	[ -z "$wr_up" ] || {
 		remove_here
 		return
 	}
-	[ -f "$_tn" ] && [ ! -L "$_tn" ] || return 0
+	[ -f "$wr_temp" ] && [ ! -L "$wr_temp" ] || return 0
 	set -f
 	# shellcheck disable=SC2046 # the fields of ls -l
-	set -- $(ls -ldn -- "$_tn" 2>/dev/null)
+	set -- $(ls -ldn -- "$wr_temp" 2>/dev/null)
 	set +f
-	[ "$3" != "$uid" ] || rm -f -- "$_tn"
+	[ "$3" != "$uid" ] || rm -f -- "$wr_temp"
 }
 
 # restrict_umask PERM narrows the umask to PERM (octal, three digits):
@@ -192,66 +202,67 @@ restrict_umask() {
 	[ -z "$_ru_spec" ] || umask "${_ru_spec#,}"
 }
 
-# prepare_temp TARGET PERM SUFFIX PARENTS [chain] enters the directory of TARGET
-# (its symlink target, see follow_links), or, where others may rename
-# entries there, a private directory made in it, and creates the
-# temporary file of a write to TARGET there: with the attributes of the file it
-# will replace (copy_attributes), or, for a new file, mode PERM (octal)
-# less the umask. Sets _f (the file to replace), _pt_base (its name) and
-# _tn. PARENTS "p" creates missing parent directories; "chain" has the
-# directories above looked at too (shared_dir_safe). On failure it prints
-# the error line and returns 1, having removed what it made.
+# prepare_temp TARGET PERM SUFFIX PARENTS [chain] enters the directory of
+# TARGET (its symlink target, see follow_links), or, where others may rename
+# entries there, a private directory made in it, and creates the temporary
+# file of a write to TARGET there: with the attributes of the file it will
+# replace (copy_attributes), or, for a new file, mode PERM (octal) less the
+# umask. Sets follow_links_path (the file to replace, see follow_links),
+# prepare_temp_base (its name), wr_temp and wr_up. PARENTS "p" creates
+# missing parent directories; "chain" has the directories above looked at
+# too (shared_dir_safe). On failure it prints the error line and returns 1,
+# having removed what it made.
 prepare_temp() {
 	follow_links "$1" guard || {
-		echo "$_fl_error"
+		echo "$follow_links_error"
 		return 1
 	}
-	if [ -d "$_f" ]; then
+	if [ -d "$follow_links_path" ]; then
 		echo 'E EISDIR is a directory'
 		return 1
 	fi
-	if [ -e "$_f" ] && [ ! -f "$_f" ]; then
+	if [ -e "$follow_links_path" ] && [ ! -f "$follow_links_path" ]; then
 		echo 'E ENOTREG not a regular file'
 		return 1
 	fi
-	_pt_dir=${_f%/*}
+	_pt_dir=${follow_links_path%/*}
 	_pt_dir=${_pt_dir:-/}
 	if [ "$4" = p ]; then
 		ensure_dir "$_pt_dir" || return 1
 	elif [ ! -d "$_pt_dir" ]; then
-		report_missing "$_f"
+		report_missing "$follow_links_path"
 		return 1
 	fi
-	_pt_base=${_f##*/}
-	temp_name "$3"
+	prepare_temp_base=${follow_links_path##*/}
+	temp_name "$follow_links_path" "$3"
 	if ! cd -P -- "$_pt_dir" 2>"$private/err"; then
 		error_from_stderr "cannot enter $_pt_dir"
 		return 1
 	fi
-	_up=
+	wr_up=
 	if ! shared_dir_safe "" "$5"; then
-		_up=../
-		if ! mkdir -m 700 -- "$_tn" 2>"$private/err"; then
+		wr_up=../
+		if ! mkdir -m 700 -- "$wr_temp" 2>"$private/err"; then
 			error_from_stderr "cannot create a temporary directory in $_pt_dir"
 			return 1
 		fi
-		_pt_here=${PWD%/}/$_tn
+		_pt_here=${PWD%/}/$wr_temp
 		# Entered by its name in the directory held: nothing else to trust.
-		if ! cd -P -- "$_tn" 2>/dev/null || [ "$PWD" != "$_pt_here" ]; then
+		if ! cd -P -- "$wr_temp" 2>/dev/null || [ "$PWD" != "$_pt_here" ]; then
 			echo 'E EACCES the private directory of the write is not the one it made'
 			return 1
 		fi
 		check_temp_dir || return 1
 	fi
 	_pt_old=
-	if [ -e "$_up$_pt_base" ] || [ -L "$_up$_pt_base" ]; then
+	if [ -e "$wr_up$prepare_temp_base" ] || [ -L "$wr_up$prepare_temp_base" ]; then
 		_pt_old=yes
 	else
 		restrict_umask "$2"
 	fi
 	set -C
 	# "command" keeps a failed redirection from ending the shell.
-	if ! command : 2>|"$private/err" >"$_tn"; then
+	if ! command : 2>|"$private/err" >"$wr_temp"; then
 		set +C
 		error_from_stderr "cannot create a temporary file in $_pt_dir"
 		remove_here
@@ -259,13 +270,13 @@ prepare_temp() {
 	fi
 	set +C
 	if [ -n "$_pt_old" ]; then
-		copy_attributes "$_up$_pt_base" "$_tn" || {
+		copy_attributes "$wr_up$prepare_temp_base" "$wr_temp" || {
 			remove_here
 			return 1
 		}
 	else
 		case $2 in
-		*[1357]*) chmod +x -- "$_tn" ;;
+		*[1357]*) chmod +x -- "$wr_temp" ;;
 		esac
 	fi
 }
@@ -287,7 +298,7 @@ append_bytes() {
 }
 
 # commit_here NAME DIGEST [CANONICAL] renames the temporary file, in the
-# directory entered, over $_up/NAME (the target), once the file is on
+# directory entered, over $wr_up/NAME (the target), once the file is on
 # disk, when NAME still has DIGEST (empty: no check) and has the canonical
 # path CANONICAL (when given: see same_file). The private directory, if
 # any, goes either way. Prints "OK" or the error line.
@@ -296,27 +307,27 @@ commit_here() {
 		remove_here
 		return
 	fi
-	if [ -n "$2" ] && [ "$(file_digest "$_up$1" "$2")" != "$2" ]; then
+	if [ -n "$2" ] && [ "$(file_digest "$wr_up$1" "$2")" != "$2" ]; then
 		remove_here
 		echo 'E EMODIFIED file changed on disk'
 		return
 	fi
-	if [ -d "$_up$1" ]; then
+	if [ -d "$wr_up$1" ]; then
 		remove_here
 		echo 'E EISDIR is a directory'
 		return
 	fi
-	if [ -n "$sync_file" ]; then sync "$_tn"; fi
+	if [ -n "$sync_file" ]; then sync "$wr_temp"; fi
 	# -T: a directory put in NAME's place is an error, not where the file
 	# goes.
-	if ! mv -fT -- "$_tn" "$_up$1" 2>"$private/err"; then
+	if ! mv -fT -- "$wr_temp" "$wr_up$1" 2>"$private/err"; then
 		_ch_line=
 		IFS= read -r _ch_line <"$private/err"
 		case $_ch_line in
 		*option*) move_over "$1" || return ;;
 		*)
 			remove_here
-			if [ -d "$_up$1" ]; then
+			if [ -d "$wr_up$1" ]; then
 				echo 'E EISDIR is a directory'
 			else
 				error_from_message "${_ch_line:-rename failed}"
@@ -329,30 +340,30 @@ commit_here() {
 	echo OK
 }
 
-# move_over NAME renames the temporary file over $_up/NAME with an mv that
+# move_over NAME renames the temporary file over $wr_up/NAME with an mv that
 # lacks -T: a directory that took NAME's place since commit_here's check
 # receives the file, which is taken back out. On failure it prints the
 # error line and returns 1, having removed the temporary file.
 move_over() {
-	if ! mv -f -- "$_tn" "$_up$1" 2>"$private/err"; then
+	if ! mv -f -- "$wr_temp" "$wr_up$1" 2>"$private/err"; then
 		remove_here
 		error_from_stderr 'rename failed'
 		return 1
 	fi
-	if [ -d "$_up$1" ] && [ -e "$_up$1/$_tn" ]; then
-		rm -f -- "$_up$1/$_tn"
+	if [ -d "$wr_up$1" ] && [ -e "$wr_up$1/$wr_temp" ]; then
+		rm -f -- "$wr_up$1/$wr_temp"
 		remove_here
 		echo 'E EISDIR is a directory'
 		return 1
 	fi
 }
 
-# same_file NAME CANONICAL: true when $_up/NAME (a write's target, its
+# same_file NAME CANONICAL: true when $wr_up/NAME (a write's target, its
 # symlinks followed) has the canonical path CANONICAL, the one the client's mutation queue holds for
 # it; otherwise prints the error line (EMOVED: the client asks again which
 # file the path names).
 same_file() {
-	if [ -n "$_up" ]; then
+	if [ -n "$wr_up" ]; then
 		_sf_path=${PWD%/*}/$1
 	else
 		_sf_path=${PWD%/}/$1
@@ -366,8 +377,8 @@ same_file() {
 # whole write of a small content, given as a printf format, in one request.
 write_inline() {
 	prepare_temp "$1" "$2" "$4" "$6" || return
-	append_bytes "$_tn" "$5" || return
-	commit_here "$_pt_base" "$3" "$7"
+	append_bytes "$wr_temp" "$5" || return
+	commit_here "$prepare_temp_base" "$3" "$7"
 }
 
 # create_temp TARGET PERM SUFFIX PARENTS: "OK", then "INODE VIA PATH":
@@ -381,11 +392,11 @@ write_inline() {
 # remove_temp; otherwise removed with this server (remove_private).
 create_temp() {
 	prepare_temp "$1" "$2" "$3" "$4" chain || return
-	printf '%s\n%s\n' "${PWD%/}/$_tn" "$_td_inode" >"$private/temp.$3"
-	if [ -z "$_up" ] && [ "$_sd_chain" = yes ]; then
-		printf 'OK\n- sftp %s' "${PWD%/}/$_tn"
+	printf '%s\n%s\n' "${PWD%/}/$wr_temp" "$wr_inode" >"$private/temp.$3"
+	if [ -z "$wr_up" ] && [ "$shared_dir_safe_chain" = yes ]; then
+		printf 'OK\n- sftp %s' "${PWD%/}/$wr_temp"
 	else
-		printf 'OK\n%s server %s' "$_td_inode" "${PWD%/}/$_tn"
+		printf 'OK\n%s server %s' "$wr_inode" "${PWD%/}/$wr_temp"
 	fi
 }
 
@@ -401,7 +412,7 @@ receive_temp() {
 	fi
 	rm -f "$private/failed"
 	head -c "$3" <&3 | {
-		cat 2>"$private/err" >>"$_tn" || {
+		cat 2>"$private/err" >>"$wr_temp" || {
 			command : >"$private/failed"
 			cat >/dev/null
 		}
@@ -422,10 +433,10 @@ commit_temp() {
 	[ ! -e "$private/temp.${2##*.pi-remote-}" ] || rm -f "$private/temp.${2##*.pi-remote-}"
 	_ct_dir=-
 	if ! follow_links "$1" guard; then
-		_ct_error=$_fl_error
+		_ct_error=$follow_links_error
 	else
 		_ct_error='E EMOVED the path now names a file in another directory'
-		_ct_dir=${_f%/*}
+		_ct_dir=${follow_links_path%/*}
 		if cd -P -- "${_ct_dir:-/}" 2>/dev/null; then
 			_ct_dir=${PWD%/}
 		else
@@ -433,9 +444,9 @@ commit_temp() {
 		fi
 	fi
 	enter_temp "$2" "$3" || return
-	if [ -n "$_up" ]; then _ct_temp=${PWD%/*}; else _ct_temp=${PWD%/}; fi
+	if [ -n "$wr_up" ]; then _ct_temp=${PWD%/*}; else _ct_temp=${PWD%/}; fi
 	if [ "$_ct_dir" = "$_ct_temp" ]; then
-		commit_here "${_f##*/}" "$4" "$5"
+		commit_here "${follow_links_path##*/}" "$4" "$5"
 		return
 	fi
 	echo "$_ct_error"
@@ -449,7 +460,7 @@ commit_temp() {
 # write now succeeds.
 diagnose_write() {
 	enter_temp "$1" "$2" || return
-	if printf x 2>/dev/null | cat 2>"$private/err" >>"$_tn"; then
+	if printf x 2>/dev/null | cat 2>"$private/err" >>"$wr_temp"; then
 		echo OK
 	else
 		error_from_stderr "cannot write $1"
@@ -464,20 +475,20 @@ diagnose_write() {
 # when there is no digest to compare ("-": the commit was never sent).
 settle_write() {
 	follow_links "$1" guard || {
-		echo "$_fl_error"
+		echo "$follow_links_error"
 		return
 	}
 	_sw_digest=$2
 	shift 2
-	_sw_dir=${_f%/*}
+	_sw_dir=${follow_links_path%/*}
 	if cd -P -- "${_sw_dir:-/}" 2>/dev/null; then
 		_sw_here=${PWD%/}
 		for _sw_suffix in "$@"; do
-			temp_name "$_sw_suffix"
-			if [ -d "$_tn" ]; then
-				(enter_temp "$_sw_here/$_tn/$_tn" >/dev/null && remove_here)
-			elif [ -f "$_tn" ]; then
-				(enter_temp "$_sw_here/$_tn" >/dev/null && remove_if_ours)
+			temp_name "$follow_links_path" "$_sw_suffix"
+			if [ -d "$wr_temp" ]; then
+				(enter_temp "$_sw_here/$wr_temp/$wr_temp" >/dev/null && remove_here)
+			elif [ -f "$wr_temp" ]; then
+				(enter_temp "$_sw_here/$wr_temp" >/dev/null && remove_if_ours)
 			fi
 		done
 	fi
@@ -485,7 +496,7 @@ settle_write() {
 	-) echo 'OK absent' ;;
 	'' | bytes:*) echo 'OK unknown' ;;
 	*)
-		if [ -f "$_f" ] && [ "$(file_digest "$_f" "$_sw_digest")" = "$_sw_digest" ]; then
+		if [ -f "$follow_links_path" ] && [ "$(file_digest "$follow_links_path" "$_sw_digest")" = "$_sw_digest" ]; then
 			echo 'OK applied'
 		else
 			echo 'OK absent'
