@@ -39,9 +39,24 @@
 # else is read while they run: the client sends its next request only
 # after the marker.
 #
-# Functions are POSIX (no "local"): helpers that run in the server's own
-# shell prefix their variables with their initials. The file functions run
-# in a subshell (see call) and may set what they like.
+# Functions are POSIX (no "local"): every variable is global, and its
+# name says whose it is (TestVariablesKeepToTheirOwners checks it):
+#
+#   _xx_name       private: one function's alone (xx, most often its
+#                  initials; a subshell or background block of it counts
+#                  as that function). "_" alone is read's throwaway.
+#   FUNCTION_name  a result FUNCTION leaves for its caller (job_info_pid,
+#                  gone_status): only FUNCTION sets it.
+#   GROUP_name     shared state of functions that work together (sv_ the
+#                  waiter's, rj_ run_job's, rs_ a batch's, wr_ a write's,
+#                  jw_ remove_files'): only the functions its comment
+#                  "# group GROUP_: FUNCTION..." lists use it.
+#   anything else  the server's own: set as it starts (serve, read_host,
+#                  user_scope) or kept as it runs (seq, fifos, events,
+#                  answered, read_control's ctl...).
+#
+# Anything else one function gives another is an argument. The file
+# functions run in a subshell (see call), under the same rule.
 #
 # The server's own processes are stopped with SIGKILL: a child forked a
 # moment ago may still run the server's TERM trap, which would wait for a
