@@ -92,7 +92,7 @@ func TestRequestsOfAnOlderConnectionActOnNothing(t *testing.T) {
 // about 5 s, however many such servers there are.
 func TestNewConnectionWaitsForActsInProgress(t *testing.T) {
 	sh := testShells(t)[0]
-	cache := t.TempDir()
+	cache := cacheDir(t)
 	client := randhex.String(8)
 	_, err := startFenced(t, sh, cache, client, "1")
 	require.NoError(t, err)

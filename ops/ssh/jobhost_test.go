@@ -30,7 +30,7 @@ func TestJobsOfAnotherHostAreLeftToIt(t *testing.T) {
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
-			cache := t.TempDir()
+			cache := cacheDir(t)
 			jobs := filepath.Join(cache, "pi-remote", "jobs")
 			victim := startBystander(t)
 			dead := strconv.Itoa(goneProcess(t))

@@ -116,7 +116,7 @@ func TestStalePidFileKillsNothing(t *testing.T) {
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
-					cache := t.TempDir()
+					cache := cacheDir(t)
 					jobs := filepath.Join(cache, "pi-remote", "jobs")
 					victim := startBystander(t)
 					waiter := strconv.Itoa(goneProcess(t))
@@ -140,7 +140,7 @@ func TestStalePidFileKillsNothing(t *testing.T) {
 			}
 			t.Run("a job's own process is still killed", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				job := newJob("echo started; exec sleep 300")
 				l.stream(t, job)
@@ -242,7 +242,7 @@ func TestJobKilledAtItsClaimIsLost(t *testing.T) {
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
-			cache := t.TempDir()
+			cache := cacheDir(t)
 			jobs := filepath.Join(cache, "pi-remote", "jobs")
 			plant := func(age time.Duration) string {
 				id := randhex.String(8)
@@ -277,7 +277,7 @@ func TestSavedJobOfAnEarlierScript(t *testing.T) {
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
-			cache := t.TempDir()
+			cache := cacheDir(t)
 			jobs := filepath.Join(cache, "pi-remote", "jobs")
 			save := filepath.Join(t.TempDir(), "saved-output")
 			require.NoError(t, os.WriteFile(save, []byte("line 1\nline 2\n"), 0o600))
@@ -312,7 +312,7 @@ func TestALostJobsTombstoneIsNoStatus(t *testing.T) {
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
-			cache := t.TempDir()
+			cache := cacheDir(t)
 			jobs := filepath.Join(cache, "pi-remote", "jobs")
 			single, batch := randhex.String(8), randhex.String(8)
 			for _, id := range []string{single, batch} {

@@ -62,7 +62,7 @@ func TestJobKilledByItsLeaseIsKeptForItsClient(t *testing.T) {
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
-			cache := t.TempDir()
+			cache := cacheDir(t)
 			runs := filepath.Join(cache, "runs.log")
 			first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 			job := newJob("date >>" + shellquote.Quote(runs) + "; echo started; sleep 30; echo finished")

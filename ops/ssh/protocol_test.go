@@ -51,7 +51,7 @@ func TestServerAnswersEveryRequest(t *testing.T) {
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
-			cache := t.TempDir()
+			cache := cacheDir(t)
 			l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 			// What must survive: a directory a non-request function would
 			// remove, and a file a command substitution would create.

@@ -229,6 +229,38 @@ func holding(name string) []string {
 	return found
 }
 
+// cacheDir is a temporary XDG_CACHE_HOME whose removal, at the test's
+// end, waits until no process works in it any more: a job's waiter writes
+// its status after its command is killed, and a server's sweep runs on in
+// the background after the server has gone; a removal that raced them
+// would fail ("directory not empty").
+func cacheDir(t *testing.T) string {
+	dir := t.TempDir()
+	// (Cleanups run last-registered first: this one after the test's
+	// own, which kill its commands, and before the removal.)
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for len(using(dir)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	return dir
+}
+
+// using lists the processes whose working directory or an open file is
+// under dir, as "PID PATH".
+func using(dir string) []string {
+	var found []string
+	links, _ := filepath.Glob("/proc/[0-9]*/cwd")
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, link := range append(links, fds...) {
+		if target, err := os.Readlink(link); err == nil && (target == dir || strings.HasPrefix(target, dir+"/")) {
+			found = append(found, strings.Split(link, "/")[2]+" "+target)
+		}
+	}
+	return found
+}
+
 // psWhere lists the lines of ps -eo FORMAT whose fields match.
 func psWhere(t *testing.T, format string, match func(fields []string) bool) []string {
 	t.Helper()
@@ -265,7 +297,7 @@ func TestServerScript(t *testing.T) {
 				// for a second (a process of another session lets it go
 				// on), fills the FIFO and exits. Nothing of its group is
 				// left to write: the grace must not cut the relay short.
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				job := newJob("")
 				job[8] = "1000000" // a cap: the relay copies with dd
@@ -292,7 +324,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("a job outlives its server and is attached to from an offset", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				job := newJob(printLines(30, "0.02", 5))
 				first.stream(t, job)
@@ -329,7 +361,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("a request forgets many jobs at once, and only jobs", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				var ids []string
@@ -361,7 +393,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// The files of the jobs a request names go with the rm the
 				// waiter of the job it starts becomes as it ends: at once
 				// all the same when that job runs on, or starts not at all.
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				var ids []string
@@ -396,7 +428,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// JOB.server leaves a job with no server to see die: an
 				// attacher that waited seconds for one judges it unstarted
 				// (as with a server seen dead) instead of waiting forever.
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", newJob("true")...))
@@ -424,7 +456,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// "k" as the job's waiter dies: the server, done waiting,
 				// must not stop its watcher in the middle of the kill (the
 				// job's processes frozen by it, never killed).
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				arg := fmt.Sprintf("31.%06d", rand.IntN(1000000))
 				for range 3 {
@@ -452,7 +484,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("a job whose waiter was killed ends without a status, not as exit 0", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				job := newJob("sleep 3")
@@ -469,7 +501,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("a job has four files, and its status says its output's size", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				arg := fmt.Sprintf("31.%06d", rand.IntN(1000000))
@@ -512,7 +544,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("an ended job stays until its client says it has the result", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				first := newJob("echo one")
@@ -535,7 +567,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("an ended job nobody collects is swept once its lease is past", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				// Servers sweep as they start, in the background, at most
@@ -602,7 +634,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// A client lost its connection as its job ended; a person
 				// kills (forgets) the job meanwhile. The client's start,
 				// sent again, learns how it ended and runs nothing.
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				runs := filepath.Join(cache, "runs")
@@ -658,7 +690,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				t.Parallel()
 				// The job's server is gone and its FIFO's files are a
 				// minute old: a sweep removes them while the job runs.
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				arg := fmt.Sprintf("33.%06d", rand.IntN(1000000))
@@ -695,7 +727,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				t.Parallel()
 				// (Made by hand, or by another program: the jobs' files
 				// are made under the login's umask.)
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				require.NoError(t, os.MkdirAll(jobs, 0o700))
 				require.NoError(t, os.Chmod(jobs, 0o755))
@@ -713,7 +745,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// A sweep of an earlier version of the script took an old
 				// status file for an ended job's: the waiter's ticks
 				// (every second for a lease of 3 s) keep it new.
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				arg := fmt.Sprintf("34.%06d", rand.IntN(1000000))
@@ -739,7 +771,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// The connection lost the moment the job started: its
 				// server and private directory go before the job may have
 				// opened its output FIFO.
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				for range 5 {
 					first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 					job := newJob("echo ran; exit 3")
@@ -765,7 +797,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("several jobs are attached to in one request", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				// Three jobs outlive their servers: one still printing, one
 				// ended, one that will be killed.
@@ -809,7 +841,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("a job let go of runs on and joins a running attach request", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				// Let go of while its output streams.
 				printing := newJob(printLines(40, "0.05", 4))
@@ -864,7 +896,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("an attach request let go of ends early, its jobs running on", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				sleeper := newJob("echo sleeping; exec sleep 30")
 				l.stream(t, sleeper)
@@ -894,7 +926,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("a batch's jobs run in one request, each answered as it ends", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				// A job of an earlier request, whose result the client has.
@@ -1054,7 +1086,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("a batch's jobs go on when the client goes", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				id := randhex.String(8)
@@ -1076,7 +1108,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("a job whose server died before it began is started again", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				require.NoError(t, os.MkdirAll(jobs, 0o700))
 				gone := exec.Command("true")
@@ -1159,7 +1191,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("a start sent twice runs once", func(t *testing.T) {
 				t.Parallel()
-				cache := t.TempDir()
+				cache := cacheDir(t)
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				counter := filepath.Join(t.TempDir(), "runs")
 				job := newJob("echo run >>" + counter + "; sleep 0.3; echo done")
