@@ -37,6 +37,25 @@ func TestVariableMisusesAreFound(t *testing.T) {
 			[]string{"f_out, a result of f, set by g"}},
 		{"a result set by for", "f() {\n\tf_out=1\n}\ng() {\n\tfor f_out in a; do :; done\n}\n",
 			[]string{"f_out, a result of f, set by g"}},
+		{"a result set by arithmetic", "f() {\n\tf_out=1\n\tf_two=1\n}\ng() {\n\t: $((f_out += 1)) $((n = f_two = 0))\n}\n",
+			[]string{"f_out, a result of f, set by g", "f_two, a result of f, set by g"}},
+		{"a result set by a default", "f() {\n\tf_out=1\n}\ng() {\n\t: \"${f_out:=2}\"\n}\n",
+			[]string{"f_out, a result of f, set by g"}},
+		{"a result set in an eval'd string", "f() {\n\tf_out=1\n}\ng() {\n\teval 'f_out=2'\n}\n",
+			[]string{"f_out, a result of f, set by g"}},
+		{"a result unset by another", "f() {\n\tf_out=1\n}\ng() {\n\tunset -v f_out\n}\n",
+			[]string{"f_out, a result of f, set by g"}},
+		{"a result set by read after --", "f() {\n\tf_out=1\n}\ng() {\n\tread -r -- _ f_out <x\n}\n",
+			[]string{"f_out, a result of f, set by g"}},
+		{"a result compared, not set", "f() {\n\tf_out=1\n}\ng() {\n\t[ $((f_out == 1)) = 1 ] && [ \"$f_out\" = x ]\n}\n", nil},
+		{"a private one in capitals", "f() {\n\t_F_x=1\n}\ng() {\n\techo \"$_F_x\"\n}\n",
+			[]string{"_F_x, private, used by f, g"}},
+		{"a private one in arithmetic and a length", "f() {\n\t_f_x=1\n}\ng() {\n\techo \"${#_f_x}\" $((1+_f_x))\n}\n",
+			[]string{"_f_x, private, used by f, g"}},
+		{"a function's end the check cannot see", "f() {\n\t_f_x=1\n} >/dev/null\necho \"$_f_x\"\n",
+			[]string{"line 3, \"} >/dev/null\": a function's end not written \"}\" alone"}},
+		{"a function's start the check cannot see", "f() {\n\t_f_x=1\n}\ng ()\n{\n\techo \"$_f_x\"\n}\n",
+			[]string{"_f_x, private, used by (top), f", "line 4, \"g ()\": a function's start not written \"NAME() {\""}},
 		{"a result read by another", "f() {\n\tf_out=1\n}\ng() {\n\techo \"$f_out\"\n}\n", nil},
 		{"shared state outside its group", "# group gr_: f\nf() {\n\tgr_x=1\n}\ng() {\n\techo $((gr_x + 1))\n}\n",
 			[]string{"gr_x, shared state of group gr_, used by g"}},
@@ -52,13 +71,19 @@ func TestVariableMisusesAreFound(t *testing.T) {
 
 var (
 	funcHead    = regexp.MustCompile(`^([a-z_][a-z0-9_]*)\(\) \{$`)
+	anyFuncHead = regexp.MustCompile(`^\s*[A-Za-z_][A-Za-z0-9_]*\s*\(\s*\)`)
 	groupHead   = regexp.MustCompile(`^# group ([a-z][a-z0-9]*_): ([a-z_ ]+)$`)
 	groupMore   = regexp.MustCompile(`^# ([a-z_ ]+)$`)
-	privateName = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(_[a-z0-9][a-z0-9_]*)`)
+	privateName = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(_[A-Za-z0-9][A-Za-z0-9_]*)`)
 	joinedName  = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`)
-	readList    = regexp.MustCompile(`\bread(?:\s+-[a-zA-Z]+)*((?:\s+[A-Za-z_][A-Za-z0-9_]*)+)`)
+	readList    = regexp.MustCompile(`\bread(?:\s+-[-a-zA-Z]*)*((?:\s+[A-Za-z_][A-Za-z0-9_]*)+)`)
+	unsetList   = regexp.MustCompile(`\bunset(?:\s+-[-a-zA-Z]*)*((?:\s+[A-Za-z_][A-Za-z0-9_]*)+)`)
 	forName     = regexp.MustCompile(`\bfor\s+([A-Za-z_][A-Za-z0-9_]*)`)
-	assignment  = regexp.MustCompile(`(?:^|[\s;&|({])([A-Za-z_][A-Za-z0-9_]*)=`)
+	// (After a quote too: a string eval runs.)
+	assignment = regexp.MustCompile(`(?:^|[\s;&|({"'])([A-Za-z_][A-Za-z0-9_]*)=`)
+	defaulted  = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*):?=`)
+	arithmetic = regexp.MustCompile(`\$\(\(((?:[^()]|\([^()]*\))*)\)\)`)
+	arithSet   = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)\s*(?:[-+*/%&|^]|<<|>>)?=`)
 )
 
 // variableMisuses lists what breaks the rule in the modules' text src:
@@ -72,7 +97,12 @@ func variableMisuses(src string) []string {
 	bodies := map[string]*strings.Builder{}
 	groups := map[string][]string{} // prefix -> functions
 	fn, group := "(top)", ""
+	// (Where a function starts and ends is read from its first and last
+	// lines: one written otherwise would lend its code to another.)
+	var misuses []string
+	n := 0
 	for line := range strings.Lines(src) {
+		n++
 		line = strings.TrimRight(line, "\n")
 		if m := groupHead.FindStringSubmatch(line); m != nil {
 			group = m[1]
@@ -91,6 +121,10 @@ func variableMisuses(src string) []string {
 			fn = m[1]
 		} else if line == "}" {
 			fn = "(top)"
+		} else if anyFuncHead.MatchString(line) {
+			misuses = append(misuses, fmt.Sprintf("line %d, %q: a function's start not written \"NAME() {\"", n, line))
+		} else if strings.HasPrefix(line, "}") {
+			misuses = append(misuses, fmt.Sprintf("line %d, %q: a function's end not written \"}\" alone", n, line))
 		}
 		if bodies[fn] == nil {
 			bodies[fn] = &strings.Builder{}
@@ -98,7 +132,6 @@ func variableMisuses(src string) []string {
 		bodies[fn].WriteString(line + "\n")
 	}
 
-	var misuses []string
 	inGroup := map[string]map[string]bool{}
 	for prefix, fns := range groups {
 		inGroup[prefix] = map[string]bool{}
@@ -149,16 +182,31 @@ func variableMisuses(src string) []string {
 	return slices.Compact(misuses)
 }
 
-// setNames are the variables code assigns to: NAME=..., read's names,
-// for's.
+// setNames are the variables code assigns to (or unsets): NAME=...
+// (in a string for eval too), ${NAME=...} and ${NAME:=...}, NAME = and
+// NAME += (and the like) in $(( )), read's names, unset's, for's.
 func setNames(code string) map[string]bool {
 	set := map[string]bool{}
-	for _, name := range submatches(assignment, code) {
-		set[name] = true
-	}
-	for _, names := range submatches(readList, code) {
-		for _, name := range strings.Fields(names) {
+	for _, re := range []*regexp.Regexp{assignment, defaulted} {
+		for _, name := range submatches(re, code) {
 			set[name] = true
+		}
+	}
+	for _, expr := range submatches(arithmetic, code) {
+		for _, m := range arithSet.FindAllStringSubmatchIndex(expr, -1) {
+			// (Not $NAME, nor the tail of a longer name; not ==.)
+			expanded := m[0] > 0 && strings.ContainsRune("$_"+alnum, rune(expr[m[0]-1]))
+			compared := m[1] < len(expr) && expr[m[1]] == '='
+			if !expanded && !compared {
+				set[expr[m[2]:m[3]]] = true
+			}
+		}
+	}
+	for _, re := range []*regexp.Regexp{readList, unsetList} {
+		for _, names := range submatches(re, code) {
+			for _, name := range strings.Fields(names) {
+				set[name] = true
+			}
 		}
 	}
 	for _, name := range submatches(forName, code) {
@@ -188,6 +236,8 @@ func resultOwner(name string, bodies map[string]*strings.Builder) string {
 	}
 	return owner
 }
+
+const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 func submatches(re *regexp.Regexp, s string) []string {
 	var found []string
