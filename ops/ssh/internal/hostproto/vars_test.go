@@ -47,9 +47,13 @@ func TestVariableMisusesAreFound(t *testing.T) {
 			[]string{"f_out, a result of f, set by g"}},
 		{"a result set by read after --", "f() {\n\tf_out=1\n}\ng() {\n\tread -r -- _ f_out <x\n}\n",
 			[]string{"f_out, a result of f, set by g"}},
+		{"a result in capitals set by another", "f() {\n\tf_Out=1\n}\ng() {\n\tf_Out=2\n}\n",
+			[]string{"f_Out, a result of f, set by g"}},
 		{"a result compared, not set", "f() {\n\tf_out=1\n}\ng() {\n\t[ $((f_out == 1)) = 1 ] && [ \"$f_out\" = x ]\n}\n", nil},
 		{"a private one in capitals", "f() {\n\t_F_x=1\n}\ng() {\n\techo \"$_F_x\"\n}\n",
 			[]string{"_F_x, private, used by f, g"}},
+		{"a private one with two underscores", "f() {\n\t__x=1\n}\ng() {\n\techo \"$__x\"\n}\n",
+			[]string{"__x, private, used by f, g"}},
 		{"a private one in arithmetic and a length", "f() {\n\t_f_x=1\n}\ng() {\n\techo \"${#_f_x}\" $((1+_f_x))\n}\n",
 			[]string{"_f_x, private, used by f, g"}},
 		{"a function's end the check cannot see", "f() {\n\t_f_x=1\n} >/dev/null\necho \"$_f_x\"\n",
@@ -74,8 +78,8 @@ var (
 	anyFuncHead = regexp.MustCompile(`^\s*[A-Za-z_][A-Za-z0-9_]*\s*\(\s*\)`)
 	groupHead   = regexp.MustCompile(`^# group ([a-z][a-z0-9]*_): ([a-z_ ]+)$`)
 	groupMore   = regexp.MustCompile(`^# ([a-z_ ]+)$`)
-	privateName = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(_[A-Za-z0-9][A-Za-z0-9_]*)`)
-	joinedName  = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`)
+	privateName = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(_[A-Za-z0-9_]+)`)
+	joinedName  = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])([a-z][a-z0-9]*(?:_[A-Za-z0-9]+)+)`)
 	readList    = regexp.MustCompile(`\bread(?:\s+-[-a-zA-Z]*)*((?:\s+[A-Za-z_][A-Za-z0-9_]*)+)`)
 	unsetList   = regexp.MustCompile(`\bunset(?:\s+-[-a-zA-Z]*)*((?:\s+[A-Za-z_][A-Za-z0-9_]*)+)`)
 	forName     = regexp.MustCompile(`\bfor\s+([A-Za-z_][A-Za-z0-9_]*)`)
@@ -89,10 +93,12 @@ var (
 // variableMisuses lists what breaks the rule in the modules' text src:
 // a private variable used by two functions, a result set by a function
 // other than its owner, shared state used outside its group (and a group
-// that names no function of the program). Code outside any function
-// counts as one more function, "(top)"; a subshell or a background block
-// counts as the function it is written in. "_" alone is the throwaway of
-// read, anybody's.
+// that names no function of the program), and a function written other
+// than from a line "NAME() {" to a line "}" (the check could not tell
+// whose its code is). Code outside any function counts as one more
+// function, "(top)"; a subshell or a background block counts as the
+// function it is written in. "_" alone is the throwaway of read,
+// anybody's.
 func variableMisuses(src string) []string {
 	bodies := map[string]*strings.Builder{}
 	groups := map[string][]string{} // prefix -> functions
