@@ -19,6 +19,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/integration/netfault"
 	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/internal/tier"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/opstest"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
@@ -30,8 +31,14 @@ import (
 // many large outputs at once.
 
 // The whole contract and every tool for a plain user, whose permission
-// errors are real.
+// errors are real. In the soak tier only: the default tier runs both for
+// plain users on other cells of the host matrix, TestDropbear's "without
+// sftp-server" (a POSIX login shell: the contract and every tool) and
+// TestBusyboxHost's, and TestNonPOSIXLoginShells runs the contract for
+// two more over OpenSSH's SFTP server (whose permission errors are this
+// test's); the tools reach the host only through that contract.
 func TestUnprivilegedUser(t *testing.T) {
+	tier.Soak(t)
 	t.Parallel()
 	home := ensureUser(t, "pi-plain", "/bin/sh")
 	runSuitesAs(t, sshd.Start(t, sshd.Options{User: "pi-plain"}), home)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/internal/tier"
 	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/ops/opstest"
 	rssh "github.com/pi-remote/pi-remote/ops/ssh"
@@ -29,7 +30,16 @@ func TestOpsConformance(t *testing.T) {
 	}})
 }
 
+// The contract on OpenSSH without an SFTP server, as if on a host without
+// GNU find and setsid. In the soak tier only: the default tier runs each
+// of those alone, on hosts that really lack them, and the three together
+// against the host program: OpenSSH without SFTP is TestBusyboxHost's
+// "no sftp" cell (and dropbear without sftp-server, TestDropbear's), which
+// has BusyBox's find; ops/ssh's TestConformanceWithoutSFTP runs the suite
+// with all three switches; and a host without setsid is
+// TestPrivateDirectoriesAreRemoved's too.
 func TestOpsConformanceWithoutSFTP(t *testing.T) {
+	tier.Soak(t)
 	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{NoSFTP: true})
 	opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
