@@ -128,6 +128,7 @@ func TestBusyboxHost(t *testing.T) {
 			t.Parallel()
 			b := startBusyboxHost(t, sftp)
 			t.Run("the host has no GNU tools", func(t *testing.T) {
+				t.Parallel()
 				h := host(t, b.srv, rssh.HostOptions{})
 				var out strings.Builder
 				require.NoError(t, h.Exec(t.Context(), ops.Command{Script: "ls -l /bin/sh /bin/grep /bin/find /bin/sed; for c in bash rg fd fdfind; do command -v $c; done; echo end", Output: &out}))
@@ -137,12 +138,14 @@ func TestBusyboxHost(t *testing.T) {
 				assert.True(t, strings.HasSuffix(out.String(), "busybox\nend\n"), "no bash, rg or fd: %s", out.String())
 			})
 			t.Run("ops", func(t *testing.T) {
+				t.Parallel()
 				opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
 					h := host(t, b.srv, rssh.HostOptions{})
 					return h, b.scratch(t, h)
 				}, NoAttributeTools: true})
 			})
 			t.Run("tools", func(t *testing.T) {
+				t.Parallel()
 				toolstest.Run(t, toolstest.Harness{New: func(t *testing.T) ops.Operations {
 					return host(t, b.srv, rssh.HostOptions{})
 				}})

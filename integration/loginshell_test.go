@@ -64,15 +64,20 @@ func TestNonPOSIXLoginShells(t *testing.T) {
 				return dir
 			}
 			t.Run("login shell is really "+path.Base(tc.shell), func(t *testing.T) {
+				t.Parallel()
 				out, err := exec.Command("getent", "passwd", tc.user).Output()
 				require.NoError(t, err)
 				assert.True(t, strings.HasSuffix(strings.TrimSpace(string(out)), tc.shell))
 			})
-			opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
-				h := host(t, srv, rssh.HostOptions{})
-				return h, scratch(t, h)
-			}})
+			t.Run("ops", func(t *testing.T) {
+				t.Parallel()
+				opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
+					h := host(t, srv, rssh.HostOptions{})
+					return h, scratch(t, h)
+				}})
+			})
 			t.Run("tools", func(t *testing.T) {
+				t.Parallel()
 				h := host(t, srv, rssh.HostOptions{})
 				dir := scratch(t, h)
 				te := newToolEnv(t, h, tc.user, dir)

@@ -45,9 +45,10 @@ func TestUnprivilegedUser(t *testing.T) {
 }
 
 // runSuitesAs runs the contract (in fresh directories under home, the
-// login user's) and every tool's table against srv.
+// login user's) and every tool's table against srv, the two at once.
 func runSuitesAs(t *testing.T, srv *sshd.Server, home string) {
 	t.Run("ops", func(t *testing.T) {
+		t.Parallel()
 		opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
 			h := host(t, srv, rssh.HostOptions{})
 			dir := path.Join(home, fmt.Sprintf("pi-test-%d", time.Now().UnixNano()))
@@ -57,6 +58,7 @@ func runSuitesAs(t *testing.T, srv *sshd.Server, home string) {
 		}})
 	})
 	t.Run("tools", func(t *testing.T) {
+		t.Parallel()
 		toolstest.Run(t, toolstest.Harness{RequireEngines: os.Getenv("CI") != "", New: func(t *testing.T) ops.Operations {
 			return host(t, srv, rssh.HostOptions{})
 		}})
@@ -65,7 +67,8 @@ func runSuitesAs(t *testing.T, srv *sshd.Server, home string) {
 
 // A host that allows one or two sessions per connection (MaxSessions)
 // serves everything: the contract holds, a timed-out command dies on the
-// host, large outputs do not deadlock.
+// host, large outputs do not deadlock. (Each check on connections of its
+// own, all at once.)
 func TestFewSessions(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{1, 2} {
@@ -73,11 +76,13 @@ func TestFewSessions(t *testing.T) {
 			t.Parallel()
 			srv := sshd.Start(t, sshd.Options{Config: []string{fmt.Sprintf("MaxSessions %d", n)}})
 			t.Run("ops", func(t *testing.T) {
+				t.Parallel()
 				opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
 					return host(t, srv, rssh.HostOptions{}), t.TempDir()
 				}})
 			})
 			t.Run("read through the CLI", func(t *testing.T) {
+				t.Parallel()
 				dir := t.TempDir()
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "f.txt"), []byte("hello\n"), 0o644))
 				code, out, errOut := cli(t, "", append(srv.Flags(), "tool", "read", mustString(t, map[string]any{"path": filepath.Join(dir, "f.txt")}))...)
@@ -85,6 +90,7 @@ func TestFewSessions(t *testing.T) {
 				assert.Equal(t, "hello\n", out)
 			})
 			t.Run("a timed-out command is killed", func(t *testing.T) {
+				t.Parallel()
 				marker := fmt.Sprintf("31.%d", time.Now().UnixNano()%1000000007)
 				t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
 				te := newToolEnv(t, host(t, srv, rssh.HostOptions{}), "tight", t.TempDir())
@@ -98,6 +104,7 @@ func TestFewSessions(t *testing.T) {
 				}, 5*time.Second, 100*time.Millisecond)
 			})
 			t.Run("large outputs at once", func(t *testing.T) {
+				t.Parallel()
 				te := newToolEnv(t, host(t, srv, rssh.HostOptions{}), "tight", t.TempDir())
 				concurrentLargeOutputs(t, te, 3)
 			})
