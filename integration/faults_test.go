@@ -106,6 +106,7 @@ func blackholeEnv(t *testing.T, interval time.Duration) (*netfault.Proxy, *toolE
 // connection (an error result for a tool); once the network is back the
 // next call succeeds on a new connection.
 func TestFaultBlackhole(t *testing.T) {
+	t.Parallel()
 	p, te := blackholeEnv(t, 300*time.Millisecond)
 	require.Equal(t, int64(1), p.Accepted())
 
@@ -131,7 +132,8 @@ func TestFaultBlackhole(t *testing.T) {
 
 // A black hole in the middle of a command is declared within the keepalive
 // bound (count x interval of silence, plus at most a second) and the call
-// returns then: nothing waits on the dead link after that.
+// returns then: nothing waits on the dead link after that. (Not in
+// parallel with the others: its bound has half a second of slack.)
 func TestFaultBlackholeWithinKeepaliveBound(t *testing.T) {
 	p, te := blackholeEnv(t, 2*time.Second)
 
@@ -190,6 +192,7 @@ func TestFaultBlackholeEndsTheCLIWithinTheBound(t *testing.T) {
 
 // A handshake that never completes is bounded by the connect timeout.
 func TestFaultHandshakeTimeout(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	p := netfault.Start(t, srv.Addr)
 	p.Blackhole(true)

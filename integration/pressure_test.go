@@ -209,6 +209,7 @@ func TestCancelledWriteNeverLandsLater(t *testing.T) {
 // a silent host dead after 3 s, the upload takes 8: 300 ms keepalives
 // were missed on a loaded machine however the host answered.)
 func TestSlowUplinkKeepsTheConnection(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	p := netfault.Start(t, srv.Addr)
 	cfg := viaProxy(t, srv, p)
@@ -257,6 +258,7 @@ func TestPrivateDirectoriesAreRemoved(t *testing.T) {
 // one's result, and abort is answered at once while the host does not
 // answer at all.
 func TestRPCUnderPressure(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	t.Run("output stays with its command", func(t *testing.T) {
 		c := startRPC(t, srv.Flags()...)

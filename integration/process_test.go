@@ -59,6 +59,7 @@ func psWithEnv(t *testing.T, kv string) []string {
 
 // bash with a timeout leaves nothing of its command on the host.
 func TestBashTimeoutKillsRemoteGroup(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	te := newToolEnv(t, host(t, srv, rssh.HostOptions{}), "box", t.TempDir())
 	marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)

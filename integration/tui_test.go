@@ -122,6 +122,7 @@ func lastUserText(req map[string]any) string {
 // multi-line input with Alt+Enter, a 200-line paste; the scrollback holds
 // the whole transcript.
 func TestTerminalUI(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	home := t.TempDir()
 	dir := t.TempDir()
@@ -260,6 +261,7 @@ func TestTerminalUI(t *testing.T) {
 // BenchmarkTerminalUIKeystroke's, against an empty session in the same
 // run: a bound on time here would fail on a loaded machine (issue 31).
 func TestTerminalUIKeystrokesInALongSession(t *testing.T) {
+	t.Parallel()
 	took := keystrokeTimes(t, 250)
 	t.Logf("keystroke to screen: median %v, slowest %v", took[len(took)/2], took[len(took)-1])
 }
@@ -343,6 +345,7 @@ func keystrokeTimes(tb testing.TB, pairs int) []time.Duration {
 // /hosts NAME makes NAME the default host: tool calls that name no host
 // run there from the next prompt on.
 func TestTerminalUIDefaultHost(t *testing.T) {
+	t.Parallel()
 	srv := sshd.Start(t, sshd.Options{})
 	fake := &scriptedOpenAI{turns: []openAITurn{
 		{calls: [][3]string{{"c1", "bash", `{"command":"echo \"where:${SSH_CONNECTION:-local}\""}`}}},
