@@ -30,7 +30,8 @@ import (
 // had no output yet, ran the command a second time, reporting a clean end).
 func TestCommandKilledByItsLeaseDuringAnOutageRunsOnce(t *testing.T) {
 	t.Parallel()
-	srv := sshd.Start(t, sshd.Options{})
+	cache := hostCache(t)
+	srv := sshd.Start(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
 	p := netfault.Start(t, srv.Addr)
 	cfg := viaProxy(t, srv, p)
 	cfg.KeepaliveInterval, cfg.KeepaliveCount = time.Second, 3
@@ -46,8 +47,10 @@ func TestCommandKilledByItsLeaseDuringAnOutageRunsOnce(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+		// Until its lease has killed it (or for a minute: the call then
+		// says it was not).
 		p.Blackhole(true)
-		time.Sleep(9 * time.Second)
+		waitFor(t.Context(), func() bool { return killedByLease(cache) > 0 })
 		p.Reset()
 		p.Blackhole(false)
 	}()
@@ -61,6 +64,19 @@ func TestCommandKilledByItsLeaseDuringAnOutageRunsOnce(t *testing.T) {
 	log, err := os.ReadFile(runs)
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(string(log), "\n"), "the command ran once")
+}
+
+// killedByLease counts the jobs on the host whose cache directory is
+// cache that their lease killed: their status says so ("137 lease").
+func killedByLease(cache string) int {
+	statuses, _ := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", "*.status"))
+	n := 0
+	for _, f := range statuses {
+		if content, _ := os.ReadFile(f); strings.HasPrefix(string(content), "137 lease\n") {
+			n++
+		}
+	}
+	return n
 }
 
 // A command's lease holds from its start: three commands black-holed

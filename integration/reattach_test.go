@@ -58,14 +58,15 @@ func reattachingHostOpts(t *testing.T, opts sshd.Options, hopts rssh.HostOptions
 // printed ten, and the host refuses connections for the next 10 s; the
 // call reconnects, and returns every line exactly once, in order, with
 // the command's exit code. The same with a black hole instead of a reset.
-// (Once the call has connected again, the gate lets the command print the
-// rest at once instead of taking its 30 s.)
+// (Once the call has attached to the command again, the gate lets it
+// print the rest at once instead of taking its 30 s.)
 func TestCommandSurvivesDroppedConnection(t *testing.T) {
 	t.Parallel()
 	for _, fault := range []string{"reset", "black hole"} {
 		t.Run(fault, func(t *testing.T) {
 			t.Parallel()
-			p, h := reattachingHost(t)
+			cache := hostCache(t)
+			p, h := reattachingHostWith(t, sshd.Options{Config: []string{"SetEnv XDG_CACHE_HOME=" + cache}})
 			gate := filepath.Join(t.TempDir(), "gate")
 			out := &lockedBuffer{}
 			var faults sync.WaitGroup
@@ -84,7 +85,7 @@ func TestCommandSurvivesDroppedConnection(t *testing.T) {
 					p.Blackhole(false)
 				}
 				time.Sleep(10 * time.Second)
-				reconnected(p)
+				reconnected(p, cache)
 			})
 			err := h.Exec(t.Context(), ops.Command{Script: numberedCommand(gate), Output: out})
 			faults.Wait()
@@ -101,15 +102,31 @@ func TestCommandSurvivesDroppedConnection(t *testing.T) {
 	}
 }
 
-// reconnected lets p accept connections again and returns two seconds
-// after the next one (the client's first try after its backoff), for the
-// client to attach to what runs; or after a minute without one.
-func reconnected(p *netfault.Proxy) {
-	tries := p.Accepted() // refused ones count too
+// reconnected lets p accept connections again and returns once the client
+// has attached to the job it runs on the host whose cache directory is
+// cache (an attach renews the job's lease at once: its lease file
+// changes), or the job has ended (its status is written); or after a
+// minute. It is called while p refuses connections, long after the last
+// one dropped: until it lets them in, no client renews anything.
+func reconnected(p *netfault.Proxy, cache string) {
+	before := jobLeases(cache)
 	p.Refuse(false)
-	if waitFor(context.Background(), func() bool { return p.Accepted() > tries }) {
-		time.Sleep(2 * time.Second)
+	waitFor(context.Background(), func() bool { return jobLeases(cache) != before })
+}
+
+// jobLeases is the content of the lease and status files of the jobs on
+// the host whose cache directory is cache: what changes when a client
+// renews a lease or a job ends.
+func jobLeases(cache string) string {
+	var b strings.Builder
+	for _, pattern := range []string{"*.lease", "*.status"} {
+		files, _ := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", pattern))
+		for _, f := range files {
+			content, _ := os.ReadFile(f)
+			fmt.Fprintf(&b, "%s %q\n", filepath.Base(f), content)
+		}
 	}
+	return b.String()
 }
 
 // waitFor polls cond every 20 ms until it holds (true) or a minute has
@@ -261,8 +278,9 @@ func TestCancelDuringDisconnectKillsOnReturn(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			if how == "timeout" {
-				// Long enough for the command to start on a busy machine.
-				ctx, cancel = context.WithTimeout(t.Context(), 20*time.Second)
+				// Its deadline passes a second into the outage, however
+				// long the command took to start on a busy machine.
+				ctx, cancel = timeoutLater()
 				defer cancel()
 			}
 			done := make(chan error, 1)
@@ -270,10 +288,8 @@ func TestCancelDuringDisconnectKillsOnReturn(t *testing.T) {
 			require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Len(c, sleepers(t, marker), 2) }, 10*time.Second, 50*time.Millisecond)
 			p.Refuse(true)
 			p.Reset()
-			if how == "abort" {
-				time.Sleep(time.Second)
-				cancel()
-			}
+			time.Sleep(time.Second)
+			cancel()
 			err := <-done
 			if how == "abort" {
 				require.ErrorIs(t, err, context.Canceled)
@@ -288,6 +304,33 @@ func TestCancelDuringDisconnectKillsOnReturn(t *testing.T) {
 				assert.Empty(c, sleepers(t, marker), "killed once the host is back")
 			}, 45*time.Second, 100*time.Millisecond)
 		})
+	}
+}
+
+// timeoutLater is a context that ends as one whose deadline passed does
+// (Err is context.DeadlineExceeded) when expire is called: a timeout at a
+// moment the test picks, once what it waits for has happened. (ops/ssh
+// reads no deadline from a context, only its end and its error. It
+// carries no values: contexts made from it then learn of its end, and
+// its error, from Done and Err, as they do from any other context.)
+func timeoutLater() (ctx context.Context, expire func()) {
+	c := &laterTimeout{done: make(chan struct{})}
+	var once sync.Once
+	return c, func() { once.Do(func() { close(c.done) }) }
+}
+
+type laterTimeout struct{ done chan struct{} }
+
+func (c *laterTimeout) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *laterTimeout) Done() <-chan struct{}       { return c.done }
+func (c *laterTimeout) Value(any) any               { return nil }
+
+func (c *laterTimeout) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
 }
 
@@ -386,7 +429,7 @@ func cliViaProxy(t *testing.T) (*netfault.Proxy, []string, string) {
 // dropWhileRunning resets the link once numberedCommand has printed its
 // fifth line on the host (whatever the client took to start, on a busy
 // machine), and refuses connections for the next 10 s; once the client
-// has connected again (reconnected), it opens the command's gate. The
+// has attached to it again (reconnected), it opens the command's gate. The
 // caller waits for the returned channel.
 func dropWhileRunning(p *netfault.Proxy, cache, gate string) <-chan struct{} {
 	done := make(chan struct{})
@@ -404,7 +447,7 @@ func dropWhileRunning(p *netfault.Proxy, cache, gate string) <-chan struct{} {
 		p.Refuse(true)
 		p.Reset()
 		time.Sleep(10 * time.Second)
-		reconnected(p)
+		reconnected(p, cache)
 	}()
 	return done
 }
