@@ -278,8 +278,8 @@ func TestCancelDuringDisconnectKillsOnReturn(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			if how == "timeout" {
-				// Its deadline passes a second into the outage, however
-				// long the command took to start on a busy machine.
+				// Its deadline passes in the outage, however long the
+				// command took to start on a busy machine.
 				ctx, cancel = timeoutLater()
 				defer cancel()
 			}
@@ -287,8 +287,11 @@ func TestCancelDuringDisconnectKillsOnReturn(t *testing.T) {
 			go func() { done <- h.Exec(ctx, ops.Command{Script: "sleep " + marker + " & sleep " + marker + "; wait"}) }()
 			require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Len(c, sleepers(t, marker), 2) }, 10*time.Second, 50*time.Millisecond)
 			p.Refuse(true)
+			tried := p.Accepted()
 			p.Reset()
-			time.Sleep(time.Second)
+			// Cancelled in the outage: once the client, reconnecting,
+			// has been refused.
+			require.Eventually(t, func() bool { return p.Accepted() > tried }, 30*time.Second, 20*time.Millisecond, "the client tries to reconnect")
 			cancel()
 			err := <-done
 			if how == "abort" {

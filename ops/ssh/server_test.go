@@ -239,10 +239,7 @@ func cacheDir(t *testing.T) string {
 	// (Cleanups run last-registered first: this one after the test's
 	// own, which kill its commands, and before the removal.)
 	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for len(using(dir)) > 0 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		assert.Eventually(t, func() bool { return len(using(dir)) == 0 }, 10*time.Second, 20*time.Millisecond, "processes still work in %s", dir)
 	})
 	return dir
 }
