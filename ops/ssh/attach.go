@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -32,7 +30,7 @@ type reattach struct {
 	id   string
 	out  *gatedWriter // to the call's countingWriter
 	sent *countingWriter
-	save [3]string // SAVE, SAVE_BYTES, SAVE_LINES of run_job
+	save [3]string // SAVE, SAVE_BYTES, SAVE_LINES of its start
 
 	deadline time.Time // when the call stops waiting for the host
 
@@ -60,7 +58,7 @@ func (r *reattach) settle(res attachResult) {
 
 // reattachJob waits for job r.id to be served by an attach_jobs batch,
 // through further drops of the connection, and returns its status as
-// run_job's. It gives up waiting for the host after HostOptions'
+// its start's. It gives up waiting for the host after HostOptions'
 // ReattachTimeout from each drop; a cancelled call has its job killed.
 func (h *Host) reattachJob(ctx context.Context, id string, sent *countingWriter, save [3]string) (hostproto.Status, error) {
 	var none hostproto.Status
@@ -413,7 +411,7 @@ func (b *batchState) read(req hostproto.Request) {
 	switch {
 	case err != nil:
 		b.s.close()
-		b.end(b.s, b.c.lost(err))
+		b.end(b.s, b.c.lost(frameError(b.s, err)))
 	case status.Kind == hostproto.Detached:
 		b.end(b.s, nil) // its calls attach again
 	case status.Kind != hostproto.OK:
@@ -422,77 +420,4 @@ func (b *batchState) read(req hostproto.Request) {
 	default:
 		b.end(b.s, nil)
 	}
-}
-
-// readFrames reads the answer to req (attach_jobs or run_jobs) from s:
-// the output in each "D" frame goes to out(ID), each "X" frame to end(ID,
-// STATUS). It returns the final status.
-func readFrames(s *server, req hostproto.Request, out func(id string) io.Writer, end func(id string, status hostproto.Status)) (hostproto.Status, error) {
-	var none hostproto.Status
-	rd := s.stdout
-	for {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			s.broken.Store(true)
-			if errors.Is(err, io.EOF) {
-				err = errServerExited
-			}
-			return none, fmt.Errorf("command server: %w%s", err, s.stderr.suffix())
-		}
-		line = strings.TrimSuffix(line, "\n")
-		if end, ok := strings.CutPrefix(line, string(s.marker)); ok {
-			status, err := req.Answer(end)
-			if err != nil {
-				s.broken.Store(true)
-				return none, fmt.Errorf("command server: %w", err)
-			}
-			return status, nil
-		}
-		kind, rest, _ := strings.Cut(line, " ")
-		id, arg, _ := strings.Cut(rest, " ")
-		switch kind {
-		case "D":
-			n, err := strconv.ParseInt(arg, 10, 64)
-			if err != nil || n < 0 {
-				s.broken.Store(true)
-				return none, fmt.Errorf("command server: %w: bad frame %q", errProtocol, line)
-			}
-			if err := copyFrame(out(id), rd, n); err != nil {
-				s.broken.Store(true)
-				return none, fmt.Errorf("command server: %w", err)
-			}
-		case "X":
-			status, err := hostproto.FrameStatus(arg)
-			if err != nil {
-				s.broken.Store(true)
-				return none, fmt.Errorf("command server: %w: bad frame %q", errProtocol, line)
-			}
-			end(id, status)
-		default:
-			s.broken.Store(true)
-			return none, fmt.Errorf("command server: %w: bad frame %q", errProtocol, line)
-		}
-	}
-}
-
-// copyFrame copies the n bytes of a frame from rd to w. After an error of
-// w's, the rest of the frame is read all the same: the stream stays in
-// step.
-func copyFrame(w io.Writer, rd io.Reader, n int64) error {
-	lr := &io.LimitedReader{R: rd, N: n}
-	buf := make([]byte, 32<<10)
-	var werr error
-	for lr.N > 0 {
-		k, err := lr.Read(buf)
-		if k > 0 && werr == nil {
-			_, werr = w.Write(buf[:k])
-		}
-		if errors.Is(err, io.EOF) && lr.N > 0 {
-			return io.ErrUnexpectedEOF
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-	}
-	return nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
-// Exec implements ops.ExecOperations with the server's run_job (jobs.sh): `sh -c` in
+// Exec implements ops.ExecOperations with the server's run_jobs (batches.sh): `sh -c` in
 // its own session and process group, stdin /dev/null, no terminal, output
 // merged and delivered completely however slowly it is read. The command
 // is a job on the host that no SSH channel owns: when the connection drops,
@@ -201,8 +201,8 @@ func jobLabel(s string) string {
 	return strings.ReplaceAll(s, "\t", " ")
 }
 
-// jobStart is what starts a job on the host: the words of run_job and
-// add_job (batches.sh).
+// jobStart is what starts a job on the host: the words of a batch of one
+// and of add_job (batches.sh).
 type jobStart struct {
 	hostproto.Job
 	ttl   time.Duration // its lease
@@ -213,7 +213,7 @@ type jobStart struct {
 const privateJobsWhy = "the host's jobs directory ($XDG_CACHE_HOME/pi-remote/jobs) is not the user's alone, so each command lives in its server's private directory and cannot outlive it"
 
 // runJob starts the job, or attaches to it when it runs already, and
-// follows it to its end, renewing its lease meanwhile: a run_job request on
+// follows it to its end, renewing its lease meanwhile: a batch of one on
 // a server of the current connection, or, for a command of a batch that
 // finds no server of its own, one of a run_jobs request (group.go). With
 // mayLetGo the server may answer "!DETACHED" when another request needs
@@ -253,8 +253,12 @@ func (h *Host) runJob(ctx context.Context, out *countingWriter, js jobStart, may
 	// its stream delay: then it comes as it is written.
 	defer h.askStream(s, hostproto.Stream)()
 	forget := h.toForget()
-	status, err := c.serve(ctx, s, job, out, hostproto.RunJob(js.Job, out.n, js.ttl, js.limit, forget))
+	status, err := c.serve(ctx, s, job, out, hostproto.RunJob(js.Job, js.ttl, js.limit, forget))
 	h.forgetDone(forget, err == nil)
+	if status.Kind == hostproto.Attach {
+		// Started before (a start sent again): followed as one let go of.
+		status = hostproto.Status{Kind: hostproto.Detached, Text: "!DETACHED"}
+	}
 	return status, err
 }
 
@@ -338,7 +342,7 @@ const DefaultLeaseTTL = 30 * time.Minute
 // back after the connection dropped.
 const DefaultReattachTimeout = 3 * time.Minute
 
-// outputLimit is run_job's CAP: HostOptions.OutputCap in bytes, or empty
+// outputLimit is run_jobs' CAP: HostOptions.OutputCap in bytes, or empty
 // for none.
 func (h *Host) outputLimit() string {
 	switch {

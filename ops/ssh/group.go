@@ -156,7 +156,7 @@ func (g *group) serve() {
 	switch {
 	case err != nil:
 		g.s.close()
-		g.end(g.c.lost(err))
+		g.end(g.c.lost(frameError(g.s, err)))
 	case status.Kind != hostproto.OK:
 		g.s.close()
 		g.end(fmt.Errorf("command server: %s", strings.TrimPrefix(status.Text, "!EIO ")))
@@ -267,7 +267,7 @@ func (g *group) run(ctx context.Context, gc *groupCall, js jobStart) (hostproto.
 	return none, fmt.Errorf("%w (%w)", ctx.Err(), errKillUnconfirmed)
 }
 
-// groupStatus is a group call's verdict as run_job's answer: a job that
+// groupStatus is a group call's verdict as a batch of one's: a job that
 // was started before (a start sent again) is attached to, as one let go of.
 func groupStatus(res attachResult) (hostproto.Status, error) {
 	if res.status.Kind == hostproto.Attach {

@@ -143,7 +143,7 @@ type Host struct {
 	attaching   *batchState
 
 	sessions atomic.Int64 // session channels asked for, on every connection
-	running  atomic.Int64 // run_job requests in flight (streamDelay)
+	running  atomic.Int64 // commands in flight (streamDelay)
 
 	// collected are the jobs whose results Exec has: their files on the
 	// host go with the next command, or at Close (toForget).

@@ -108,7 +108,7 @@ func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
 		}
 		// A person watching the job is its client: the lease holds.
 		defer renewLease(s, ttl)()
-		status, err = c.serve(ctx, s, query, sent, hostproto.AttachJob(id, sent.n, ttl))
+		status, err = c.serve(ctx, s, query, sent, hostproto.AttachJobs(ttl, hostproto.Follow{ID: id, Offset: sent.n}))
 		return err
 	})
 	if err != nil {
@@ -124,8 +124,8 @@ func (h *Host) AttachJob(ctx context.Context, id string, out io.Writer) error {
 	case hostproto.Ended:
 		return exitError(status.Job, h.opts.OutputCap, 0)
 	}
-	// !DETACHED (no one asks attach_job to let go) and the directory's
-	// statuses (attach_job starts nothing) do not come.
+	// !DETACHED (no one asks attach_jobs to let go) and the directory's
+	// statuses (attach_jobs starts nothing) do not come.
 	return fmt.Errorf("command server: %w: unexpected status %q", errProtocol, status.Text)
 }
 

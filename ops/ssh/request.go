@@ -43,7 +43,8 @@ type answer struct {
 }
 
 // serve sends r to s and copies the answer's output to w
-// (never after serve returns) until the marker; it returns the status. s
+// (never after serve returns) until the marker; it returns the status: of
+// the one job r is about, for a request answered in frames (readJob). s
 // goes back to the pool, or is closed when its state is unknown. See
 // requestKind for what cancellation does.
 func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writer, r hostproto.Request) (hostproto.Status, error) {
@@ -66,11 +67,16 @@ func (c *conn) serve(ctx context.Context, s *server, kind requestKind, w io.Writ
 		if prev != nil {
 			<-prev
 		}
-		line, err := s.readUntilMarker(gate)
 		var st hostproto.Status
-		if err == nil {
-			if st, err = r.Answer(line); err != nil {
-				s.broken.Store(true)
+		if r.Framed() {
+			st, err = readJob(s, r, gate)
+		} else {
+			var line string
+			line, err = s.readUntilMarker(gate)
+			if err == nil {
+				if st, err = r.Answer(line); err != nil {
+					s.broken.Store(true)
+				}
 			}
 		}
 		done <- answer{st, err}

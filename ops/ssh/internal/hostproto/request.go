@@ -36,8 +36,6 @@ const (
 // $requests names them: NAME, or call:NAME for a file function.
 var requests = func() map[string]answer {
 	m := map[string]answer{
-		"run_job":     answerJob,
-		"attach_job":  answerJob,
 		"attach_jobs": answerBatch,
 		"run_jobs":    answerBatch,
 		"read_head":   answerRead,
@@ -74,6 +72,10 @@ func call(fn string, args ...string) Request {
 	return Request{Name: "call", Args: append([]string{fn}, args...)}
 }
 
+// Framed says whether the answer comes in frames ("D ID N" and N bytes,
+// "X ID STATUS") before its status: run_jobs' and attach_jobs'.
+func (r Request) Framed() bool { return r.Name == "run_jobs" || r.Name == "attach_jobs" }
+
 // Function is the server's function the request runs: Name, or for a file
 // function the one it calls.
 func (r Request) Function() string {
@@ -86,7 +88,8 @@ func (r Request) Function() string {
 // seconds is d as the server's TTL word.
 func seconds(d time.Duration) string { return strconv.Itoa(int(d.Seconds())) }
 
-// Job is what starts a job: the words run_job and add_job share.
+// Job is what starts a job: the words of a batch of one (RunJob) and of
+// add_job.
 type Job struct {
 	ID     string // 1 to 64 lowercase hex digits, chosen by the client
 	Script string // run with sh -c
@@ -106,19 +109,14 @@ type Follow struct {
 	Save, SaveBytes, SaveLines string
 }
 
-// RunJob starts j (or attaches to it, if it was started before) and
-// follows it to its end: its output, then its status. ttl is its lease;
-// cap the most bytes of output ("": none); forget the IDs of jobs whose
-// results the client has.
-func RunJob(j Job, offset int64, ttl time.Duration, cap string, forget []string) Request {
-	return request("run_job", j.ID, strconv.FormatInt(offset, 10), j.Script, j.Dir, j.Save, j.SaveBytes, j.SaveLines,
-		seconds(ttl), cap, j.Label, strings.Join(forget, " "))
-}
-
-// AttachJob follows job id from offset to its end, renewing its lease to
-// ttl.
-func AttachJob(id string, offset int64, ttl time.Duration) Request {
-	return request("attach_job", id, strconv.FormatInt(offset, 10), "", "", "", seconds(ttl))
+// RunJob starts j alone, a batch of one: its output comes in frames, and
+// its status in the frame "X ID STATUS" ("!ATTACH" when it was started
+// before: the client follows it with AttachJobs); the answer ends "OK"
+// once it has one. ttl is its lease; cap the most bytes of output ("":
+// none); forget the IDs of jobs whose results the client has.
+func RunJob(j Job, ttl time.Duration, cap string, forget []string) Request {
+	return request("run_jobs", seconds(ttl), cap, strings.Join(forget, " "),
+		j.ID, j.Script, j.Dir, j.Save, j.SaveBytes, j.SaveLines, j.Label)
 }
 
 // AttachJobs follows several jobs in one answer, in frames.
@@ -131,7 +129,7 @@ func AttachJobs(ttl time.Duration, jobs ...Follow) Request {
 }
 
 // RunJobs opens a batch: jobs join it with AddJob lines, and their answers
-// come in frames.
+// come in frames; the control line End ends it.
 func RunJobs(ttl time.Duration, cap string, forget []string) Request {
 	return request("run_jobs", seconds(ttl), cap, strings.Join(forget, " "))
 }

@@ -7,8 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The statuses the client accepts for each request are those the server
-// sends for it; anything else is a protocol error.
+// The statuses the client accepts for each request, and for a job in a
+// frame ("X"), are those the server sends; anything else is a protocol
+// error.
 func TestAnswer(t *testing.T) {
 	for _, tc := range []struct {
 		fn, status string
@@ -23,31 +24,40 @@ func TestAnswer(t *testing.T) {
 		{"read_head", "E EIO read failed", true},
 		{"read_head", "!PROTOCOL malformed request", false},
 		{"open_file", "1", false},
-		{"run_job", "0", true},
-		{"run_job", "137 killed", true},
-		{"run_job", "0 saved", true},
-		{"run_job", "141 capped unsaved", true},
-		{"run_job", "!NOJOB", true},
-		{"run_job", "!DETACHED", true},
-		{"run_job", "!EIO the job ended without a status (its waiter was killed)", true},
-		{"run_job", "!EIO", false},
-		{"run_job", "!GONE 0", true},
-		{"run_job", "!ENOENT", true},
-		{"run_job", "!NOJOB now", false},
-		{"run_job", "!PROTOCOL unknown request", false},
-		{"run_job", "0 frobnicated", false},
-		{"run_job", "OK", false},
-		{"attach_job", "", false},
+		{"X", "0", true},
+		{"X", "137 killed", true},
+		{"X", "0 saved", true},
+		{"X", "141 capped unsaved", true},
+		{"X", "!NOJOB", true},
+		{"X", "!DETACHED", true},
+		{"X", "!ATTACH", true},
+		{"X", "!EIO the job ended without a status (its waiter was killed)", true},
+		{"X", "!EIO", false},
+		{"X", "!GONE 0", true},
+		{"X", "!ENOENT", true},
+		{"X", "!NOJOB now", false},
+		{"X", "!PROTOCOL unknown request", false},
+		{"X", "0 frobnicated", false},
+		{"X", "OK", false},
+		{"X", "", false},
 		{"attach_jobs", "OK", true},
 		{"attach_jobs", "!DETACHED", true},
 		{"attach_jobs", "!NOJOB", false},
 		{"attach_jobs", "0", false},
 		{"run_jobs", "!EIO cannot create x", true},
+		{"run_jobs", "OK", true},
+		{"run_jobs", "0", false},
 		{"run_jobs", "!PROTOCOL malformed request", false},
 		{"something_new", "!PROTOCOL unknown request", false},
 		{"something_new", "anything", true},
 	} {
-		_, err := Request{Name: tc.fn}.Answer(tc.status)
+		var err error
+		if tc.fn == "X" {
+			// A job's status, in the frame "X ID STATUS".
+			_, err = FrameStatus(tc.status)
+		} else {
+			_, err = Request{Name: tc.fn}.Answer(tc.status)
+		}
 		if tc.ok {
 			assert.NoError(t, err, "%s answering %q", tc.fn, tc.status)
 		} else {
@@ -63,10 +73,8 @@ func TestStatusParsed(t *testing.T) {
 		status string
 		want   Status
 	}{
-		{RunJob(Job{ID: "ab"}, 0, 0, "", nil), "137 killed saved", Status{Kind: Ended, Text: "137 killed saved", Job: JobStatus{Code: 137, Stopped: "killed", Saved: true}}},
-		{RunJob(Job{ID: "ab"}, 0, 0, "", nil), "!GONE 0 capped", Status{Kind: Gone, Text: "!GONE 0 capped", Arg: "0 capped"}},
-		{AttachJob("ab", 0, 0), "!EIO no room", Status{Kind: EIO, Text: "!EIO no room", Arg: "no room"}},
-		{RunJob(Job{ID: "ab"}, 0, 0, "", nil), "!ENOTDIR", Status{Kind: NotDir, Text: "!ENOTDIR"}},
+		{RunJob(Job{ID: "ab"}, 0, "", nil), "OK", Status{Kind: OK, Text: "OK"}},
+		{RunJob(Job{ID: "ab"}, 0, "", nil), "!EIO no room", Status{Kind: EIO, Text: "!EIO no room", Arg: "no room"}},
 		{AttachJobs(0), "!DETACHED", Status{Kind: Detached, Text: "!DETACHED"}},
 		{RunJobs(0, "", nil), "OK", Status{Kind: OK, Text: "OK"}},
 		{StatPath("/"), "2", Status{Kind: Exited, Text: "2", Code: 2}},
@@ -76,9 +84,25 @@ func TestStatusParsed(t *testing.T) {
 		require.NoError(t, err, tc.status)
 		assert.Equal(t, tc.want, got, tc.status)
 	}
-	got, err := FrameStatus("!ATTACH")
-	require.NoError(t, err)
-	assert.Equal(t, Attach, got.Kind)
+	for _, tc := range []struct {
+		status string
+		want   Status
+	}{
+		{"137 killed saved", Status{Kind: Ended, Text: "137 killed saved", Job: JobStatus{Code: 137, Stopped: "killed", Saved: true}}},
+		{"!GONE 0 capped", Status{Kind: Gone, Text: "!GONE 0 capped", Arg: "0 capped"}},
+		{"!EIO no room", Status{Kind: EIO, Text: "!EIO no room", Arg: "no room"}},
+		{"!ENOTDIR", Status{Kind: NotDir, Text: "!ENOTDIR"}},
+		{"!ATTACH", Status{Kind: Attach, Text: "!ATTACH"}},
+		{"!DETACHED", Status{Kind: Detached, Text: "!DETACHED"}},
+	} {
+		got, err := FrameStatus(tc.status)
+		require.NoError(t, err, tc.status)
+		assert.Equal(t, tc.want, got, tc.status)
+	}
+	// A batch of one ends "OK" once its job has its frame: a job's status
+	// there is a protocol error.
+	_, err := RunJob(Job{ID: "ab"}, 0, "", nil).Answer("0")
+	assert.ErrorIs(t, err, ErrProtocol)
 }
 
 // The builders put the words where the server reads them.
@@ -88,9 +112,9 @@ func TestBuilders(t *testing.T) {
 		got  Request
 		want Request
 	}{
-		{RunJob(j, 5, 60e9, "100", []string{"c1", "c2"}), Request{Name: "run_job", Args: []string{"ab", "5", "echo hi", "/d", "/s", "10", "2", "60", "100", "echo", "c1 c2"}}},
+		{RunJob(j, 60e9, "100", []string{"c1", "c2"}), Request{Name: "run_jobs", Args: []string{"60", "100", "c1 c2", "ab", "echo hi", "/d", "/s", "10", "2", "echo"}}},
+		{RunJobs(60e9, "100", nil), Request{Name: "run_jobs", Args: []string{"60", "100", ""}}},
 		{AddJob(j), Request{Name: "add_job", Args: []string{"ab", "echo hi", "/d", "/s", "10", "2", "echo"}}},
-		{AttachJob("ab", 7, 60e9), Request{Name: "attach_job", Args: []string{"ab", "7", "", "", "", "60"}}},
 		{AttachJobs(60e9, Follow{ID: "ab", Offset: 3, Save: "/s"}), Request{Name: "attach_jobs", Args: []string{"60", "ab", "3", "/s", "", ""}}},
 		{OpenFile("/f", 0), Request{Name: "open_file", Args: []string{"/f"}}},
 		{OpenFile("/f", 9), Request{Name: "open_file", Args: []string{"/f", "9"}}},

@@ -9,19 +9,19 @@
 # comes, in frames: the line "D ID N", then N bytes of job ID's output (at
 # most 1 MiB, so that no job holds up the others for long); and the line
 # "X ID STATUS" once job ID has ended and all its output went (STATUS as
-# attach_job's, or "!NOJOB"). Once every job has ended the answer ends
+# run_jobs', or "!NOJOB"). Once every job has ended the answer ends
 # with the status "OK". Meanwhile "k ID" kills job ID, "r" renews every
 # lease (to TTL seconds), and "a ID OFFSET SAVE_BYTES SAVE_LINES SAVE" adds
-# a job (one its client let go of on another server, see wait_job's "d"):
+# a job (one its client let go of on another server, see run_jobs' "d"):
 # one added as the answer ends is left out, and its client, which sees no
 # "X" for it, attaches to it elsewhere. "d" ends the answer early, with the
 # status "!DETACHED": the client wants this server for something else, and
 # attaches again later. At the end of the request stream the jobs go on
-# and this server ends, as in wait_job.
+# and this server ends, as in run_jobs.
 #
-# The jobs' sizes come from one ls per look, paced as wait_job's stream
+# The jobs' sizes come from one ls per look, paced as run_jobs' streams
 # (see pace), and at once again while a job has more than a frame
-# waiting.
+# waiting; the frames are send_output's.
 attach_jobs() {
 	# (Anything else is a client that does not speak this protocol.)
 	if ! attach_words "$@"; then
@@ -55,7 +55,8 @@ attach_jobs() {
 	_aj_end=OK
 	while :; do
 		_aj_rounds=$((_aj_rounds + 1))
-		# (See wait_job: a job with no server for seconds, 60 rounds.)
+		# (A job with no server for seconds, 60 rounds, may be judged
+		# unstarted: see unstarted.)
 		_aj_waited=
 		[ "$_aj_rounds" -lt 60 ] || _aj_waited=waited
 		if [ -e "$_aj_dir.stop" ]; then
@@ -106,19 +107,14 @@ attach_jobs() {
 			_aj_state=$_aj_dir/$_aj_id
 			{ read -r _aj_off && read -r _aj_save && read -r _aj_bytes && read -r _aj_lines; } <"$_aj_state" || continue
 			if [ "$_aj_size" -gt "$_aj_off" ]; then
-				_aj_n=$((_aj_size - _aj_off))
-				if [ "$_aj_n" -gt 1048576 ]; then
-					_aj_n=1048576
-					_aj_full=yes
-				fi
 				# (The file held open first: a frame promises its bytes,
 				# and the job's files may go meanwhile, collected by
 				# another server or swept.)
 				command exec 7<"$jobs/$_aj_id.out" || continue
-				echo "D $_aj_id $_aj_n"
-				tail -c +$((_aj_off + 1)) <&7 | head -c "$_aj_n"
+				send_output "$_aj_id" "$_aj_off" "$_aj_size" 1048576
 				exec 7<&-
-				printf '%s\n' $((_aj_off + _aj_n)) "$_aj_save" "$_aj_bytes" "$_aj_lines" >"$_aj_state"
+				[ "$send_output_off" = "$_aj_size" ] || _aj_full=yes
+				printf '%s\n' "$send_output_off" "$_aj_save" "$_aj_bytes" "$_aj_lines" >"$_aj_state"
 				_aj_news=yes
 			else
 				case $_aj_ended in
@@ -139,7 +135,7 @@ EOF
 		_aj_idle=$pace_idle
 		sleep "$pace_nap" 2>/dev/null || sleep 1
 	done
-	# The watcher goes, but not in the middle of a kill (see wait_job):
+	# The watcher goes, but not in the middle of a kill (see run_jobs):
 	# each marks what it does, then looks at the other's mark.
 	# (At most about 10 s: a watcher killed by someone leaves its mark.)
 	: >"$_aj_dir.ending"

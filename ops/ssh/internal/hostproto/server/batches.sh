@@ -1,48 +1,86 @@
 # shellcheck shell=sh disable=SC2034,SC2154
 #
-# batches.sh: run_jobs, the jobs of a batch started and answered for in
-# frames, and its watcher (group_watcher), which runs the add_job lines
-# that start them.
+# batches.sh: run_jobs, every command's request: the jobs of a batch, or
+# one job alone (a batch of one), started and answered for in frames; its
+# watcher of the control lines (batch_watcher), which runs the add_job
+# lines that start a batch's jobs; the look at the output of the jobs
+# that stream (batch_look). Serves run_jobs.
 
-# group rs_: run_jobs group_watcher add_job group_fifo leave_group_fifo
+# group rs_: serve run_jobs batch_start batch_fails batch_state batch_state_write batch_end batch_look
+# batch_tick batch_watcher add_job group_fifo leave_batch_fifo leave_unanswered
 #
-# The batch at hand: rs_dir (the state files of its jobs), rs_ttl and
-# rs_cap (run_jobs' TTL and CAP, for add_job, whose words are the
-# client's), rs_fifos (the FIFOs its answer removes), rs_spare and
-# rs_fifo_n (see group_fifo).
+# The answer at hand: rs_state (its jobs' state files are rs_state.ID,
+# see batch_start), rs_one (yes for a batch of one), rs_open (its jobs
+# without a verdict yet), rs_ttl and rs_cap (run_jobs' TTL and CAP, for
+# add_job, whose words are the client's), rs_done (the jobs answered
+# for), rs_fifos (the FIFOs to remove once the answer ends, as tokens: see
+# batch_start), rs_own (the waiter of a batch of one's job, this server's
+# child), rs_ticks, rs_ticker and rs_idle (see batch_tick), rs_spare and
+# rs_fifo_n (see group_fifo); batch_state's fields: rs_off, rs_bytes,
+# rs_lines, rs_token and rs_save. serve sets rs_state empty: no answer.
 
-# run_jobs TTL CAP FORGET runs the jobs of a batch that found no server of
-# their own: the client sends each one, while the answer runs, as the
-# request line "<marker>add_job ID SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES
-# LABEL" (SAVE without a newline), and the answer gives each one's whole
-# output and status in attach_jobs' frames once it has ended: "D ID N" and
-# N bytes, then "X ID STATUS" (as attach_job's, or "!ENOENT", "!ENOTDIR",
-# "!EACCES" or "!EIO ..." for one that could not start, "!ATTACH" for one
-# started before, which the client attaches to). Meanwhile "k ID" kills job
-# ID; "r" renews every lease (to TTL seconds); "d ID" lets go of job ID,
-# "X ID !DETACHED" while it runs (its client follows it with attach_jobs,
-# streaming); "e" ends the answer with the status "OK" (the client has
-# every result it waits for). FORGET and CAP as run_job's. At the end of
-# the request stream the jobs go on and this server ends.
+# run_jobs TTL CAP FORGET [ID SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES
+# LABEL] runs jobs and answers for them in frames: for each job, "D ID N"
+# and N bytes of its output (as often as its output grows, once it
+# streams; else all at its end), then "X ID STATUS": the exit code, then
+# " capped", " lease" or " killed" when it was stopped for its output,
+# its lease, or by stop_job, then " saved" or " unsaved" when the output
+# qualified for SAVE (see job_result); or "!ENOENT", "!ENOTDIR" or
+# "!EACCES" when DIR cannot be entered, "!GONE TOMB" for a job that left
+# only its tombstone, "!EIO ..." for one that could not start or will
+# never have a status, "!ATTACH" for one started before (a start sent
+# again: the client follows it with attach_jobs), "!DETACHED" for one
+# let go of. A job stays until its client says it has the result
+# (FORGET, the IDs of such jobs, space-separated): an answer lost with
+# the connection is sent again to a client that attaches again. CAP is
+# the most output a job may write (bytes; empty: no cap), TTL its lease
+# (seconds).
 #
-# Each job's waiter says when it has ended, on a FIFO the answer reads
-# (events): no polling, and no process of the server's per job. The jobs'
-# FIFOs are made ahead, eight at a time (group_fifo), and go with the
-# answer's last rm once their jobs have ended; the FIFO of a job that runs
-# on is left to its waiter (see leave_fifo).
+# With the job's words, the answer is a batch of one: the job is started
+# at once, and the answer ends with the status "OK" as soon as it has its
+# verdict. Without them, the jobs come while the answer runs, as the
+# request lines "<marker>add_job ID SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES
+# LABEL" (SAVE without a newline), and "e" ends the answer with "OK" (the
+# client has every verdict it waits for).
+#
+# Meanwhile the control lines (read_control): "k [ID]" kills a job, or
+# each; "r" renews every lease (to TTL); "s [ID]" has a job's output, or
+# each one's, sent as it grows from then on; "d [ID]" lets go of a job,
+# or of each: "X ID !DETACHED" at once, and it runs on, to be followed
+# with attach_jobs (its client wants this server for something else). At
+# the end of the request stream the jobs go on and this server ends.
+#
+# A job's waiter says when it has ended, on a FIFO the answer reads
+# (events, fd 6): no polling, and no process of the server's per job. A
+# batch of one's job says first, on the news FIFO (fd 8), whether it runs
+# on past its first moments: most commands do not, and theirs is
+# answered with no watcher at all. The jobs' output FIFOs are made ahead,
+# eight at a time; a job's goes once it has ended, and is left to its
+# waiter when it runs on (see leave_batch_fifo).
 run_jobs() {
-	if ! digits "$1" "${2:-0}"; then
+	case $# in
+	3) digits "$1" "${2:-0}" ;;
+	10) digits "$1" "${2:-0}" "${8:-0}" "${9:-0}" && hex "$4" ;;
+	*) false ;;
+	esac || {
 		finish '!PROTOCOL malformed request'
 		return
-	fi
-	set -f
-	# shellcheck disable=SC2086 # job IDs (not globbed)
-	[ -z "$3" ] || remove_files bg -- $3
-	set +f
+	}
+	# The jobs whose results the client has go with the next rm (see
+	# remove_done).
+	rj_done_ids="$rj_done_ids${3:+ }$3"
 	seq=$((seq + 1))
-	rs_dir=$private/group.$seq
+	rs_state=$private/job.$seq
 	rs_ttl=$1
 	rs_cap=$2
+	rs_one=
+	rs_open=0
+	rs_done=' '
+	rs_fifos=
+	rs_own=
+	rs_ticks=0
+	rs_ticker=
+	rs_idle=0
 	if [ -z "$events" ]; then
 		if ! mkfifo "$private/events" 2>/dev/null; then
 			finish "!EIO cannot create $private/events"
@@ -51,103 +89,347 @@ run_jobs() {
 		exec 6<>"$private/events"
 		events=$private/events
 	fi
-	if ! mkdir "$rs_dir"; then
-		finish "!EIO cannot create $rs_dir"
-		return
+	_rs_said=long
+	if [ "$#" = 10 ]; then
+		rs_one=yes
+		rs_open=1
+		fence_in || exit 0
+		[ -n "$fifos" ] || make_fifos
+		# The waiter gets the news FIFO open (read-write: that never
+		# waits); this server then holds it open for reading only, so
+		# that it reads the end of the file once the waiter has closed
+		# it, however it ended (nothing else has it open then: the
+		# waiter's children never get it), and it serves the next job.
+		# Without it, no news: the job is followed as a long one.
+		_rs_news=
+		if [ -p "$private/news" ] && { command exec 8<>"$private/news"; } 2>/dev/null; then
+			_rs_news=news
+		fi
+		# The waiter removes what the last requests left (see
+		# remove_done), with the rm it becomes as it ends.
+		batch_start "${fifos%% *}" "$_rs_news" hand "$4" "$5" "$6" "$7" "$8" "$9" "${10}"
+		fence_out
+		if [ -n "$batch_start_waiter" ]; then
+			rs_own=$batch_start_waiter
+			rj_done_fifos=
+			rj_done_seqs=
+			rj_done_ids=
+			case $fifos in
+			*' '*) fifos=${fifos#* } ;;
+			*) fifos= ;;
+			esac
+			if [ -n "$_rs_news" ]; then
+				_rs_said=
+				{ command exec 8<"$private/news"; } 2>/dev/null && read -r _rs_said <&8
+				exec 8<&-
+			fi
+		else
+			[ -z "$_rs_news" ] || exec 8<&-
+			_rs_said=
+		fi
 	fi
-	group_watcher &
-	_rs_watcher=$!
-	# The jobs answered for (their state files stay: no rm for each).
-	# (A job's "x" may come from an earlier answer of this server: one
-	# whose job it let go of. There is no state file for it here.)
-	_rs_done=' '
-	# The FIFOs to remove (numbers, see group_fifo).
-	rs_fifos=
-	while IFS= read -r _rs_event <&6; do
+	[ -z "$rj_done_ids$rj_done_fifos$rj_done_seqs" ] || remove_done bg
+	_rs_watcher=
+	if [ "$_rs_said" = long ]; then
+		batch_watcher &
+		_rs_watcher=$!
+	elif [ -n "$batch_start_waiter" ]; then
+		# Ended in its first moments (or its waiter was killed).
+		wait "$batch_start_waiter"
+		batch_end "$4" w
+	fi
+	while [ -z "$rs_one" ] || [ "$rs_open" -gt 0 ]; do
+		IFS= read -r _rs_event <&6 || break
 		case $_rs_event in
-		e) break ;;
+		e) [ -n "$rs_one" ] || break ;;
 		q) exit 129 ;;
-		"f "*) echo "X ${_rs_event#f }" ;;
-		"u "*) rs_fifos="$rs_fifos ${_rs_event#u }" ;;
-		"x "* | "d "*)
-			_rs_id=${_rs_event#? }
-			_rs_state=$rs_dir/$_rs_id
-			[ -f "$_rs_state" ] || continue
-			case $_rs_done in *" $_rs_id "*) continue ;; esac
-			_rs_done="$_rs_done$_rs_id "
-			_rs_job=$jobs/$_rs_id
-			_rs_fifo=
-			{ read -r _rs_save && read -r _rs_bytes && read -r _rs_lines && read -r _rs_fifo; } <"$_rs_state"
-			if [ ! -s "$_rs_job.status" ]; then
-				echo "X $_rs_id !DETACHED"
-				leave_group_fifo "$_rs_job" "$_rs_fifo"
-				continue
-			fi
-			rs_fifos="$rs_fifos $_rs_fifo"
-			# (The file held open first: see attach_jobs.)
-			if command exec 7<"$_rs_job.out"; then
-				output_size "$_rs_job"
-				_rs_size=$output_size_bytes
-				# (A size from wc by name, the file gone meanwhile: none.
-				# An empty $(( )) would end the shell.)
-				if [ -z "$_rs_size" ]; then
-					_rs_size=$(wc -c <"$_rs_job.out" 2>/dev/null)
-					_rs_size=${_rs_size##*[!0-9]}
-					_rs_size=${_rs_size:-0}
-				fi
-				if [ "$_rs_size" -gt 0 ]; then
-					echo "D $_rs_id $_rs_size"
-					head -c "$_rs_size" <&7
-				fi
-				exec 7<&-
-			fi
-			job_result "$_rs_job" "$_rs_save" "$_rs_bytes" "$_rs_lines"
-			echo "X $_rs_id $job_result_status"
+		"f "*)
+			_rs_id=${_rs_event#f }
+			_rs_id=${_rs_id%% *}
+			[ -f "$rs_state.$_rs_id" ] || continue
+			echo "X ${_rs_event#f }"
+			rs_done="$rs_done$_rs_id "
+			rs_open=$((rs_open - 1))
 			;;
+		"x "* | "d "*) batch_end "${_rs_event#? }" "${_rs_event%% *}" ;;
+		"s "*)
+			_rs_id=${_rs_event#s }
+			batch_state "$rs_state.$_rs_id" || continue
+			case $rs_done in *" $_rs_id "*) continue ;; esac
+			[ -z "$rs_off" ] || continue
+			rs_off=0
+			batch_state_write "$rs_state.$_rs_id"
+			# (The first look at once: the client asked for it.)
+			[ -n "$rs_ticker" ] || { batch_look && batch_tick; }
+			;;
+		"t "*)
+			[ "${_rs_event#t }" = "$rs_ticks" ] || continue
+			rs_ticker=
+			! batch_look || batch_tick
+			;;
+		"u "*) rs_fifos="$rs_fifos ${_rs_event#u }" ;;
 		esac
 	done
-	wait "$_rs_watcher"
-	# The ends of jobs let go of that came meanwhile are read now, up to
-	# a mark of this request's own: none is left to fill the FIFO.
+	if [ -n "$_rs_watcher" ]; then
+		if [ -n "$rs_one" ]; then
+			# The watcher goes, but not in the middle of a kill: cut
+			# short, it would leave the job's processes stopped for good
+			# (see kill_job). Each marks what it does, then looks at the
+			# other's mark (at most about 10 s: a watcher killed by
+			# someone leaves its mark).
+			: >"$private/end.$seq"
+			_rs_tries=0
+			while [ -e "$private/kill.$seq" ] && [ "$_rs_tries" -lt 200 ]; do
+				_rs_tries=$((_rs_tries + 1))
+				sleep 0.05 2>/dev/null || sleep 1
+			done
+			kill -s KILL "$_rs_watcher" 2>/dev/null
+		fi
+		wait "$_rs_watcher" 2>/dev/null
+	fi
+	[ -z "$rs_ticker" ] || kill -s KILL "$rs_ticker" 2>/dev/null
+	# What came meanwhile (the ends of jobs let go of, a tick) is read
+	# now, up to a mark of this request's own: none is left to fill the
+	# FIFO.
 	echo z >&6
 	while IFS= read -r _rs_event <&6 && [ "$_rs_event" != z ]; do :; done
-	# (Jobs whose clients gave up waiting for the kill run on.)
-	for _rs_state in "$rs_dir"/*; do
-		case $_rs_done in *" ${_rs_state##*/} "*) continue ;; esac
-		[ -f "$_rs_state" ] || continue
-		_rs_fifo=
-		{ read -r _rs_fifo && read -r _rs_fifo && read -r _rs_fifo && read -r _rs_fifo; } <"$_rs_state"
-		leave_group_fifo "$jobs/${_rs_state##*/}" "$_rs_fifo"
-	done
-	set --
-	for _rs_fifo in $rs_fifos; do
-		set -- "$@" "$host_dir/fifo-$$-g$seq-$_rs_fifo"
-		case $_rs_fifo in *.left) ;; *) set -- "$@" "$host_dir/fifo-$$-g$seq-$_rs_fifo.dd" "$host_dir/fifo-$$-g$seq-$_rs_fifo.k" ;; esac
-	done
-	rm -rf "$rs_dir" "$@"
+	leave_unanswered
+	rs_state=
+	# The request's files and its ended jobs' FIFOs: a batch's go now,
+	# with one rm; a batch of one's with the rm the next job's waiter
+	# becomes (no fork for them), or as the server exits.
+	rj_done_fifos="$rj_done_fifos$rs_fifos"
+	rj_done_seqs="$rj_done_seqs $seq"
+	[ -n "$rs_one" ] || remove_done fg
 	finish OK
 }
 
-# leave_group_fifo JOB N leaves FIFO N of run_jobs (group_fifo), the
-# FIFO of JOB, which runs on, to the job's waiter (as leave_fifo), or adds
-# it to those the answer removes when the job has ended meanwhile.
-leave_group_fifo() {
-	[ -n "$2" ] || return 0
-	: >"$host_dir/fifo-$$-g$seq-$2.left"
-	[ -s "$1.status" ] && rs_fifos="$rs_fifos $2 $2.left"
+# batch_start TOKEN NEWS HAND ID SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES
+# LABEL starts job ID of run_jobs with its output through the FIFO TOKEN
+# (made ahead: $host_dir/fifo-PID-TOKEN, in the jobs directory, not the
+# private one: the job may open it after this server is gone), writes its
+# state file and sets batch_start_waiter to its waiter (empty when it did
+# not start: the event "f ID STATUS" says why). NEWS and HAND as
+# start_job's. Its end comes as the event "x ID".
+batch_start() {
+	batch_start_waiter=
+	_bs_token=$1
+	_bs_news=$2
+	_bs_hand=$3
+	shift 3
+	_bs_job=$jobs/$1
+	if [ -n "$3" ]; then
+		if [ ! -d "$3" ]; then
+			if [ -e "$3" ]; then batch_fails "$1" '!ENOTDIR'; else batch_fails "$1" '!ENOENT'; fi
+			return
+		fi
+		if [ ! -x "$3" ]; then
+			batch_fails "$1" '!EACCES'
+			return
+		fi
+	fi
+	if gone "$_bs_job"; then
+		batch_fails "$1" "!GONE $gone_status"
+		return
+	fi
+	# noclobber: of two starts of one job, one creates it.
+	set -C
+	{ command : >"$_bs_job.out"; } 2>/dev/null
+	_bs_made=$?
+	set +C
+	if [ "$_bs_made" != 0 ]; then
+		batch_fails "$1" '!ATTACH'
+		return
+	fi
+	if ! { echo "$rs_ttl" >"$_bs_job.lease"; } 2>/dev/null; then
+		rm -f -- "$_bs_job".*
+		batch_fails "$1" "!EIO cannot create a job in $jobs"
+		return
+	fi
+	# Who is starting it, where: if this server dies before the job's
+	# waiter begins, an attacher sees it (unstarted). The label is one
+	# line.
+	printf '%s %s\n%s\n' "$$" "$host_id" "${7%%"$nl"*}" >"$_bs_job.server"
+	rs_off=
+	rs_bytes=$5
+	rs_lines=$6
+	rs_token=$_bs_token
+	rs_save=$4
+	batch_state_write "$rs_state.$1"
+	start_job "$_bs_job" "$2" "$3" "$host_dir/fifo-$$-$_bs_token" "$rs_cap" "$rs_ttl" "$events" "$_bs_news" "$_bs_hand"
+	batch_start_waiter=$start_job_waiter
 }
 
-# group_watcher reads the request stream while run_jobs runs
-# (read_control): it starts the jobs added (add_job lines) and passes what
-# the answer must hear on to it through the events FIFO (fd 6), in order:
-# "k [ID]" kills, "d [ID]" lets go of the job, or of every job of the
-# answer; "r" renews; "e" ends the answer.
-group_watcher() {
+# batch_fails ID STATUS: job ID of the answer did not start, for STATUS
+# (the event "f ID STATUS"). Its state file is the empty one: the answer
+# knows the job as its own, and finds nothing to follow of it.
+batch_fails() {
+	: >"$rs_state.$1"
+	printf 'f %s %s\n' "$1" "${2%%"$nl"*}" >&6
+}
+
+# batch_state FILE reads a job's state file (batch_start) into rs_off (the
+# byte its output was sent up to, once it streams; empty until then),
+# rs_bytes, rs_lines, rs_token and rs_save (the last, on the lines left:
+# SAVE may hold a newline); false when there is none, or it is the empty
+# one of a job that did not start. batch_state_write FILE writes them.
+batch_state() {
+	rs_token=
+	[ -f "$1" ] || return 1
+	{
+		read -r rs_off && read -r rs_bytes && read -r rs_lines && read -r rs_token || return 1
+		IFS= read -r rs_save
+		while IFS= read -r _bst_line; do rs_save=$rs_save$nl$_bst_line; done
+	} <"$1"
+	[ -n "$rs_token" ]
+}
+
+batch_state_write() {
+	printf '%s\n' "$rs_off" "$rs_bytes" "$rs_lines" "$rs_token" "$rs_save" >"$1"
+}
+
+# batch_end ID HOW answers for job ID of the answer, once: HOW is "x" (its
+# waiter says it has ended), "d" (the client lets go of it) or "w" (its
+# waiter, waited for, is gone). A job that has not ended is let go of
+# ("!DETACHED"), or, for "w", will never have a status; one that has gets
+# its output from the byte reached on, then its status.
+batch_end() {
+	batch_state "$rs_state.$1" || return 0
+	case $rs_done in *" $1 "*) return 0 ;; esac
+	rs_done="$rs_done$1 "
+	rs_open=$((rs_open - 1))
+	_be_job=$jobs/$1
+	if [ ! -s "$_be_job.status" ]; then
+		if [ "$2" = w ]; then
+			rs_fifos="$rs_fifos $rs_token"
+			echo "X $1 !EIO the job ended without a status (its waiter was killed)"
+			return
+		fi
+		echo "X $1 !DETACHED"
+		leave_batch_fifo "$_be_job" "$rs_token"
+		return
+	fi
+	rs_fifos="$rs_fifos $rs_token"
+	# (The file held open first: a frame promises its bytes, and the
+	# job's files may go meanwhile, collected by another server or
+	# swept.)
+	if command exec 7<"$_be_job.out"; then
+		output_size "$_be_job"
+		_be_size=$output_size_bytes
+		# (A size from wc by name, the file gone meanwhile: none. An
+		# empty $(( )) would end the shell.)
+		if [ -z "$_be_size" ]; then
+			_be_size=$(wc -c <"$_be_job.out" 2>/dev/null)
+			_be_size=${_be_size##*[!0-9]}
+			_be_size=${_be_size:-0}
+		fi
+		send_output "$1" "${rs_off:-0}" "$_be_size" ''
+		exec 7<&-
+	fi
+	job_result "$_be_job" "$rs_save" "$rs_bytes" "$rs_lines"
+	echo "X $1 $job_result_status"
+}
+
+# batch_look sends what is new of the output of the answer's jobs that
+# stream, with one ls for their sizes (at once again while a job has more
+# than a frame waiting), and sets the pace of the next look (pace). A job
+# whose waiter is gone without a status is answered for (batch_end).
+# False when no job streams.
+batch_look() {
+	_bl_full=yes
+	while [ -n "$_bl_full" ]; do
+		_bl_full=
+		_bl_outs=
+		for _bl_state in "$rs_state".*; do
+			_bl_id=${_bl_state##*.}
+			case $rs_done in *" $_bl_id "*) continue ;; esac
+			batch_state "$_bl_state" || continue
+			[ -n "$rs_off" ] || continue
+			if [ ! -s "$jobs/$_bl_id.status" ]; then
+				job_info "$jobs/$_bl_id"
+				if job_lost "$jobs/$_bl_id"; then
+					batch_end "$_bl_id" w
+					continue
+				fi
+			fi
+			_bl_outs="$_bl_outs $_bl_id.out"
+		done
+		[ -n "$_bl_outs" ] || return 1
+		_bl_news=
+		# shellcheck disable=SC2086 # job IDs are hex
+		_bl_sizes=$(cd "$jobs" && LC_ALL=C ls -lnL -- $_bl_outs 2>/dev/null)
+		while read -r _ _ _ _ _bl_size _bl_rest; do
+			_bl_id=${_bl_rest##* }
+			_bl_id=${_bl_id%.out}
+			digits "$_bl_size" || continue
+			batch_state "$rs_state.$_bl_id" || continue
+			[ "$_bl_size" -gt "$rs_off" ] || continue
+			command exec 7<"$jobs/$_bl_id.out" || continue
+			send_output "$_bl_id" "$rs_off" "$_bl_size" 1048576
+			exec 7<&-
+			[ "$send_output_off" = "$_bl_size" ] || _bl_full=yes
+			rs_off=$send_output_off
+			batch_state_write "$rs_state.$_bl_id"
+			_bl_news=yes
+		done <<EOF
+$_bl_sizes
+EOF
+	done
+	pace "$_bl_news" "$rs_idle"
+	rs_idle=$pace_idle
+}
+
+# batch_tick starts the ticker: a background process that writes
+# "t N" to the events FIFO after pace_nap (N counts the tickers, so that
+# only the last one's counts).
+batch_tick() {
+	rs_ticks=$((rs_ticks + 1))
+	_bt_nap=$pace_nap
+	[ "$frac_sleep" = yes ] || _bt_nap=1
+	{
+		sleep "$_bt_nap" 6>&-
+		echo "t $rs_ticks" >&6
+	} </dev/null >/dev/null 2>&1 3<&- &
+	rs_ticker=$!
+}
+
+# leave_batch_fifo JOB TOKEN leaves the FIFO TOKEN (see batch_start) of
+# JOB, which runs on, to the job's waiter, which removes it as the job
+# ends: the mark ".left" says so. Of this and the waiter, each writes
+# its own file (the mark, the status) before it looks for the other's,
+# so at least one of them sees both and removes the FIFO.
+leave_batch_fifo() {
+	[ -n "$2" ] || return 0
+	: >"$host_dir/fifo-$$-$2.left"
+	[ ! -s "$1.status" ] || rs_fifos="$rs_fifos $2"
+}
+
+# leave_unanswered leaves the FIFOs of the answer's jobs that have no
+# verdict (their clients gave up waiting for a kill, or are gone) to
+# their waiters: at the answer's end, and as the server exits.
+leave_unanswered() {
+	[ -n "$rs_state" ] || return 0
+	for _lu_state in "$rs_state".*; do
+		_lu_id=${_lu_state##*.}
+		case $rs_done in *" $_lu_id "*) continue ;; esac
+		batch_state "$_lu_state" || continue
+		rs_done="$rs_done$_lu_id "
+		leave_batch_fifo "$jobs/$_lu_id" "$rs_token"
+	done
+}
+
+# batch_watcher reads the request stream while run_jobs runs
+# (read_control): it starts the jobs added (add_job lines, in a batch),
+# kills ("k"), renews ("r"), and passes what the answer must hear on to
+# it through the events FIFO (fd 6), in order: "s ID" streams job ID,
+# "d ID" lets go of it, "e" ends the answer, "q" the client is gone.
+batch_watcher() {
 	rs_spare=
 	rs_fifo_n=0
 	while read_control; do
 		case $ctl_line in
 		"$marker"'add_job '*)
+			[ -z "$rs_one" ] || continue
 			if ! fence_in; then
 				echo q >&6
 				return
@@ -157,26 +439,36 @@ group_watcher() {
 			continue
 			;;
 		esac
+		# (Without an ID: each job of the answer.)
+		if [ -n "$ctl_id" ]; then set -- "$rs_state.$ctl_id"; else set -- "$rs_state".*; fi
 		case $ctl in
 		r)
 			# (Those answered for too: they are few, and a lease of an
 			# ended job is not looked at.)
-			for _gw_state in "$rs_dir"/*; do
-				[ ! -e "$jobs/${_gw_state##*/}.lease" ] || renew "$jobs/${_gw_state##*/}" "$rs_ttl"
+			for _bw_state; do
+				_bw_id=${_bw_state##*.}
+				[ ! -e "$jobs/$_bw_id.lease" ] || renew "$jobs/$_bw_id" "$rs_ttl"
 			done
 			;;
-		k | d)
-			# (Without an ID: each job of this request.)
-			if [ -n "$ctl_id" ]; then set -- "$ctl_id"; else set -- "$rs_dir"/*; fi
-			for _gw_id; do
-				_gw_id=${_gw_id##*/}
-				hex "$_gw_id" || continue
-				if [ "$ctl" = k ]; then kill_running "$_gw_id"; else echo "d $_gw_id" >&6; fi
+		k)
+			# (See run_jobs: a kill is not cut short.)
+			: >"$private/kill.$seq"
+			if [ ! -e "$private/end.$seq" ]; then
+				for _bw_state; do
+					[ ! -f "$_bw_state" ] || kill_running "${_bw_state##*.}" "$rs_own"
+				done
+			fi
+			rm -f "$private/kill.$seq"
+			;;
+		s | d)
+			for _bw_state; do
+				[ ! -f "$_bw_state" ] || echo "$ctl ${_bw_state##*.}" >&6
 			done
 			;;
 		e)
+			[ -z "$rs_one" ] || continue
 			# The FIFOs made ahead and not used go with the answer's rm.
-			[ -z "$rs_spare" ] || echo "u $rs_spare" >&6
+			for _bw_n in $rs_spare; do echo "u g$seq-$_bw_n" >&6; done
 			echo e >&6
 			return
 			;;
@@ -187,63 +479,33 @@ group_watcher() {
 	echo q >&6
 }
 
-# add_job ID SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES LABEL starts job ID of
-# run_jobs, as run_job would (in its watcher): its end comes as the event
-# "x ID"; a job that cannot start comes as "f ID STATUS".
+# add_job ID SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES LABEL starts job ID
+# of a batch (a request line of run_jobs' stream, run by its watcher),
+# as batch_start; a job that cannot start comes as "f ID STATUS".
 add_job() {
 	hex "$1" || return
 	if ! digits "${5:-0}" "${6:-0}"; then
-		echo "f $1 !EIO malformed request" >&6
+		batch_fails "$1" '!EIO malformed request'
 		return
 	fi
-	_gj_job=$jobs/$1
-	if [ -n "$3" ]; then
-		if [ ! -d "$3" ]; then
-			if [ -e "$3" ]; then echo "f $1 !ENOTDIR" >&6; else echo "f $1 !ENOENT" >&6; fi
-			return
-		fi
-		if [ ! -x "$3" ]; then
-			echo "f $1 !EACCES" >&6
-			return
-		fi
-	fi
-	# (The FIFO first, as in run_job: from the job's first file to
-	# JOB.server, the job has no server that an attacher could see die.)
+	# (The FIFO first: from the job's first file to JOB.server, the job
+	# has no server that an attacher could see die.)
 	if ! group_fifo; then
-		printf 'f %s !EIO cannot create a job in %s\n' "$1" "$jobs" >&6
+		batch_fails "$1" "!EIO cannot create a job in $jobs"
 		return
 	fi
-	if gone "$_gj_job"; then
-		echo "f $1 !GONE $gone_status" >&6
-		return
-	fi
-	# noclobber: of two starts of one job, one creates it.
-	set -C
-	{ command : >"$_gj_job.out"; } 2>/dev/null
-	_gj_made=$?
-	set +C
-	if [ "$_gj_made" != 0 ]; then
-		echo "f $1 !ATTACH" >&6
-		return
-	fi
-	if ! { echo "$rs_ttl" >"$_gj_job.lease"; } 2>/dev/null; then
-		rm -f -- "$_gj_job".*
-		printf 'f %s !EIO cannot create a job in %s\n' "$1" "$jobs" >&6
-		return
-	fi
-	printf '%s %s\n%s\n' "$$" "$host_id" "${7%%"$nl"*}" >"$_gj_job.server"
-	printf '%s\n' "$4" "$5" "$6" "${rs_spare%% *}" >"$rs_dir/$1"
-	start_job "$_gj_job" "$2" "$3" "$host_dir/fifo-$$-g$seq-${rs_spare%% *}" "$rs_cap" "$rs_ttl" "$events"
+	batch_start "g$seq-${rs_spare%% *}" '' '' "$@"
+	[ -n "$batch_start_waiter" ] || return 0
 	case $rs_spare in
 	*' '*) rs_spare=${rs_spare#* } ;;
 	*) rs_spare= ;;
 	esac
 }
 
-# group_fifo makes sure a FIFO made ahead for run_jobs' jobs is there: the
-# first number of rs_spare, which names $host_dir/fifo-PID-gSEQ-N (in the
-# jobs directory, as run_job's: a job may open it after this server is
-# gone). They are made eight at a time: one mkfifo for eight jobs.
+# group_fifo makes sure a FIFO made ahead for a batch's jobs is there: the
+# first number of rs_spare, which names $host_dir/fifo-PID-gSEQ-N. They
+# are made eight at a time: one mkfifo for eight jobs. (The watcher's
+# own: the server's, made for batches of one, are counted in its shell.)
 group_fifo() {
 	[ -z "$rs_spare" ] || return 0
 	set --

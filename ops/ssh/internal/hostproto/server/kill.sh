@@ -163,7 +163,7 @@ unstarted() {
 	_un_mine=$?
 	set +C
 	[ "$_un_mine" = 0 ] || return 1
-	# (Its output first: the job is gone for attach_job at once.)
+	# (Its output first: the job is gone for attach_jobs at once.)
 	rm -f -- "$1.out" "$1".*
 }
 
@@ -246,12 +246,12 @@ EOF
 	kill -s KILL "$1" 2>/dev/null
 }
 
-# kill_running ID kills job ID (the line "k ID" of attach_jobs and
+# kill_running ID [OWN] kills job ID (the line "k ID" of attach_jobs and
 # run_jobs) if there is such a job, it has not ended, and its process is
-# proven its own (job_process).
+# proven its own (job_process; OWN as there).
 kill_running() {
 	hex "$1" || return
-	[ -e "$jobs/$1.out" ] && job_process "$jobs/$1" && kill_job "$job_process_pid" "$jobs/$1"
+	[ -e "$jobs/$1.out" ] && job_process "$jobs/$1" "$2" && kill_job "$job_process_pid" "$jobs/$1"
 }
 
 # stop_job ID kills job ID when it runs (its status then says "killed"),

@@ -28,10 +28,11 @@
 # "!PROTOCOL malformed request" (the client then closes the connection: it
 # and this server no longer agree).
 #
-# attach_jobs serves several jobs in one answer, in frames (see there);
-# run_jobs starts the jobs of a batch and answers for them the same way.
+# run_jobs starts commands, one (a batch of one) or a batch of them, and
+# answers for them in frames; attach_jobs follows commands started before,
+# in the same frames (see there).
 #
-# Commands (run_job) and reads (open_file) run in the background while a
+# Commands (run_jobs) and reads (open_file) run in the background while a
 # watcher reads the request stream for control lines (see read_control):
 # "k" kills them; "r" renews a command's lease; "s" streams its output from
 # then on; "d" lets go of it. At the end of the stream (the client is gone)
@@ -48,8 +49,9 @@
 #   FUNCTION_name  a result FUNCTION leaves for its caller (job_info_pid,
 #                  gone_status): only FUNCTION sets it.
 #   GROUP_name     shared state of functions that work together (sv_ the
-#                  waiter's, rj_ run_job's, rs_ a batch's, wr_ a write's,
-#                  jw_ remove_files'): only the functions its comment
+#                  waiter's, rj_ what requests leave to remove, rs_ a
+#                  batch's, wr_ a write's, jw_ remove_files'): only the
+#                  functions its comment
 #                  "# group GROUP_: FUNCTION..." lists use it.
 #   anything else  the server's own: set as it starts (serve, read_host,
 #                  user_scope) or kept as it runs (seq, fifos, events,
@@ -69,20 +71,20 @@ nl='
 # that ends its own answer (finish), as call:NAME for one the client sends
 # as "call NAME WORD..." (the file functions: call ends their answer).
 # Nothing else is run (see serve_request).
-requests='run_job attach_job attach_jobs run_jobs read_head open_file
+requests='run_jobs attach_jobs read_head open_file
 call:list_jobs call:stop_job call:cancel_job call:forget call:probe_host
 call:stat_path call:list_dir call:resolve_path call:make_dirs
 call:create_temp call:write_inline call:commit_temp call:settle_write
 call:diagnose_write call:receive_temp call:remove_temp'
 
 # acts: the requests of $requests that change something, fenced as a whole
-# (see fence_in). (run_job and run_jobs fence their jobs' starts.)
+# (see fence_in). (run_jobs fences its jobs' starts.)
 acts='call:stop_job call:cancel_job call:forget call:make_dirs call:create_temp
 call:write_inline call:commit_temp call:settle_write call:remove_temp'
 
 # The files a job may have in the jobs directory, JOB.<suffix>, in the
 # order they are removed: its output first (the job is gone for
-# attach_job), then its lease (no longer running for job_running). A job
+# attach_jobs), then its lease (no longer running for job_running). A job
 # has four: out, lease, status (empty while it runs) and server (who
 # started it and its pids, see job_info); killed when stop_job killed it,
 # script for a long script (see exec_command). (pid, size, saved, waiter,
@@ -189,32 +191,21 @@ serve() {
 	sweep_jobs </dev/null >/dev/null 2>&1 &
 	# run_jobs' FIFO, once made (held open on fd 6).
 	events=
-	# The numbers of the FIFOs made ahead for jobs (see run_job) and not
-	# used yet.
+	# The numbers of the FIFOs made ahead for batches of one (see
+	# run_jobs) and not used yet.
 	fifos=
-	# The FIFO of the job this server started and waits for, if any; the
-	# files the last request left, removed by the next run_job.
-	rj_used=
+	# What the requests answered left (see remove_done); the answer in
+	# progress, if any (see leave_unanswered).
 	rj_done_fifos=
 	rj_done_seqs=
 	rj_done_ids=
-	rj_news=
-	trap 'leave_fifo; remove_fifos; stop_private_jobs; remove_private "$private"' EXIT
+	rs_state=
+	trap 'leave_unanswered; remove_fifos; stop_private_jobs; remove_private "$private"' EXIT
 	trap 'exit 129' HUP
 	trap 'exit 141' PIPE
 	trap 'exit 143' TERM
-	# The client wants the stream of the job it waits for, or lets go of
-	# it (see wake): the signal ends wait_job's wait, and is ignored
-	# anywhere else. (A job's command gets it back, see exec_command.) A
-	# shell cannot trap a signal that was ignored as it started (its
-	# parent's choice): sig_usr1 is "yes" when this one can be caught, and
-	# wait_job does without it when it cannot.
-	sig_usr1=
-	trap 'sig_usr1=yes' USR1
-	kill -s USR1 $$
-	trap '' USR1
-	# Whether sleep takes a fraction of a second (the pauses of wait_job,
-	# a job's grace, see supervise): "yes" or "no".
+	# Whether sleep takes a fraction of a second (the pauses of the
+	# streams, a job's grace, see supervise): "yes" or "no".
 	frac_sleep=no
 	! sleep 0.001 2>/dev/null || frac_sleep=yes
 	# bash sources ~/.bashrc when it thinks sshd started it as a top-level
@@ -335,7 +326,7 @@ serve_request() {
 		*[[:space:]]"$_sr_name"[[:space:]]*)
 			answered=
 			# (The requests that act are fenced, see fence_in: those of
-			# $acts as a whole, the jobs' starts in run_job and add_job.
+			# $acts as a whole, the jobs' starts in run_jobs and add_job.
 			# The others only read, or wait for data, as receive_temp,
 			# which only fills a temporary file: an old connection's
 			# would hold the fence up for nothing.)
@@ -353,14 +344,15 @@ serve_request() {
 
 # read_control reads the next line of the request stream (fd 3) for a
 # watcher: the control lines, one grammar for every request that reads the
-# stream while it runs (run_job, attach_job, attach_jobs, run_jobs,
-# open_file). A letter means the same wherever it comes; ID, where a line
-# takes one, names one job of the answer, and without it the line is about
-# every job of the answer:
+# stream while it runs (run_jobs, attach_jobs, open_file). A letter
+# means the same wherever it comes; ID, where a line takes one, names one
+# job of the answer, and without it the line is about every job of the
+# answer:
 #
 #   k [ID]  kill the job (open_file: the read)
-#   d [ID]  let go of the job: it runs on, to be followed elsewhere; with
-#           no ID the answer ends "!DETACHED"
+#   d [ID]  let go of the job: it runs on, to be followed elsewhere
+#           (run_jobs: "X ID !DETACHED"; attach_jobs, with no ID: the
+#           answer ends "!DETACHED")
 #   s [ID]  stream the job's output from now on
 #   r       renew the lease of every job of the answer
 #   e       end the answer (run_jobs, once each job has its verdict)

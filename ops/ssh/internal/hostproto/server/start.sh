@@ -1,19 +1,38 @@
 # shellcheck shell=sh disable=SC2034,SC2154
 #
-# start.sh: a job's start, for run_job and add_job: the waiter
+# start.sh: a job's start, for run_jobs (batch_start): the waiter
 # (start_job), the command (exec_command, keep) and the user's systemd
 # scope (user_scope, scope_wrapper). Serves no request of its own.
+#
+# A job belongs to no SSH channel. Its files, JOB.* in the jobs directory
+# (the user's alone), are its output (JOB.out), a lease file, JOB.server
+# (lines: the pid of the server that started it and the host it runs on,
+# its label, the pid of its waiter, the pid of its command; see job_info)
+# and its status (empty while it runs). The waiter, a subshell that
+# ignores HUP and PIPE and talks to nothing but files and FIFOs, starts
+# the command with sh -c in DIR (the home directory when empty), stdin
+# /dev/null, in its own session when the host has setsid, with stdout and
+# stderr into a FIFO; a relay drains the FIFO into out at disk speed, so
+# a slow or absent client never holds the command up. When the command
+# exits, its background children get GRACE seconds to finish writing
+# before the relay stops (they then get SIGPIPE, as they would locally);
+# then the status is written, atomically. Losing the connection reaches
+# none of them. A job whose lease is not renewed for TTL seconds (a client
+# that never came back) is killed (its waiter holds the lease from the
+# start, see supervise); so is one whose output passes CAP.
 
-# start_job JOB SCRIPT DIR FIFO CAP TTL [EVENTS [NEWS [HAND]]] starts the
-# waiter of a new job (see run_job) and sets start_job_waiter to its pid.
+# start_job JOB SCRIPT DIR FIFO CAP TTL EVENTS [NEWS [HAND]] starts the
+# waiter of a new job (see batch_start) and sets start_job_waiter to its
+# pid.
 # With HAND, the waiter removes what the server's last requests left (see
 # remove_done) as it ends, or as it runs on (see tell_long). With NEWS, the
 # server's fd 8 is open on the news FIFO, which the waiter writes to (see
 # supervise) and closes as it ends; others do not get it. The waiter starts
 # the keeper (see keep) and the relay, supervises them (see supervise) and
 # writes the job's status, one short write of a whole line: readers wait for
-# the file to be non-empty. With EVENTS (the FIFO of run_jobs) it then
-# writes "x ID" there.
+# the file to be non-empty. It then writes "x ID" to EVENTS (the FIFO of
+# run_jobs), unless it had NEWS and never said "long" there: the server
+# waits for this waiter then (see run_jobs).
 start_job() {
 	(
 		# The job's status file, made here (empty until the job ends),
@@ -92,12 +111,12 @@ start_job() {
 		echo "$sv_status${_sj_reason:+ $_sj_reason}$nl$_sj_size" >"$1.status"
 		# Opened read-write, the FIFO never blocks: its server may be gone
 		# (and then so is the FIFO, or nobody reads what is written).
-		[ -z "$7" ] || echo "x ${1##*/}" 1<>"$7"
+		[ -n "$sv_news" ] || echo "x ${1##*/}" 1<>"$7"
 		# The FIFO goes with the server's next files, unless that
-		# server let go of the job (see leave_fifo). The waiter of
-		# run_job (HAND, until tell_long did: sv_hand) removes what
-		# the server's last requests left, with the rm it becomes:
-		# no fork for it.
+		# server let go of the job (see leave_batch_fifo). The waiter
+		# of a batch of one (HAND, until tell_long did: sv_hand)
+		# removes what the server's last requests left, with the rm it
+		# becomes: no fork for it.
 		exec 8>&-
 		if [ -e "$4.left" ]; then set -- "$4" "$4.left" "$4.dd" "$4.k"; else set --; fi
 		if [ -n "$sv_hand" ]; then
@@ -124,8 +143,8 @@ own_pid() {
 # the host has setsid.
 exec_command() {
 	# The command gets the signal dispositions of any other (the waiter's
-	# ignored HUP and PIPE are its own, the server's USR1 its own too).
-	trap - HUP PIPE USR1
+	# ignored HUP and PIPE are its own).
+	trap - HUP PIPE
 	# (A DIR "-" would be $OLDPWD to cd, even after "--".)
 	case $3 in
 	'') ;;

@@ -18,7 +18,7 @@
 # while job JOB runs, with fd 4 open on the reading end of the job's FIFO
 # (the path FIFO; the keeper's and the relay's reports are beside it,
 # FIFO.k and FIFO.dd, and go with it). With NEWS, fd 8 is the news FIFO
-# of the server that started the job (see attach_job): once the command
+# of the server that started the job (see run_jobs): once the command
 # runs on past its first moments, the waiter says so there, "long", and
 # closes it (see tell_long); with HAND, it then removes what the server's
 # last requests left (see start_job). It starts

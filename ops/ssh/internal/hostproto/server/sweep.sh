@@ -247,7 +247,7 @@ remove_files() {
 			# Named, not globbed: a glob reads the whole directory, which
 			# holds the files of every job in flight (on a host serving
 			# many, a read per job forgotten adds up). Its output first:
-			# the job is gone for attach_job at once.
+			# the job is gone for attach_jobs at once.
 			*) eval "set -- \"\$@\" $job_words" ;;
 			esac
 		elif [ "$jw_id" = -- ]; then
