@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # forks.sh [SERVER_SH...]: the processes a command server forks, and the
-# programs it executes, on the host for a lone `true` run with run_job
-# (each request naming the job before it as collected, as clients do),
+# programs it executes, on the host for a lone `true` (a batch of one;
+# run_job before it), each request naming the job before it as collected,
+# as clients do,
 # per job of a batch of 16 run with run_jobs (the request's own forks
 # included), and per second of a quiet command whose output streams,
 # counted with strace -f on this machine's dash: the server runs 1 job,
@@ -37,9 +38,21 @@ fi
 # shellcheck disable=SC2016 # run by the server's shell
 boot='n=$(printf "\nx"); n=${n%x}; p=; c=; i=0; while IFS= read -r l; do [ "$l" = "#pi-remote-end" ] && break; c=$c$l$n; i=$((i+1)); [ $i -lt 32 ] || { p=$p$c; c=; i=0; }; done; eval "$p$c"'
 
-# answers: how many jobs the server answered so far.
+# answers: how many jobs the server answered so far (a batch of one ends
+# "OK", run_job, of the programs before it, with the job's status).
 answers() {
-	tr '\036' '\n' <"$work/out" | grep -c '^M0$' || true
+	tr '\036' '\n' <"$work/out" | grep -cE '^M(0|OK)$' || true
+}
+
+# start_line ID SCRIPT FORGET: the request that starts job ID alone,
+# running SCRIPT (quoted), naming the job FORGET (or '') as collected: a
+# batch of one, or run_job for a program from before it ($style).
+start_line() {
+	if [ "$style" = run_job ]; then
+		echo "Mrun_job $1 0 $2 '' '' '' '' 60 $cap label $3"
+	else
+		echo "Mrun_jobs 60 $cap $3 $1 $2 '' '' '' '' label"
+	fi
 }
 
 # traced SERVER FEED [ARG...]: "FORKS EXECS" for SERVER run on dash under
@@ -60,14 +73,15 @@ traced() {
 	echo "$(grep -cE 'clone\(|clone3\(|fork\(' "$work/trace") $(grep -E execve "$work/trace" | grep -cE '= 0$')"
 }
 
-# lone_jobs N: N run_job requests, each sent once the one before is answered.
+# lone_jobs N: N lone jobs (start_line), each sent once the one before is
+# answered.
 lone_jobs() {
 	for i in $(seq 1 "$1"); do
 		# As a client does, each request names the job before it,
 		# whose result the client has: its files go.
 		forget="''"
 		[ "$i" = 1 ] || forget="$((i - 1))123456789abcde"
-		echo "Mrun_job ${i}123456789abcde 0 true '' '' '' '' 60 $cap label $forget"
+		start_line "${i}123456789abcde" true "$forget"
 		# Its answer first (at most 30 s), then a moment for the
 		# waiter to end.
 		for _ in $(seq 1 300); do
@@ -78,11 +92,11 @@ lone_jobs() {
 	done
 }
 
-# streamed_job SECONDS: one run_job request for a command that prints a
+# streamed_job SECONDS: one lone job (start_line) of a command that prints a
 # line and sleeps SECONDS, whose output the client asks to stream after
 # 0.1 s (as clients do), answered once it ends.
 streamed_job() {
-	echo "Mrun_job 1123456789abcde 0 'echo start; sleep $1' '' '' '' '' 60 $cap label ''"
+	start_line 1123456789abcde "'echo start; sleep $1'" "''"
 	sleep 0.1
 	echo s
 	for _ in $(seq 1 $(($1 * 10 + 300))); do
@@ -143,6 +157,8 @@ count_batch() {
 
 printf '%-28s %14s %14s %16s %16s %16s\n' "server" "lone forks/job" "lone execs/job" "batch forks/job" "batch execs/job" "stream forks/s"
 for server in "$@"; do
+	style=run_jobs
+	! grep -q '^run_job()' "$server" || style=run_job
 	read -r f1 e1 a1 <<<"$(count "$server" 1)"
 	read -r f9 e9 a9 <<<"$(count "$server" 9)"
 	if [ "$a1" != 1 ] || [ "$a9" != 9 ]; then

@@ -15,7 +15,7 @@
 # add_job, whose words are the client's), rs_done (the jobs answered
 # for), rs_fifos (the FIFOs to remove once the answer ends, as tokens: see
 # batch_start), rs_own (the waiter of a batch of one's job, this server's
-# child), rs_ticks, rs_ticker and rs_idle (see batch_tick), rs_spare and
+# child), rs_ticks and rs_ticker (see batch_tick), rs_spare and
 # rs_fifo_n (see group_fifo); batch_state's fields: rs_off, rs_bytes,
 # rs_lines, rs_token and rs_save. serve sets rs_state empty: no answer.
 
@@ -80,7 +80,6 @@ run_jobs() {
 	rs_own=
 	rs_ticks=0
 	rs_ticker=
-	rs_idle=0
 	if [ -z "$events" ]; then
 		if ! mkfifo "$private/events" 2>/dev/null; then
 			finish "!EIO cannot create $private/events"
@@ -160,12 +159,19 @@ run_jobs() {
 			rs_off=0
 			batch_state_write "$rs_state.$_rs_id"
 			# (The first look at once: the client asked for it.)
-			[ -n "$rs_ticker" ] || { batch_look && batch_tick; }
+			if batch_look && [ -z "$rs_ticker" ]; then batch_tick; fi
 			;;
 		"t "*)
-			[ "${_rs_event#t }" = "$rs_ticks" ] || continue
-			rs_ticker=
-			! batch_look || batch_tick
+			_rs_id=${_rs_event#t }
+			[ "${_rs_id%% *}" = "$rs_ticks" ] || continue
+			[ -n "$rs_ticker" ] || continue
+			if ! batch_look; then
+				# Nothing streams any more.
+				kill -s KILL "$rs_ticker" 2>/dev/null
+				rs_ticker=
+			elif [ -n "$batch_look_news" ] && [ "${_rs_id#* }" -gt 40 ]; then
+				batch_tick
+			fi
 			;;
 		"u "*) rs_fifos="$rs_fifos ${_rs_event#u }" ;;
 		esac
@@ -332,8 +338,8 @@ batch_end() {
 
 # batch_look sends what is new of the output of the answer's jobs that
 # stream, with one ls for their sizes (at once again while a job has more
-# than a frame waiting), and sets the pace of the next look (pace). A job
-# whose waiter is gone without a status is answered for (batch_end).
+# than a frame waiting); batch_look_news is "yes" when there was any. A
+# job whose waiter is gone without a status is answered for (batch_end).
 # False when no job streams.
 batch_look() {
 	_bl_full=yes
@@ -375,20 +381,29 @@ batch_look() {
 $_bl_sizes
 EOF
 	done
-	pace "$_bl_news" "$rs_idle"
-	rs_idle=$pace_idle
+	batch_look_news=$_bl_news
 }
 
-# batch_tick starts the ticker: a background process that writes
-# "t N" to the events FIFO after pace_nap (N counts the tickers, so that
-# only the last one's counts).
+# batch_tick starts the ticker anew (the one before, if any, is killed):
+# a background loop that writes "t N K" to the events FIFO at pace's
+# intervals, counted from its start (K, its Kth tick; N, rs_ticks, names
+# the ticker: only the last one's ticks count). One fork a tick, its
+# sleep's. Its pace slows as a look without news would (see pace): the
+# answer starts it anew when news comes once it has slowed. It stops with
+# the answer, or once its server or the events FIFO is gone.
 batch_tick() {
+	[ -z "$rs_ticker" ] || kill -s KILL "$rs_ticker" 2>/dev/null
 	rs_ticks=$((rs_ticks + 1))
-	_bt_nap=$pace_nap
-	[ "$frac_sleep" = yes ] || _bt_nap=1
 	{
-		sleep "$_bt_nap" 6>&-
-		echo "t $rs_ticks" >&6
+		_bt_k=0
+		while kill -s 0 $$ && [ -p "$events" ]; do
+			_bt_k=$((_bt_k + 1))
+			pace '' "$_bt_k"
+			_bt_nap=$pace_nap
+			[ "$frac_sleep" = yes ] || _bt_nap=1
+			sleep "$_bt_nap" 6>&-
+			echo "t $rs_ticks $_bt_k" >&6
+		done
 	} </dev/null >/dev/null 2>&1 3<&- &
 	rs_ticker=$!
 }
