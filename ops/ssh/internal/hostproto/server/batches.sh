@@ -7,7 +7,7 @@
 # that stream (batch_look). Serves run_jobs.
 
 # group rs_: serve run_jobs batch_start batch_fails batch_state batch_state_write batch_end batch_look
-# batch_tick batch_watcher add_job group_fifo leave_batch_fifo leave_unanswered
+# batch_tick batch_watcher add_job group_fifo leave_batch_fifo leave_answer
 #
 # The answer at hand: rs_state (its jobs' state files are rs_state.ID,
 # see batch_start), rs_one (yes for a batch of one), rs_open (its jobs
@@ -199,13 +199,10 @@ run_jobs() {
 	# FIFO.
 	echo z >&6
 	while IFS= read -r _rs_event <&6 && [ "$_rs_event" != z ]; do :; done
-	leave_unanswered
-	rs_state=
+	leave_answer
 	# The request's files and its ended jobs' FIFOs: a batch's go now,
 	# with one rm; a batch of one's with the rm the next job's waiter
 	# becomes (no fork for them), or as the server exits.
-	rj_done_fifos="$rj_done_fifos$rs_fifos"
-	rj_done_seqs="$rj_done_seqs $seq"
 	[ -n "$rs_one" ] || remove_done fg
 	finish OK
 }
@@ -419,18 +416,24 @@ leave_batch_fifo() {
 	[ ! -s "$1.status" ] || rs_fifos="$rs_fifos $2"
 }
 
-# leave_unanswered leaves the FIFOs of the answer's jobs that have no
-# verdict (their clients gave up waiting for a kill, or are gone) to
-# their waiters: at the answer's end, and as the server exits.
-leave_unanswered() {
+# leave_answer, as the answer ends or the server exits in the middle of
+# it, leaves the FIFOs of the answer's jobs that have no verdict (their
+# clients gave up waiting for a kill, or are gone) to their waiters, and
+# adds the others, and the answer's state files, to what remove_done
+# removes.
+leave_answer() {
 	[ -n "$rs_state" ] || return 0
-	for _lu_state in "$rs_state".*; do
-		_lu_id=${_lu_state##*.}
-		case $rs_done in *" $_lu_id "*) continue ;; esac
-		batch_state "$_lu_state" || continue
-		rs_done="$rs_done$_lu_id "
-		leave_batch_fifo "$jobs/$_lu_id" "$rs_token"
+	for _la_state in "$rs_state".*; do
+		_la_id=${_la_state##*.}
+		case $rs_done in *" $_la_id "*) continue ;; esac
+		batch_state "$_la_state" || continue
+		rs_done="$rs_done$_la_id "
+		leave_batch_fifo "$jobs/$_la_id" "$rs_token"
 	done
+	rj_done_fifos="$rj_done_fifos$rs_fifos"
+	rj_done_seqs="$rj_done_seqs $seq"
+	rs_fifos=
+	rs_state=
 }
 
 # batch_watcher reads the request stream while run_jobs runs

@@ -4,7 +4,7 @@
 # ahead for jobs (make_fifos, remove_fifos), a job's status as answered
 # (job_result). Serves list_jobs.
 
-# group rj_: serve run_jobs remove_done remove_fifos
+# group rj_: serve run_jobs leave_answer remove_done remove_fifos
 #
 # What the requests answered leave to remove, until the next job's waiter
 # removes it, or the next batch does, or the server as it exits (see

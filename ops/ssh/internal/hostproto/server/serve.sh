@@ -195,12 +195,12 @@ serve() {
 	# run_jobs) and not used yet.
 	fifos=
 	# What the requests answered left (see remove_done); the answer in
-	# progress, if any (see leave_unanswered).
+	# progress, if any (see leave_answer).
 	rj_done_fifos=
 	rj_done_seqs=
 	rj_done_ids=
 	rs_state=
-	trap 'leave_unanswered; remove_fifos; stop_private_jobs; remove_private "$private"' EXIT
+	trap 'leave_answer; remove_fifos; stop_private_jobs; remove_private "$private"' EXIT
 	trap 'exit 129' HUP
 	trap 'exit 141' PIPE
 	trap 'exit 143' TERM
