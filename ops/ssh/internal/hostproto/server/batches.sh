@@ -132,6 +132,9 @@ run_jobs() {
 	if [ "$_rs_said" = long ]; then
 		batch_watcher &
 		_rs_watcher=$!
+		# The ticker from now on: a waiter killed by someone (the OOM
+		# killer, a person) never says "x"; batch_look sees it lost.
+		[ -z "$rs_one" ] || batch_tick
 	elif [ -n "$batch_start_waiter" ]; then
 		# Ended in its first moments (or its waiter was killed).
 		wait "$batch_start_waiter"
@@ -166,7 +169,7 @@ run_jobs() {
 			[ "${_rs_id%% *}" = "$rs_ticks" ] || continue
 			[ -n "$rs_ticker" ] || continue
 			if ! batch_look; then
-				# Nothing streams any more.
+				# Every job has its verdict.
 				kill -s KILL "$rs_ticker" 2>/dev/null
 				rs_ticker=
 			elif [ -n "$batch_look_news" ] && [ "${_rs_id#* }" -gt 40 ]; then
@@ -336,18 +339,23 @@ batch_end() {
 # batch_look sends what is new of the output of the answer's jobs that
 # stream, with one ls for their sizes (at once again while a job has more
 # than a frame waiting); batch_look_news is "yes" when there was any. A
-# job whose waiter is gone without a status is answered for (batch_end).
-# False when no job streams.
+# job whose waiter is gone without a status (killed: it will never say
+# "x") is answered for (batch_end). False when every job of the answer
+# has its verdict.
 batch_look() {
+	# (A waiter of this server's, killed, is a zombie, alive to job_lost,
+	# until the shell reaps it: jobs does, with no fork.)
+	[ -z "$rs_own" ] || jobs >/dev/null 2>&1
 	_bl_full=yes
+	_bl_news=
 	while [ -n "$_bl_full" ]; do
 		_bl_full=
 		_bl_outs=
+		_bl_open=
 		for _bl_state in "$rs_state".*; do
 			_bl_id=${_bl_state##*.}
 			case $rs_done in *" $_bl_id "*) continue ;; esac
 			batch_state "$_bl_state" || continue
-			[ -n "$rs_off" ] || continue
 			if [ ! -s "$jobs/$_bl_id.status" ]; then
 				job_info "$jobs/$_bl_id"
 				if job_lost "$jobs/$_bl_id"; then
@@ -355,10 +363,11 @@ batch_look() {
 					continue
 				fi
 			fi
-			_bl_outs="$_bl_outs $_bl_id.out"
+			_bl_open=yes
+			[ -z "$rs_off" ] || _bl_outs="$_bl_outs $_bl_id.out"
 		done
-		[ -n "$_bl_outs" ] || return 1
-		_bl_news=
+		[ -n "$_bl_open" ] || return 1
+		[ -n "$_bl_outs" ] || break
 		# shellcheck disable=SC2086 # job IDs are hex
 		_bl_sizes=$(cd "$jobs" && LC_ALL=C ls -lnL -- $_bl_outs 2>/dev/null)
 		while read -r _ _ _ _ _bl_size _bl_rest; do
