@@ -59,16 +59,10 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	// and following a command needs the wait for the host.
 	mayLetGo := !strings.Contains(js.Save, "\n") && h.opts.ReattachTimeout >= 0
 	var status hostproto.Status
-	for restarts := 0; ; {
+	for {
 		var err error
 		status, err = h.runJob(ctx, sent, js, mayLetGo)
 		if err == nil {
-			// A start whose server died before the job began (a start
-			// sent again found it so): the host dropped it, start it anew.
-			if status.Kind == hostproto.NoJob && sent.n == 0 && restarts < 3 && !h.privateJobs.Load() {
-				restarts++
-				continue
-			}
 			if status.Kind != hostproto.Detached {
 				break
 			}
@@ -94,8 +88,9 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 		// Lost, or let go of: attach again with the other calls of this
 		// host, from the byte reached. A job the host has never heard of,
 		// with no output yet, is one whose start was lost with the
-		// connection: it is started again (the same id: one of two starts
-		// runs).
+		// connection, or whose server died before it began (the host
+		// dropped it): it is started again (the same id: one of two
+		// starts runs).
 		status, err = h.reattachJob(ctx, id, sent, [3]string{js.Save, js.SaveBytes, js.SaveLines})
 		if err != nil {
 			return err

@@ -6,7 +6,7 @@
 # lines that start a batch's jobs; the look at the output of the jobs
 # that stream (batch_look). Serves run_jobs.
 
-# group rs_: serve run_jobs batch_start batch_fails batch_state batch_state_write batch_end batch_look
+# group rs_: serve run_jobs batch_start batch_fails batch_state batch_off batch_set_off batch_end batch_look
 # batch_tick batch_watcher add_job group_fifo leave_batch_fifo leave_answer
 #
 # The answer at hand: rs_state (its jobs' state files are rs_state.ID,
@@ -16,8 +16,8 @@
 # for), rs_fifos (the FIFOs to remove once the answer ends, as tokens: see
 # batch_start), rs_own (the waiter of a batch of one's job, this server's
 # child), rs_ticks and rs_ticker (see batch_tick), rs_spare and
-# rs_fifo_n (see group_fifo); batch_state's fields: rs_off, rs_bytes,
-# rs_lines, rs_token and rs_save. serve sets rs_state empty: no answer.
+# rs_fifo_n (see group_fifo), rs_offs (see batch_off); batch_state's
+# fields: rs_bytes, rs_lines, rs_token and rs_save. serve sets rs_state empty: no answer.
 
 # run_jobs TTL CAP FORGET [ID SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES
 # LABEL] runs jobs and answers for them in frames: for each job, "D ID N"
@@ -80,6 +80,7 @@ run_jobs() {
 	rs_own=
 	rs_ticks=0
 	rs_ticker=
+	rs_offs=' '
 	if [ -z "$events" ]; then
 		if ! mkfifo "$private/events" 2>/dev/null; then
 			finish "!EIO cannot create $private/events"
@@ -106,8 +107,14 @@ run_jobs() {
 		fi
 		# The waiter removes what the last requests left (see
 		# remove_done), with the rm it becomes as it ends.
-		batch_start "${fifos%% *}" "$_rs_news" hand "$4" "$5" "$6" "$7" "$8" "$9" "${10}"
+		_rs_token=${fifos%% *}
+		batch_start "$_rs_token" "$_rs_news" hand "$4" "$5" "$6" "$7" "$8" "$9" "${10}"
 		fence_out
+		# (A FIFO made ahead and gone since is no use: the next start
+		# makes new ones.)
+		if [ -z "$batch_start_waiter" ] && [ ! -p "$host_dir/fifo-$$-$_rs_token" ]; then
+			fifos=
+		fi
 		if [ -n "$batch_start_waiter" ]; then
 			rs_own=$batch_start_waiter
 			rj_done_fifos=
@@ -118,8 +125,12 @@ run_jobs() {
 			*) fifos= ;;
 			esac
 			if [ -n "$_rs_news" ]; then
-				_rs_said=
-				{ command exec 8<"$private/news"; } 2>/dev/null && read -r _rs_said <&8
+				# (Not reopened: no news, followed as a long one.)
+				_rs_said=long
+				if { command exec 8<"$private/news"; } 2>/dev/null; then
+					_rs_said=
+					read -r _rs_said <&8
+				fi
 				exec 8<&-
 			fi
 		else
@@ -146,9 +157,10 @@ run_jobs() {
 		e) [ -n "$rs_one" ] || break ;;
 		q) exit 129 ;;
 		"f "*)
+			# (Only this answer's jobs fail: an "f" is written as a job
+			# of the answer starts, and read before the answer ends.)
 			_rs_id=${_rs_event#f }
 			_rs_id=${_rs_id%% *}
-			[ -f "$rs_state.$_rs_id" ] || continue
 			echo "X ${_rs_event#f }"
 			rs_done="$rs_done$_rs_id "
 			rs_open=$((rs_open - 1))
@@ -158,9 +170,9 @@ run_jobs() {
 			_rs_id=${_rs_event#s }
 			batch_state "$rs_state.$_rs_id" || continue
 			case $rs_done in *" $_rs_id "*) continue ;; esac
-			[ -z "$rs_off" ] || continue
-			rs_off=0
-			batch_state_write "$rs_state.$_rs_id"
+			batch_off "$_rs_id"
+			[ -z "$batch_off_at" ] || continue
+			batch_set_off "$_rs_id" 0
 			# (The first look at once: the client asked for it.)
 			if batch_look && [ -z "$rs_ticker" ]; then batch_tick; fi
 			;;
@@ -224,6 +236,14 @@ batch_start() {
 	_bs_hand=$3
 	shift 3
 	_bs_job=$jobs/$1
+	if gone "$_bs_job"; then
+		batch_fails "$1" "!GONE $gone_status"
+		return
+	fi
+	if [ -e "$_bs_job.out" ]; then
+		batch_fails "$1" '!ATTACH'
+		return
+	fi
 	if [ -n "$3" ]; then
 		if [ ! -d "$3" ]; then
 			if [ -e "$3" ]; then batch_fails "$1" '!ENOTDIR'; else batch_fails "$1" '!ENOENT'; fi
@@ -234,8 +254,11 @@ batch_start() {
 			return
 		fi
 	fi
-	if gone "$_bs_job"; then
-		batch_fails "$1" "!GONE $gone_status"
+	# The job's state, written once (the answer keeps what changes,
+	# see batch_off): without it the answer would not know the job.
+	if ! [ -p "$host_dir/fifo-$$-$_bs_token" ] ||
+		! { printf '%s\n' "$5" "$6" "$_bs_token" "$4" >"$rs_state.$1"; } 2>/dev/null; then
+		batch_fails "$1" "!EIO cannot create a job in $jobs"
 		return
 	fi
 	# noclobber: of two starts of one job, one creates it.
@@ -256,42 +279,56 @@ batch_start() {
 	# waiter begins, an attacher sees it (unstarted). The label is one
 	# line.
 	printf '%s %s\n%s\n' "$$" "$host_id" "${7%%"$nl"*}" >"$_bs_job.server"
-	rs_off=
-	rs_bytes=$5
-	rs_lines=$6
-	rs_token=$_bs_token
-	rs_save=$4
-	batch_state_write "$rs_state.$1"
 	start_job "$_bs_job" "$2" "$3" "$host_dir/fifo-$$-$_bs_token" "$rs_cap" "$rs_ttl" "$events" "$_bs_news" "$_bs_hand"
 	batch_start_waiter=$start_job_waiter
 }
 
 # batch_fails ID STATUS: job ID of the answer did not start, for STATUS
-# (the event "f ID STATUS"). Its state file is the empty one: the answer
-# knows the job as its own, and finds nothing to follow of it.
+# (the event "f ID STATUS", which the answer reads before it ends).
+# Its state file, if any, is made the empty one: the answer finds
+# nothing to follow of the job.
 batch_fails() {
-	: >"$rs_state.$1"
+	{ : >"$rs_state.$1"; } 2>/dev/null
 	printf 'f %s %s\n' "$1" "${2%%"$nl"*}" >&6
 }
 
-# batch_state FILE reads a job's state file (batch_start) into rs_off (the
-# byte its output was sent up to, once it streams; empty until then),
-# rs_bytes, rs_lines, rs_token and rs_save (the last, on the lines left:
-# SAVE may hold a newline); false when there is none, or it is the empty
-# one of a job that did not start. batch_state_write FILE writes them.
+# batch_state FILE reads a job's state file (batch_start) into rs_bytes,
+# rs_lines, rs_token and rs_save (the last, on the lines left: SAVE may
+# hold a newline); false when there is none, or it is the empty one of a
+# job that did not start.
 batch_state() {
 	rs_token=
 	[ -f "$1" ] || return 1
 	{
-		read -r rs_off && read -r rs_bytes && read -r rs_lines && read -r rs_token || return 1
+		read -r rs_bytes && read -r rs_lines && read -r rs_token || return 1
 		IFS= read -r rs_save
 		while IFS= read -r _bst_line; do rs_save=$rs_save$nl$_bst_line; done
 	} <"$1"
 	[ -n "$rs_token" ]
 }
 
-batch_state_write() {
-	printf '%s\n' "$rs_off" "$rs_bytes" "$rs_lines" "$rs_token" "$rs_save" >"$1"
+# batch_off ID sets batch_off_at to the byte job ID's output was sent up
+# to, once it streams (empty until then); batch_set_off ID OFFSET records
+# it. They are kept in rs_offs, " ID:OFFSET ...", in the answer's shell:
+# no file is written as output goes out.
+batch_off() {
+	case $rs_offs in
+	*" $1:"*)
+		batch_off_at=${rs_offs#*" $1:"}
+		batch_off_at=${batch_off_at%% *}
+		;;
+	*) batch_off_at= ;;
+	esac
+}
+
+batch_set_off() {
+	case $rs_offs in
+	*" $1:"*)
+		_bso_rest=${rs_offs#*" $1:"}
+		rs_offs="${rs_offs%%" $1:"*} $1:$2 ${_bso_rest#* }"
+		;;
+	*) rs_offs="$rs_offs$1:$2 " ;;
+	esac
 }
 
 # batch_end ID HOW answers for job ID of the answer, once: HOW is "x" (its
@@ -329,7 +366,8 @@ batch_end() {
 			_be_size=${_be_size##*[!0-9]}
 			_be_size=${_be_size:-0}
 		fi
-		send_output "$1" "${rs_off:-0}" "$_be_size" ''
+		batch_off "$1"
+		send_output "$1" "${batch_off_at:-0}" "$_be_size" ''
 		exec 7<&-
 	fi
 	job_result "$_be_job" "$rs_save" "$rs_bytes" "$rs_lines"
@@ -364,7 +402,8 @@ batch_look() {
 				fi
 			fi
 			_bl_open=yes
-			[ -z "$rs_off" ] || _bl_outs="$_bl_outs $_bl_id.out"
+			batch_off "$_bl_id"
+			[ -z "$batch_off_at" ] || _bl_outs="$_bl_outs $_bl_id.out"
 		done
 		[ -n "$_bl_open" ] || return 1
 		[ -n "$_bl_outs" ] || break
@@ -374,14 +413,13 @@ batch_look() {
 			_bl_id=${_bl_rest##* }
 			_bl_id=${_bl_id%.out}
 			digits "$_bl_size" || continue
-			batch_state "$rs_state.$_bl_id" || continue
-			[ "$_bl_size" -gt "$rs_off" ] || continue
+			batch_off "$_bl_id"
+			[ "$_bl_size" -gt "${batch_off_at:-0}" ] || continue
 			command exec 7<"$jobs/$_bl_id.out" || continue
-			send_output "$_bl_id" "$rs_off" "$_bl_size" 1048576
+			send_output "$_bl_id" "$batch_off_at" "$_bl_size" 1048576
 			exec 7<&-
 			[ "$send_output_off" = "$_bl_size" ] || _bl_full=yes
-			rs_off=$send_output_off
-			batch_state_write "$rs_state.$_bl_id"
+			batch_set_off "$_bl_id" "$send_output_off"
 			_bl_news=yes
 		done <<EOF
 $_bl_sizes
