@@ -29,7 +29,7 @@ func TestProtocolErrorClosesTheConnection(t *testing.T) {
 	}{
 		{"an unknown request", "no_such_function", nil},
 		{"an unknown file function", "call", []string{"no_such_function"}},
-		{"a malformed request", "run_job", []string{"not-a-job-id", "0", "true", "", "", "", "", "60", "", "label", ""}},
+		{"a malformed request", "run_jobs", []string{"60", "", "", "not-a-job-id", "true", "", "", "", "", "label"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

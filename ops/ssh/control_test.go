@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/internal/randhex"
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 // The control lines have one grammar (read_control in serve.sh): a letter
@@ -31,11 +32,11 @@ func TestControlLines(t *testing.T) {
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
 				arg := sleeper(t)
 				job := newJob("exec sleep " + arg)
-				require.NoError(t, l.send(call("run_job", job...)))
-				// Were "d OTHER" taken for this job, the answer would be
+				require.NoError(t, l.send(startJob(job)))
+				// Were "d OTHER" taken for this job, its status would be
 				// "!DETACHED" (it runs on).
-				require.NoError(t, l.write("d "+randhex.String(8)+"\nk "+job[0]+"\n"))
-				assert.Equal(t, "137", l.nextAnswer(t, io.Discard))
+				require.NoError(t, l.write("d "+randhex.String(8)+"\nk "+job.ID+"\n"))
+				assert.Equal(t, "137", l.nextJobAnswer(t, io.Discard, job.ID))
 				assert.Empty(t, sleeping(t, arg))
 			})
 			t.Run("a batch: k and d without an ID are about each of its jobs", func(t *testing.T) {
@@ -120,18 +121,18 @@ func controlLinesMalformed(t *testing.T, sh []string) {
 		assert.Equal(t, "OK", status)
 		assert.Equal(t, map[string]string{id: "137"}, ends)
 	}
-	t.Run("run_job", func(t *testing.T) {
+	t.Run("run_jobs, a batch of one", func(t *testing.T) {
 		t.Parallel()
 		l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
 		arg := sleeper(t)
 		job := newJob("exec sleep " + arg)
-		require.NoError(t, l.send(call("run_job", job...)))
+		require.NoError(t, l.send(startJob(job)))
 		// Then a "d" the job is let go of with: had a line before it
-		// killed it, the answer would be its status.
-		require.NoError(t, l.write("k \nk "+job[0]+" \nk "+job[0]+" more\nd "+job[0]+"x\nd\n"))
-		assert.Equal(t, "!DETACHED", l.nextAnswer(t, io.Discard))
+		// killed it, its status would be the kill's.
+		require.NoError(t, l.write("k \nk "+job.ID+" \nk "+job.ID+" more\nd "+job.ID+"x\nd\n"))
+		assert.Equal(t, "!DETACHED", l.nextJobAnswer(t, io.Discard, job.ID))
 		assert.Len(t, sleeping(t, arg), 1, "it runs on")
-		end(t, l, job[0])
+		end(t, l, job.ID)
 	})
 	t.Run("run_jobs", func(t *testing.T) {
 		t.Parallel()
@@ -165,18 +166,18 @@ func controlLinesMalformed(t *testing.T, sh []string) {
 		l := startLocal(t, sh, true, "XDG_CACHE_HOME="+t.TempDir())
 		arg := sleeper(t)
 		job := newJob("exec sleep " + arg)
-		require.NoError(t, l.send(call("run_job", job...)))
-		require.NoError(t, l.write("d\n"))
-		require.Equal(t, "!DETACHED", l.nextAnswer(t, io.Discard))
-		require.NoError(t, l.send(call("attach_jobs", "60", job[0], "0", "", "", "")))
-		require.NoError(t, l.write("k \nk "+job[0]+" more\nk x/"+job[0]+"\nd\n"))
+		require.NoError(t, l.send(startJob(job)))
+		require.NoError(t, l.control(hostproto.LetGo))
+		require.Equal(t, "!DETACHED", l.nextJobAnswer(t, io.Discard, job.ID))
+		require.NoError(t, l.send(call("attach_jobs", "60", job.ID, "0", "", "", "")))
+		require.NoError(t, l.write("k \nk "+job.ID+" more\nk x/"+job.ID+"\nd\n"))
 		ends := map[string]string{}
 		status, err := readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
 		require.NoError(t, err)
 		assert.Equal(t, "!DETACHED", status)
 		assert.Empty(t, ends, "nothing killed")
 		assert.Len(t, sleeping(t, arg), 1, "it runs on")
-		end(t, l, job[0])
+		end(t, l, job.ID)
 	})
 }
 

@@ -57,7 +57,7 @@ func TestRequestsOfAnOlderConnectionActOnNothing(t *testing.T) {
 			require.NoError(t, os.WriteFile(target, []byte("v2"), 0o644))
 			ran := filepath.Join(dir, "ran")
 			require.NoError(t, oldWrite.send(call("call", "write_inline", target, "644", "", "0123", "v1", "-")))
-			require.NoError(t, oldJob.send(call("run_job", newJob("echo ran >>"+shellquote.Quote(ran))...)))
+			require.NoError(t, oldJob.send(startJob(newJob("echo ran >>"+shellquote.Quote(ran)))))
 			for _, l := range []*localServer{oldWrite, oldJob} {
 				_, err := l.readUntilMarker(io.Discard)
 				assert.Error(t, err, "the old server answers nothing, and exits")

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/internal/randhex"
+	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
 )
 
 // Hosts that share a home directory (NFS) share the jobs directory: a job
@@ -87,9 +88,9 @@ func TestJobsOfAnotherHostAreLeftToIt(t *testing.T) {
 			// Followed, neither is taken for lost nor unstarted: the
 			// client lets go of them.
 			for _, id := range []string{running, starting} {
-				require.NoError(t, l.send(call("attach_job", id, "0", "", "", "", "60")))
-				require.NoError(t, l.write("d\n"))
-				assert.Equal(t, "!DETACHED", l.nextAnswer(t, io.Discard), "attach_job %s", id)
+				require.NoError(t, l.send(call("attach_jobs", "60", id, "0", "", "", "")))
+				require.NoError(t, l.control(hostproto.LetGo))
+				assert.Equal(t, "!DETACHED", l.nextJobAnswer(t, io.Discard, id), "attach_jobs %s", id)
 			}
 			require.NoError(t, l.send(call("attach_jobs", "60", running, "0", "", "", "", starting, "0", "", "", "")))
 			require.NoError(t, l.write("d\n"))

@@ -145,10 +145,10 @@ func TestStalePidFileKillsNothing(t *testing.T) {
 				job := newJob("echo started; exec sleep 300")
 				l.stream(t, job)
 				l.readUntil(t, "started\n")
-				require.NoError(t, l.write("d\n"))
-				require.Equal(t, "!DETACHED", l.nextAnswer(t, io.Discard))
-				assert.Equal(t, "OK killed\n", callFile("stop_job")(t, l, job[0]))
-				assert.Equal(t, "137 killed", l.do(t, io.Discard, "attach_job", job[0], "8", "", "", "", "60"))
+				require.NoError(t, l.control(hostproto.LetGo))
+				require.Equal(t, "!DETACHED", l.nextJobAnswer(t, io.Discard, job.ID))
+				assert.Equal(t, "OK killed\n", callFile("stop_job")(t, l, job.ID))
+				assert.Equal(t, "137 killed", l.attachJob(t, io.Discard, job.ID, "8", "", "", "", "60"))
 			})
 		})
 	}
@@ -256,7 +256,7 @@ func TestJobKilledAtItsClaimIsLost(t *testing.T) {
 			l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 
 			assert.Equal(t, "!EIO the job ended without a status (its waiter was killed)",
-				l.do(t, io.Discard, "attach_job", attached, "0", "", "", "", "60"))
+				l.attachJob(t, io.Discard, attached, "0", "", "", "", "60"))
 			assert.Equal(t, "OK removed\n", callFile("stop_job")(t, l, stopped))
 			assert.Equal(t, []string{filepath.Join(jobs, stopped+".status")}, jobFiles(jobs, stopped), "its tombstone")
 			status, err := os.ReadFile(filepath.Join(jobs, stopped+".status"))
@@ -292,7 +292,7 @@ func TestSavedJobOfAnEarlierScript(t *testing.T) {
 			l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 			for range 2 {
 				var out bytes.Buffer
-				assert.Equal(t, "0 saved", l.do(t, &out, "attach_job", id, "0", save, "1", "1", "60"))
+				assert.Equal(t, "0 saved", l.attachJob(t, &out, id, "0", save, "1", "1", "60"))
 				assert.Equal(t, "line 1\nline 2\n", out.String())
 				fi, err := os.Lstat(save)
 				require.NoError(t, err)
@@ -322,7 +322,7 @@ func TestALostJobsTombstoneIsNoStatus(t *testing.T) {
 			sweptJustNow(t, jobs)
 			l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 			want := "!EIO the job ended without a status (its waiter was killed)"
-			assert.Equal(t, want, l.do(t, io.Discard, "attach_job", single, "0", "", "", "", "60"))
+			assert.Equal(t, want, l.attachJob(t, io.Discard, single, "0", "", "", "", "60"))
 			require.NoError(t, l.send(call("attach_jobs", "60", batch, "0", "", "", "")))
 			ends := map[string]string{}
 			status, err := readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
@@ -345,9 +345,9 @@ func TestCancelOfAnUnknownJobAnswersAtOnce(t *testing.T) {
 			ran := filepath.Join(t.TempDir(), "ran")
 			job := newJob("touch " + ran)
 			start := time.Now()
-			assert.Equal(t, "OK\n", callFile("cancel_job")(t, l, job[0]))
+			assert.Equal(t, "OK\n", callFile("cancel_job")(t, l, job.ID))
 			assert.Less(t, time.Since(start), 3*time.Second)
-			assert.Equal(t, "!GONE lost", l.do(t, io.Discard, "run_job", job...), "the start that came late")
+			assert.Equal(t, "!GONE lost", l.runJob(t, io.Discard, job), "the start that came late")
 			assert.NoFileExists(t, ran)
 		})
 	}

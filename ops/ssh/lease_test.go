@@ -30,13 +30,13 @@ func TestLeaseHoldsFromTheStart(t *testing.T) {
 			t.Parallel()
 			l := startLocal(t, sh, true)
 			job := newJob("echo started; sleep 30; echo finished")
-			job[7] = "3"
+			job.TTL = "3"
 			start := time.Now()
-			require.NoError(t, l.send(call("run_job", job...)))
+			require.NoError(t, l.send(startJob(job)))
 			var out bytes.Buffer
 			done := make(chan string, 1)
 			go func() {
-				status, err := l.readUntilMarker(&out)
+				status, err := l.readJob(&out, job.ID)
 				assert.NoError(t, err)
 				done <- status
 			}()
@@ -66,7 +66,7 @@ func TestJobKilledByItsLeaseIsKeptForItsClient(t *testing.T) {
 			runs := filepath.Join(cache, "runs.log")
 			first := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 			job := newJob("date >>" + shellquote.Quote(runs) + "; echo started; sleep 30; echo finished")
-			job[7] = "2"
+			job.TTL = "2"
 			first.stream(t, job)
 			first.readUntil(t, "started\n")
 			// As sshd does when the connection goes.
@@ -75,17 +75,20 @@ func TestJobKilledByItsLeaseIsKeptForItsClient(t *testing.T) {
 			time.Sleep(5 * time.Second)
 			second := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 			var out bytes.Buffer
-			assert.Equal(t, "137 lease", second.do(t, &out, "attach_job", job[0], "0", "", "", "", "2"))
+			assert.Equal(t, "137 lease", second.attachJob(t, &out, job.ID, "0", "", "", "", "2"))
 			assert.Equal(t, "started\n", out.String())
-			// A start sent again (its answer lost) attaches to it too.
+			// A start sent again (its answer lost) finds it too, and the
+			// client attaches.
+			assert.Equal(t, "!ATTACH", second.runJob(t, io.Discard, job))
 			out.Reset()
-			assert.Equal(t, "137 lease", second.do(t, &out, "run_job", job...))
+			assert.Equal(t, "137 lease", second.attachJob(t, &out, job.ID, "0", "", "", "", "2"))
+			assert.Equal(t, "started\n", out.String())
 			log, err := os.ReadFile(runs)
 			require.NoError(t, err)
 			assert.Equal(t, 1, bytes.Count(log, []byte("\n")), "the command ran once")
 			// Collected: the client forgets it.
-			assert.Equal(t, "0", second.do(t, io.Discard, "call", "forget", job[0]))
-			matches, _ := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", job[0]+".*"))
+			assert.Equal(t, "0", second.do(t, io.Discard, "call", "forget", job.ID))
+			matches, _ := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", job.ID+".*"))
 			assert.Empty(t, matches)
 		})
 	}
@@ -151,8 +154,8 @@ func TestLeaseHoldsForAJobOfAKilledServer(t *testing.T) {
 			marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007)
 			t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
 			job := newJob("sleep " + marker)
-			job[7] = "3"
-			require.NoError(t, a.send(call("run_job", job...)))
+			job.TTL = "3"
+			require.NoError(t, a.send(startJob(job)))
 			require.Eventually(t, func() bool { return len(sleeping(t, marker)) == 1 }, 5*time.Second, 20*time.Millisecond)
 			require.NoError(t, a.cmd.Process.Kill())
 			require.Eventually(t, func() bool { return syscall.Kill(a.cmd.Process.Pid, 0) != nil }, 5*time.Second, 10*time.Millisecond)

@@ -20,13 +20,26 @@ import (
 // fails the test (and is closed, which ends the read).
 func (l *localServer) nextAnswer(t *testing.T, w io.Writer) string {
 	t.Helper()
+	return l.within(t, func() (string, error) { return l.readUntilMarker(w) })
+}
+
+// nextJobAnswer is jobAnswer, bounded as nextAnswer is.
+func (l *localServer) nextJobAnswer(t *testing.T, w io.Writer, id string) string {
+	t.Helper()
+	return l.within(t, func() (string, error) { return l.readJob(w, id) })
+}
+
+// within returns what read returns, if it does within 10 s; otherwise it
+// closes the server, which ends the read, and fails the test.
+func (l *localServer) within(t *testing.T, read func() (string, error)) string {
+	t.Helper()
 	type answer struct {
 		status string
 		err    error
 	}
 	done := make(chan answer, 1)
 	go func() {
-		st, err := l.readUntilMarker(w)
+		st, err := read()
 		done <- answer{st, err}
 	}()
 	select {
@@ -69,11 +82,16 @@ func TestServerAnswersEveryRequest(t *testing.T) {
 				{"a file function called directly", "list_jobs", "!PROTOCOL unknown request"},
 				{"a function that is no file function", "call remove_private " + canary, "!PROTOCOL unknown request"},
 				{"no function", "", "!PROTOCOL unknown request"},
-				{"a quoted name", "'run_job' a", "!PROTOCOL unknown request"},
-				{"an unterminated quote", "run_job 'abc 0", "!PROTOCOL malformed request"},
-				{"a job ID that is a path", "run_job ../../x 0 true '' '' '' '' 60 '' label ''", "!PROTOCOL malformed request"},
-				{"an offset that runs a command", "run_job 0123abcd 'a[$(touch " + ran + ")]' true '' '' '' '' 60 '' label ''", "!PROTOCOL malformed request"},
-				{"an attach offset that runs a command", "attach_job 0123abcd 'a[$(touch " + ran + ")]' '' '' '' 60", "!PROTOCOL malformed request"},
+				{"a quoted name", "'run_jobs' a", "!PROTOCOL unknown request"},
+				{"a request the server no longer has", "run_job 0123abcd 0 'touch " + ran + "' '' '' '' '' 60 '' label ''", "!PROTOCOL unknown request"},
+				{"an attach request the server no longer has", "attach_job 0123abcd 0 '' '' '' 60", "!PROTOCOL unknown request"},
+				{"an unterminated quote", "run_jobs 60 '' '' 'abc 0", "!PROTOCOL malformed request"},
+				{"a job ID that is a path", "run_jobs 60 '' '' ../../x true '' '' '' '' label", "!PROTOCOL malformed request"},
+				{"a TTL that runs a command", "run_jobs 'a[$(touch " + ran + ")]' '' '' 0123abcd true '' '' '' '' label", "!PROTOCOL malformed request"},
+				{"a cap that runs a command", "run_jobs 60 'a[$(touch " + ran + ")]' '' 0123abcd true '' '' '' '' label", "!PROTOCOL malformed request"},
+				{"a save size that runs a command", "run_jobs 60 '' '' 0123abcd true '' '' 'a[$(touch " + ran + ")]' '' label", "!PROTOCOL malformed request"},
+				{"a save line count that runs a command", "run_jobs 60 '' '' 0123abcd true '' '' '' 'a[$(touch " + ran + ")]' label", "!PROTOCOL malformed request"},
+				{"an attach offset that runs a command", "attach_jobs 60 0123abcd 'a[$(touch " + ran + ")]' '' '' ''", "!PROTOCOL malformed request"},
 				{"a batch attach word that is no job ID", "attach_jobs 60 ../x 0 '' '' ''", "!PROTOCOL malformed request"},
 				{"a read offset that runs a command", "open_file /etc/hostname 'a[$(touch " + ran + ")]'", "!PROTOCOL malformed request"},
 				{"a read size that is no number", "read_head /etc/hostname x", "!PROTOCOL malformed request"},

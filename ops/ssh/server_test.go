@@ -128,24 +128,95 @@ func (l *localServer) do(t *testing.T, w io.Writer, fn string, args ...string) s
 	return status
 }
 
-// stream starts job and asks for its output as it comes ("s"), as the
-// client does once a command has run for a moment.
-func (l *localServer) stream(t *testing.T, job []string) {
+// runJob starts job (a batch of one) and returns its status, its output
+// going to w (see readJob).
+func (l *localServer) runJob(t *testing.T, w io.Writer, job testJob) string {
 	t.Helper()
-	require.NoError(t, l.send(call("run_job", job...)))
-	require.NoError(t, l.write("s\n"))
+	require.NoError(t, l.send(startJob(job)))
+	return l.jobAnswer(t, w, job.ID)
 }
 
-// readUntil reads the answer in progress a byte at a time up to and
-// including text (no further: the rest stays on the stream).
+// attachJob follows job id from byte offset on (attach_jobs of one job)
+// and returns its status, its output going to w (see readJob).
+func (l *localServer) attachJob(t *testing.T, w io.Writer, id, offset, save, saveBytes, saveLines, ttl string) string {
+	t.Helper()
+	require.NoError(t, l.send(call("attach_jobs", ttl, id, offset, save, saveBytes, saveLines)))
+	return l.jobAnswer(t, w, id)
+}
+
+// jobAnswer reads the answer to a request about job id sent earlier (see
+// readJob), however long it takes.
+func (l *localServer) jobAnswer(t *testing.T, w io.Writer, id string) string {
+	t.Helper()
+	status, err := l.readJob(w, id)
+	require.NoError(t, err, "stderr: %s", l.stderr.suffix())
+	return status
+}
+
+// readJob reads the answer to a request about one job, id (a batch of
+// one, or attach_jobs of one job), its output going to w. It returns the
+// status of the job's "X" frame, or, where none came, the answer's own
+// status (an attach let go of: "!DETACHED"). An answer with a frame of
+// another job, with two "X" frames, or that ends "OK" with none is an
+// error.
+func (l *localServer) readJob(w io.Writer, id string) (string, error) {
+	var ended []string
+	var stranger string
+	status, err := readAttach(l.server,
+		func(got string) io.Writer {
+			if got != id {
+				stranger = got
+				return io.Discard
+			}
+			return w
+		},
+		func(got, status string) {
+			if got != id {
+				stranger = got
+				return
+			}
+			ended = append(ended, status)
+		})
+	switch {
+	case err != nil:
+		return "", err
+	case stranger != "":
+		return "", fmt.Errorf("a frame of job %s in the answer about job %s", stranger, id)
+	case len(ended) > 1:
+		return "", fmt.Errorf("job %s ended %d times: %q", id, len(ended), ended)
+	case len(ended) == 1 && status != "OK":
+		return "", fmt.Errorf("job %s ended %q, and then the answer %q", id, ended[0], status)
+	case len(ended) == 1:
+		return ended[0], nil
+	case status == "OK":
+		return "", fmt.Errorf("the answer about job %s ended OK without its X frame", id)
+	}
+	return status, nil
+}
+
+// stream starts job and asks for its output as it comes ("s"), as the
+// client does once a command has run for a moment.
+func (l *localServer) stream(t *testing.T, job testJob) {
+	t.Helper()
+	require.NoError(t, l.send(startJob(job)))
+	require.NoError(t, l.control(hostproto.Stream))
+}
+
+// readUntil reads the "D" frames of the answer in progress, the output of
+// the job it streams, up to the one that completes text (no further: the
+// rest stays on the stream), and returns the output they held.
 func (l *localServer) readUntil(t *testing.T, text string) *bytes.Buffer {
 	t.Helper()
 	var got bytes.Buffer
-	buf := make([]byte, 1)
 	for !strings.Contains(got.String(), text) {
-		_, err := l.stdout.Read(buf)
+		line, err := l.stdout.ReadString('\n')
+		require.NoError(t, err, "stderr: %s", l.stderr.suffix())
+		f := strings.Fields(line)
+		require.True(t, len(f) == 3 && f[0] == "D", "a D frame before %q; got %q after %q", text, line, got.String())
+		n, err := strconv.ParseInt(f[2], 10, 64)
+		require.NoError(t, err, "frame %q", line)
+		_, err = io.CopyN(&got, l.stdout, n)
 		require.NoError(t, err)
-		got.Write(buf)
 	}
 	return &got
 }
@@ -154,7 +225,7 @@ func (l *localServer) readUntil(t *testing.T, text string) *bytes.Buffer {
 func (l *localServer) run(t *testing.T, script string) (string, string) {
 	t.Helper()
 	var out bytes.Buffer
-	status := l.do(t, &out, "run_job", newJob(script)...)
+	status := l.runJob(t, &out, newJob(script))
 	return status, out.String()
 }
 
@@ -297,12 +368,12 @@ func TestServerScript(t *testing.T) {
 				cache := cacheDir(t)
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				job := newJob("")
-				job[8] = "1000000" // a cap: the relay copies with dd
-				output := filepath.Join(cache, "pi-remote", "jobs", job[0]+".out")
+				job.Cap = "1000000" // the relay copies with dd
+				output := filepath.Join(cache, "pi-remote", "jobs", job.ID+".out")
 				away := filepath.Join(l.tmp, "away")
 				// The relay's dd is the process named dd writing to the
 				// job's output.
-				job[2] = fmt.Sprintf(`dd=
+				job.Script = fmt.Sprintf(`dd=
 while [ -z "$dd" ]; do
 	for p in /proc/[0-9]*; do
 		[ "$p/fd/1" -ef %[1]s ] && read -r name <"$p/comm" && [ "$name" = dd ] && dd=${p#/proc/}
@@ -314,7 +385,7 @@ while [ ! -e %[2]s ]; do sleep 0.01; done
 i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quote(output), shellquote.Quote(away))
 				var out bytes.Buffer
 				start := time.Now()
-				status := l.do(t, &out, "run_job", job...)
+				status := l.runJob(t, &out, job)
 				assert.Equal(t, "0", status)
 				assert.Equal(t, numberedLines(2000), out.String())
 				assert.Greater(t, time.Since(start), time.Second, "the relay was held up")
@@ -331,27 +402,30 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				first.close()
 
 				second := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-				attach := slices.Clone(job)
-				attach[1] = strconv.Itoa(got.Len())
+				offset := strconv.Itoa(got.Len())
+				// Its start sent again finds it; the client attaches from
+				// where its output stopped.
+				assert.Equal(t, "!ATTACH", second.runJob(t, io.Discard, job), "a start sent again")
 				var rest bytes.Buffer
-				status := second.do(t, &rest, "run_job", attach...)
+				status := second.attachJob(t, &rest, job.ID, offset, "", "", "", "60")
 				assert.Equal(t, "5", status, "the true exit status")
 				assert.Equal(t, numberedLines(30), got.String()+rest.String(), "every byte once")
 
 				// The answer lost, the same again: the end is sent again.
+				assert.Equal(t, "!ATTACH", second.runJob(t, io.Discard, job), "a start sent again, once more")
 				var again bytes.Buffer
-				status = second.do(t, &again, "run_job", attach...)
+				status = second.attachJob(t, &again, job.ID, offset, "", "", "", "60")
 				assert.Equal(t, "5", status, "sent again")
 				assert.Equal(t, rest.String(), again.String())
 				// Once the client says it has the result, the job is gone.
 				other := newJob("true")
-				other[10] = job[0]
-				assert.Equal(t, "0", second.do(t, io.Discard, "run_job", other...))
+				other.Forget = job.ID
+				assert.Equal(t, "0", second.runJob(t, io.Discard, other))
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					matches, _ := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", job[0]+".*"))
+					matches, _ := filepath.Glob(filepath.Join(cache, "pi-remote", "jobs", job.ID+".*"))
 					assert.Empty(c, matches)
 				}, 5*time.Second, 20*time.Millisecond)
-				assert.Equal(t, "!NOJOB", second.do(t, io.Discard, "run_job", attach...), "forgotten: gone")
+				assert.Equal(t, "!NOJOB", second.attachJob(t, io.Discard, job.ID, offset, "", "", "", "60"), "forgotten: gone")
 				status, out := second.run(t, "echo next")
 				assert.Equal(t, "0", status)
 				assert.Equal(t, "next\n", out)
@@ -364,8 +438,8 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				var ids []string
 				for i := range 20 {
 					job := newJob(fmt.Sprintf("echo %d", i))
-					assert.Equal(t, "0", l.do(t, io.Discard, "run_job", job...))
-					ids = append(ids, job[0])
+					assert.Equal(t, "0", l.runJob(t, io.Discard, job))
+					ids = append(ids, job.ID)
 				}
 				// A word that is not a job id names no file: "..", a
 				// path, a quote, an expansion.
@@ -373,8 +447,8 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				require.NoError(t, os.WriteFile(keep, nil, 0o600))
 				bad := []string{"..", "../keep", "keep", `x"y`, "$(touch " + filepath.Join(l.tmp, "ran") + ")"}
 				other := newJob("true")
-				other[10] = strings.Join(append(bad, ids...), " ")
-				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", other...))
+				other.Forget = strings.Join(append(bad, ids...), " ")
+				assert.Equal(t, "0", l.runJob(t, io.Discard, other))
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
 					for _, id := range ids {
 						assert.Empty(c, jobFiles(jobs, id), id)
@@ -382,7 +456,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}, 5*time.Second, 20*time.Millisecond)
 				assert.FileExists(t, keep)
 				assert.NoFileExists(t, filepath.Join(l.tmp, "ran"))
-				matches, _ := filepath.Glob(filepath.Join(jobs, other[0]+".*"))
+				matches, _ := filepath.Glob(filepath.Join(jobs, other.ID+".*"))
 				assert.NotEmpty(t, matches, "the job not forgotten stays")
 			})
 			t.Run("collected jobs go at once, whatever the request that names them does", func(t *testing.T) {
@@ -396,28 +470,28 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				var ids []string
 				for i := range 2 {
 					job := newJob(fmt.Sprintf("echo %d", i))
-					assert.Equal(t, "0", l.do(t, io.Discard, "run_job", job...))
-					ids = append(ids, job[0])
+					assert.Equal(t, "0", l.runJob(t, io.Discard, job))
+					ids = append(ids, job.ID)
 				}
 				gone := func(id string) func(c *assert.CollectT) {
 					return func(c *assert.CollectT) { assert.Empty(c, jobFiles(jobs, id), id) }
 				}
 				long := newJob("sleep 4; echo slept")
-				long[10] = ids[0]
-				require.NoError(t, l.send(call("run_job", long...)))
+				long.Forget = ids[0]
+				require.NoError(t, l.send(startJob(long)))
 				start := time.Now()
 				require.EventuallyWithT(t, gone(ids[0]), 3*time.Second, 20*time.Millisecond, "while the next command runs")
 				assert.Less(t, time.Since(start), 3*time.Second)
 				var out bytes.Buffer
-				assert.Equal(t, "0", l.nextAnswer(t, &out))
+				assert.Equal(t, "0", l.nextJobAnswer(t, &out, long.ID))
 				assert.Equal(t, "slept\n", out.String())
 
 				failing := newJob("true")
-				failing[3] = filepath.Join(l.tmp, "no-such-dir")
-				failing[10] = ids[1] + " " + long[0]
-				assert.Equal(t, "!ENOENT", l.do(t, io.Discard, "run_job", failing...))
+				failing.Dir = filepath.Join(l.tmp, "no-such-dir")
+				failing.Forget = ids[1] + " " + long.ID
+				assert.Equal(t, "!ENOENT", l.runJob(t, io.Discard, failing))
 				require.EventuallyWithT(t, gone(ids[1]), 3*time.Second, 20*time.Millisecond, "after a start that failed")
-				require.EventuallyWithT(t, gone(long[0]), 3*time.Second, 20*time.Millisecond, "after a start that failed")
+				require.EventuallyWithT(t, gone(long.ID), 3*time.Second, 20*time.Millisecond, "after a start that failed")
 			})
 			t.Run("a job whose server died before it said so is started again", func(t *testing.T) {
 				t.Parallel()
@@ -428,23 +502,25 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				cache := cacheDir(t)
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", newJob("true")...))
-				for _, kind := range []string{"run_job", "attach_jobs"} {
+				assert.Equal(t, "0", l.runJob(t, io.Discard, newJob("true")))
+				for _, kind := range []string{"a start sent again", "attach_jobs"} {
 					job := newJob("echo ran")
-					require.NoError(t, os.WriteFile(filepath.Join(jobs, job[0]+".out"), nil, 0o600))
-					require.NoError(t, os.WriteFile(filepath.Join(jobs, job[0]+".lease"), []byte("60\n"), 0o600))
+					require.NoError(t, os.WriteFile(filepath.Join(jobs, job.ID+".out"), nil, 0o600))
+					require.NoError(t, os.WriteFile(filepath.Join(jobs, job.ID+".lease"), []byte("60\n"), 0o600))
 					start := time.Now()
 					var out bytes.Buffer
-					if kind == "run_job" {
-						assert.Equal(t, "!NOJOB", l.do(t, io.Discard, "run_job", job...))
+					if kind == "a start sent again" {
+						// It finds the job, and the client attaches.
+						assert.Equal(t, "!ATTACH", l.runJob(t, io.Discard, job))
+						assert.Equal(t, "!NOJOB", l.attachJob(t, io.Discard, job.ID, "0", "", "", "", "60"))
 					} else {
-						assert.Equal(t, "OK", l.do(t, &out, "attach_jobs", "60", job[0], "0", "", "", ""))
-						assert.Equal(t, "X "+job[0]+" !NOJOB\n", out.String())
+						assert.Equal(t, "OK", l.do(t, &out, "attach_jobs", "60", job.ID, "0", "", "", ""))
+						assert.Equal(t, "X "+job.ID+" !NOJOB\n", out.String())
 					}
 					assert.Less(t, time.Since(start), 20*time.Second)
-					assert.Empty(t, jobFiles(jobs, job[0]), "its files go: the client starts it again")
+					assert.Empty(t, jobFiles(jobs, job.ID), "its files go: the client starts it again")
 					out.Reset()
-					assert.Equal(t, "0", l.do(t, &out, "run_job", job...))
+					assert.Equal(t, "0", l.runJob(t, &out, job))
 					assert.Equal(t, "ran\n", out.String())
 				}
 			})
@@ -459,8 +535,8 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				for range 3 {
 					l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 					job := newJob("sleep " + arg)
-					require.NoError(t, l.send(call("run_job", job...)))
-					waiter := waiterOf(t, jobs, job[0])
+					require.NoError(t, l.send(startJob(job)))
+					waiter := waiterOf(t, jobs, job.ID)
 					require.EventuallyWithT(t, func(c *assert.CollectT) {
 						assert.NotEmpty(c, sleeping(t, arg), "the command runs")
 					}, 5*time.Second, 10*time.Millisecond)
@@ -468,7 +544,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					require.NoError(t, l.write("k\n"))
 					// (The answer comes once a kill begun has ended: a
 					// process still stopped now stays so.)
-					l.nextAnswer(t, io.Discard)
+					l.nextJobAnswer(t, io.Discard, job.ID)
 					stopped := psWhere(t, "pid=,stat=,args=", func(f []string) bool {
 						return len(f) == 4 && strings.HasPrefix(f[1], "T") && f[2] == "sleep" && f[3] == arg
 					})
@@ -485,15 +561,15 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				job := newJob("sleep 3")
-				require.NoError(t, l.send(call("run_job", job...)))
-				waiter := waiterOf(t, jobs, job[0])
+				require.NoError(t, l.send(startJob(job)))
+				waiter := waiterOf(t, jobs, job.ID)
 				require.NoError(t, syscall.Kill(waiter, syscall.SIGKILL))
-				assert.Equal(t, "!EIO the job ended without a status (its waiter was killed)", l.nextAnswer(t, io.Discard))
+				assert.Equal(t, "!EIO the job ended without a status (its waiter was killed)", l.nextJobAnswer(t, io.Discard, job.ID))
 				// Killed at any moment, even before it opened the job's
 				// FIFO, the waiter leaves nothing waiting for it: the
 				// command ends (sleep 3), and nothing holds the job's files.
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					assert.Empty(c, holding(job[0]))
+					assert.Empty(c, holding(job.ID))
 				}, 10*time.Second, 100*time.Millisecond)
 			})
 			t.Run("a job has four files, and its status says its output's size", func(t *testing.T) {
@@ -503,19 +579,19 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				arg := fmt.Sprintf("31.%06d", rand.IntN(1000000))
 				job := newJob("echo out; exec 2>/dev/null; sleep " + arg + "; echo more")
-				job[8] = "1000" // a cap: the relay counts the output
-				require.NoError(t, l.send(call("run_job", job...)))
+				job.Cap = "1000" // the relay counts the output
+				require.NoError(t, l.send(startJob(job)))
 				suffixes := func() []string {
 					var found []string
-					for _, f := range jobFiles(jobs, job[0]) {
-						found = append(found, strings.TrimPrefix(filepath.Base(f), job[0]))
+					for _, f := range jobFiles(jobs, job.ID) {
+						found = append(found, strings.TrimPrefix(filepath.Base(f), job.ID))
 					}
 					return found
 				}
 				sleep := soleSleeper(t, arg)
 				var server []string
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					b, err := os.ReadFile(filepath.Join(jobs, job[0]+".server"))
+					b, err := os.ReadFile(filepath.Join(jobs, job.ID+".server"))
 					require.NoError(c, err)
 					server = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 					assert.Len(c, server, 4, "server and host, label, waiter, command")
@@ -528,10 +604,10 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, server[3], fields[1])
 				require.NoError(t, syscall.Kill(sleep, syscall.SIGKILL))
 				var out bytes.Buffer
-				assert.Equal(t, "0", l.nextAnswer(t, &out))
+				assert.Equal(t, "0", l.nextJobAnswer(t, &out, job.ID))
 				assert.Equal(t, "out\nmore\n", out.String())
 				assert.Equal(t, []string{".lease", ".out", ".server", ".status"}, suffixes())
-				status, err := os.ReadFile(filepath.Join(jobs, job[0]+".status"))
+				status, err := os.ReadFile(filepath.Join(jobs, job.ID+".status"))
 				require.NoError(t, err)
 				size := "9"
 				if sh[0] == "busybox" {
@@ -545,11 +621,11 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				jobs := filepath.Join(cache, "pi-remote", "jobs")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				first := newJob("echo one")
-				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", first...))
-				assert.FileExists(t, filepath.Join(jobs, first[0]+".out"), "a start sent again finds it done")
+				assert.Equal(t, "0", l.runJob(t, io.Discard, first))
+				assert.FileExists(t, filepath.Join(jobs, first.ID+".out"), "a start sent again finds it done")
 				second := newJob("echo two")
-				second[10] = first[0] + " not/an-id"
-				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", second...))
+				second.Forget = first.ID + " not/an-id"
+				assert.Equal(t, "0", l.runJob(t, io.Discard, second))
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
 					entries, err := os.ReadDir(jobs)
 					require.NoError(c, err)
@@ -557,7 +633,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 						// (And this host's directory: the FIFO made ahead for
 						// this server's next job.)
 						if !strings.HasPrefix(e.Name(), ".host.") {
-							assert.True(c, strings.HasPrefix(e.Name(), second[0]+"."), "only the second job's files: %s", e.Name())
+							assert.True(c, strings.HasPrefix(e.Name(), second.ID+"."), "only the second job's files: %s", e.Name())
 						}
 					}
 				}, 5*time.Second, 20*time.Millisecond)
@@ -577,15 +653,15 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					assert.NoDirExists(c, filepath.Join(here, "sweeping"), "the first server's sweep is over")
 				}, 5*time.Second, 20*time.Millisecond)
 				stale, fresh := newJob("echo stale"), newJob("echo fresh")
-				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", stale...))
-				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", fresh...))
+				assert.Equal(t, "0", l.runJob(t, io.Discard, stale))
+				assert.Equal(t, "0", l.runJob(t, io.Discard, fresh))
 				// A job that runs has an empty status as old as its start:
 				// it is not swept, however long it runs (its waiter holds
 				// its lease).
 				arg := fmt.Sprintf("32.%06d", rand.IntN(1000000))
 				t.Cleanup(func() { exec.Command("pkill", "-x", "-f", "sleep "+arg).Run() })
 				running := newJob("sleep " + arg)
-				require.NoError(t, startLocal(t, sh, true, "XDG_CACHE_HOME="+cache).send(call("run_job", running...)))
+				require.NoError(t, startLocal(t, sh, true, "XDG_CACHE_HOME="+cache).send(startJob(running)))
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
 					assert.NotEmpty(c, sleeping(t, arg))
 				}, 5*time.Second, 10*time.Millisecond)
@@ -593,36 +669,35 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// 60 s); the fresh one's may still come back for it.
 				old := time.Now().Add(-3 * time.Minute)
 				for _, f := range []string{".lease", ".status"} {
-					require.NoError(t, os.Chtimes(filepath.Join(jobs, stale[0]+f), old, old))
-					require.NoError(t, os.Chtimes(filepath.Join(jobs, running[0]+f), old, old))
+					require.NoError(t, os.Chtimes(filepath.Join(jobs, stale.ID+f), old, old))
+					require.NoError(t, os.Chtimes(filepath.Join(jobs, running.ID+f), old, old))
 				}
 				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache).run(t, "true")
 				time.Sleep(300 * time.Millisecond)
-				assert.FileExists(t, filepath.Join(jobs, stale[0]+".out"), "not swept again within the minute")
+				assert.FileExists(t, filepath.Join(jobs, stale.ID+".out"), "not swept again within the minute")
 				require.NoError(t, os.Chtimes(filepath.Join(here, "swept"), old, old))
 				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				// Buried: its tombstone (its status) stays, so that a
 				// start of it that comes late runs nothing and learns how
 				// it ended.
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					assert.Equal(c, []string{filepath.Join(jobs, stale[0]+".status")}, jobFiles(jobs, stale[0]))
+					assert.Equal(c, []string{filepath.Join(jobs, stale.ID+".status")}, jobFiles(jobs, stale.ID))
 				}, 5*time.Second, 20*time.Millisecond)
-				assert.FileExists(t, filepath.Join(jobs, fresh[0]+".out"))
-				assert.FileExists(t, filepath.Join(jobs, running[0]+".out"), "a job that runs is not swept")
+				assert.FileExists(t, filepath.Join(jobs, fresh.ID+".out"))
+				assert.FileExists(t, filepath.Join(jobs, running.ID+".out"), "a job that runs is not swept")
 				assert.NotEmpty(t, sleeping(t, arg), "nor killed")
-				again := slices.Clone(stale)
-				again[2] = "echo ran again >>" + shellquote.Quote(filepath.Join(cache, "again"))
-				assert.Equal(t, "!GONE 0", l.do(t, io.Discard, "run_job", again...), "a start sent again")
-				again[1] = "5"
-				assert.Equal(t, "!GONE 0", l.do(t, io.Discard, "attach_job", again[0], "5", "", "", "", "60"))
+				again := stale
+				again.Script = "echo ran again >>" + shellquote.Quote(filepath.Join(cache, "again"))
+				assert.Equal(t, "!GONE 0", l.runJob(t, io.Discard, again), "a start sent again")
+				assert.Equal(t, "!GONE 0", l.attachJob(t, io.Discard, again.ID, "5", "", "", "", "60"))
 				assert.NoFileExists(t, filepath.Join(cache, "again"), "the buried job ran again")
 				// Two days after its end the tombstone goes too.
 				older := time.Now().Add(-49 * time.Hour)
-				require.NoError(t, os.Chtimes(filepath.Join(jobs, stale[0]+".status"), older, older))
+				require.NoError(t, os.Chtimes(filepath.Join(jobs, stale.ID+".status"), older, older))
 				require.NoError(t, os.Chtimes(filepath.Join(here, "swept"), old, old))
 				startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					matches, _ := filepath.Glob(filepath.Join(jobs, stale[0]+".*"))
+					matches, _ := filepath.Glob(filepath.Join(jobs, stale.ID+".*"))
 					assert.Empty(c, matches)
 				}, 5*time.Second, 20*time.Millisecond)
 			})
@@ -636,14 +711,14 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				runs := filepath.Join(cache, "runs")
 				job := newJob("echo ran >>" + shellquote.Quote(runs))
-				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", job...))
+				assert.Equal(t, "0", l.runJob(t, io.Discard, job))
 				for range 2 {
 					var out bytes.Buffer
-					l.do(t, &out, "call", "stop_job", job[0])
+					l.do(t, &out, "call", "stop_job", job.ID)
 					assert.Equal(t, "OK removed\n", out.String())
-					assert.Equal(t, []string{filepath.Join(jobs, job[0]+".status")}, jobFiles(jobs, job[0]))
+					assert.Equal(t, []string{filepath.Join(jobs, job.ID+".status")}, jobFiles(jobs, job.ID))
 				}
-				assert.Equal(t, "!GONE 0", l.do(t, io.Discard, "run_job", job...), "a start sent again")
+				assert.Equal(t, "!GONE 0", l.runJob(t, io.Discard, job), "a start sent again")
 				ran, err := os.ReadFile(runs)
 				require.NoError(t, err)
 				assert.Equal(t, "ran\n", string(ran), "the job ran once")
@@ -652,9 +727,9 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				t.Parallel()
 				l := startLocal(t, sh, true)
 				job := newJob(`yes 0123456789abcdef; echo not reached`)
-				job[8] = "100000"
+				job.Cap = "100000"
 				var out bytes.Buffer
-				status := l.do(t, &out, "run_job", job...)
+				status := l.runJob(t, &out, job)
 				assert.Equal(t, "141 capped", status)
 				assert.Greater(t, out.Len(), 100000, "past the cap")
 				assert.Less(t, out.Len(), 100000+64<<10, "by less than a block")
@@ -663,24 +738,24 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// One that ignores SIGPIPE and exits 0 is capped all the
 				// same: its output is cut.
 				job = newJob(`trap '' PIPE; while echo 0123456789abcdef; do :; done 2>/dev/null; exit 0`)
-				job[8] = "100000"
+				job.Cap = "100000"
 				out.Reset()
-				assert.Equal(t, "0 capped", l.do(t, &out, "run_job", job...))
+				assert.Equal(t, "0 capped", l.runJob(t, &out, job))
 				assert.Greater(t, out.Len(), 100000, "past the cap")
 				assert.Less(t, out.Len(), 100000+64<<10, "by less than a block")
 
 				job = newJob(`printf %0100000d 0`)
-				job[8] = "100000"
+				job.Cap = "100000"
 				out.Reset()
-				assert.Equal(t, "0", l.do(t, &out, "run_job", job...), "exactly the cap is allowed")
+				assert.Equal(t, "0", l.runJob(t, &out, job), "exactly the cap is allowed")
 				assert.Equal(t, 100000, out.Len())
 
 				// Past the cap by less than a block, all of it in one
 				// read, and then ended: nothing was cut.
 				job = newJob(`printf 0123456789AB`)
-				job[8] = "10"
+				job.Cap = "10"
 				out.Reset()
-				assert.Equal(t, "0", l.do(t, &out, "run_job", job...), "nothing cut")
+				assert.Equal(t, "0", l.runJob(t, &out, job), "nothing cut")
 				assert.Equal(t, "0123456789AB", out.String())
 			})
 			t.Run("the cap holds when a sweep took the relay's report", func(t *testing.T) {
@@ -692,8 +767,8 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				arg := fmt.Sprintf("33.%06d", rand.IntN(1000000))
 				job := newJob("echo start; exec 2>/dev/null; sleep " + arg + "; head -c 3000000 /dev/zero")
-				job[8] = "1000"
-				require.NoError(t, l.send(call("run_job", job...)))
+				job.Cap = "1000"
+				require.NoError(t, l.send(startJob(job)))
 				sleep := soleSleeper(t, arg)
 				reports, err := filepath.Glob(filepath.Join(hostDir(t, jobs), "fifo-*.dd"))
 				require.NoError(t, err)
@@ -701,7 +776,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				require.NoError(t, os.Remove(reports[0]))
 				require.NoError(t, syscall.Kill(sleep, syscall.SIGKILL))
 				var out bytes.Buffer
-				assert.Equal(t, "141 capped", l.nextAnswer(t, &out))
+				assert.Equal(t, "141 capped", l.nextJobAnswer(t, &out, job.ID))
 				assert.Greater(t, out.Len(), 1000, "past the cap")
 				assert.Less(t, out.Len(), 1000+64<<10, "by less than a block")
 			})
@@ -748,9 +823,9 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				arg := fmt.Sprintf("34.%06d", rand.IntN(1000000))
 				t.Cleanup(func() { exec.Command("pkill", "-x", "-f", "sleep "+arg).Run() })
 				job := newJob("sleep " + arg)
-				job[7] = "3"
-				require.NoError(t, l.send(call("run_job", job...)))
-				status := filepath.Join(jobs, job[0]+".status")
+				job.TTL = "3"
+				require.NoError(t, l.send(startJob(job)))
+				status := filepath.Join(jobs, job.ID+".status")
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
 					assert.NotEmpty(c, sleeping(t, arg))
 				}, 5*time.Second, 10*time.Millisecond)
@@ -778,17 +853,21 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					first.close()
 					var out bytes.Buffer
 					second := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-					status := second.do(t, &out, "run_job", job...)
+					status := second.runJob(t, &out, job)
+					if status == "!ATTACH" {
+						// (Its start sent again finds it: the client attaches.)
+						status = second.attachJob(t, &out, job.ID, "0", "", "", "", "60")
+					}
 					if status == "!NOJOB" {
 						// The first server died before the job began: the
 						// host dropped it, and the client starts it again.
-						status = second.do(t, &out, "run_job", job...)
+						status = second.runJob(t, &out, job)
 					}
 					assert.Equal(t, "3", status)
 					assert.Equal(t, "ran\n", out.String())
 					// Nothing of the first server's stream is left following it.
 					require.EventuallyWithT(t, func(c *assert.CollectT) {
-						assert.Empty(c, following(t, job[0]+".out"))
+						assert.Empty(c, following(t, job.ID+".out"))
 					}, 5*time.Second, 50*time.Millisecond)
 				}
 			})
@@ -804,32 +883,28 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				first.close()
 				ended := newJob("echo ended; exit 2")
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-				require.NoError(t, l.send(call("run_job", ended...)))
-				_, err := l.readUntilMarker(io.Discard)
-				require.NoError(t, err)
+				l.runJob(t, io.Discard, ended)
 				sleeper := newJob("echo sleeping; exec sleep 30")
 				other := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				other.stream(t, sleeper)
-				line, err := other.stdout.ReadString('\n')
-				require.NoError(t, err)
-				require.Equal(t, "sleeping\n", line)
+				require.Equal(t, "sleeping\n", other.readUntil(t, "sleeping\n").String())
 				other.close()
 
 				outs := map[string]*bytes.Buffer{}
 				ends := map[string]string{}
 				missing := randhex.String(8)
-				args := []string{"60", printing[0], strconv.Itoa(got.Len()), "", "", "", ended[0], "0", "", "", "", sleeper[0], "9", "", "", "", missing, "0", "", "", ""}
+				args := []string{"60", printing.ID, strconv.Itoa(got.Len()), "", "", "", ended.ID, "0", "", "", "", sleeper.ID, "9", "", "", "", missing, "0", "", "", ""}
 				require.NoError(t, l.send(call("attach_jobs", args...)))
-				require.NoError(t, l.write("k "+sleeper[0]+"\n"))
+				require.NoError(t, l.write("k "+sleeper.ID+"\n"))
 				status, err := readAttach(l.server, bufferPer(outs), func(id, status string) { ends[id] = status })
 				require.NoError(t, err)
 				assert.Equal(t, "OK", status)
-				assert.Equal(t, numberedLines(40), got.String()+outs[printing[0]].String(), "every byte once")
-				assert.Equal(t, "5", ends[printing[0]])
-				assert.Equal(t, "ended\n", outs[ended[0]].String())
-				assert.Equal(t, "2", ends[ended[0]])
-				assert.Nil(t, outs[sleeper[0]], "nothing past its offset")
-				assert.Equal(t, "137", ends[sleeper[0]], "killed")
+				assert.Equal(t, numberedLines(40), got.String()+outs[printing.ID].String(), "every byte once")
+				assert.Equal(t, "5", ends[printing.ID])
+				assert.Equal(t, "ended\n", outs[ended.ID].String())
+				assert.Equal(t, "2", ends[ended.ID])
+				assert.Nil(t, outs[sleeper.ID], "nothing past its offset")
+				assert.Equal(t, "137", ends[sleeper.ID], "killed")
 				assert.Equal(t, "!NOJOB", ends[missing])
 				assert.Len(t, ends, 4)
 				status, out := l.run(t, "echo next")
@@ -844,19 +919,15 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				printing := newJob(printLines(40, "0.05", 4))
 				l.stream(t, printing)
 				got := l.readUntil(t, "line 3\n")
-				require.NoError(t, l.write("d\n"))
-				status, err := l.readUntilMarker(got)
-				require.NoError(t, err)
-				assert.Equal(t, "!DETACHED", status)
+				require.NoError(t, l.control(hostproto.LetGo))
+				assert.Equal(t, "!DETACHED", l.jobAnswer(t, got, printing.ID))
 				assert.NotContains(t, got.String(), "line 40\n", "it runs on")
 				// Let go of at once, before its output would stream.
 				quiet := newJob("sleep 1; echo late")
-				require.NoError(t, l.send(call("run_job", quiet...)))
-				require.NoError(t, l.write("d\n"))
+				require.NoError(t, l.send(startJob(quiet)))
+				require.NoError(t, l.control(hostproto.LetGo))
 				var none bytes.Buffer
-				status, err = l.readUntilMarker(&none)
-				require.NoError(t, err)
-				assert.Equal(t, "!DETACHED", status)
+				assert.Equal(t, "!DETACHED", l.jobAnswer(t, &none, quiet.ID))
 				assert.Empty(t, none.String())
 				// The server is free for the next request.
 				status, out := l.run(t, "echo next")
@@ -865,31 +936,29 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 
 				sleeper := newJob("exec sleep 30")
 				other := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-				require.NoError(t, other.send(call("run_job", sleeper...)))
-				require.NoError(t, other.write("d\n"))
-				status, err = other.readUntilMarker(io.Discard)
-				require.NoError(t, err)
-				assert.Equal(t, "!DETACHED", status)
+				require.NoError(t, other.send(startJob(sleeper)))
+				require.NoError(t, other.control(hostproto.LetGo))
+				assert.Equal(t, "!DETACHED", other.jobAnswer(t, io.Discard, sleeper.ID))
 
 				// One attach request for the sleeper; the other two join it.
 				outs := map[string]*bytes.Buffer{}
 				ends := map[string]string{}
-				require.NoError(t, l.send(call("attach_jobs", "60", sleeper[0], "0", "", "", "")))
-				require.NoError(t, l.write(fmt.Sprintf("a %s %d   \n", printing[0], got.Len())))
-				require.NoError(t, l.write("a "+quiet[0]+" 0   \n"))
-				status, err = readAttach(l.server, bufferPer(outs), func(id, status string) {
+				require.NoError(t, l.send(call("attach_jobs", "60", sleeper.ID, "0", "", "", "")))
+				require.NoError(t, l.write(fmt.Sprintf("a %s %d   \n", printing.ID, got.Len())))
+				require.NoError(t, l.write("a "+quiet.ID+" 0   \n"))
+				status, err := readAttach(l.server, bufferPer(outs), func(id, status string) {
 					ends[id] = status
 					if len(ends) == 2 {
-						l.write("k " + sleeper[0] + "\n")
+						l.write("k " + sleeper.ID + "\n")
 					}
 				})
 				require.NoError(t, err)
 				assert.Equal(t, "OK", status)
-				assert.Equal(t, numberedLines(40), got.String()+outs[printing[0]].String(), "every byte once")
-				assert.Equal(t, "4", ends[printing[0]])
-				assert.Equal(t, "late\n", outs[quiet[0]].String())
-				assert.Equal(t, "0", ends[quiet[0]])
-				assert.Equal(t, "137", ends[sleeper[0]], "killed once the others ended")
+				assert.Equal(t, numberedLines(40), got.String()+outs[printing.ID].String(), "every byte once")
+				assert.Equal(t, "4", ends[printing.ID])
+				assert.Equal(t, "late\n", outs[quiet.ID].String())
+				assert.Equal(t, "0", ends[quiet.ID])
+				assert.Equal(t, "137", ends[sleeper.ID], "killed once the others ended")
 			})
 			t.Run("an attach request let go of ends early, its jobs running on", func(t *testing.T) {
 				t.Parallel()
@@ -898,15 +967,13 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				sleeper := newJob("echo sleeping; exec sleep 30")
 				l.stream(t, sleeper)
 				l.readUntil(t, "sleeping\n")
-				require.NoError(t, l.write("d\n"))
-				status, err := l.readUntilMarker(io.Discard)
-				require.NoError(t, err)
-				require.Equal(t, "!DETACHED", status)
+				require.NoError(t, l.control(hostproto.LetGo))
+				require.Equal(t, "!DETACHED", l.jobAnswer(t, io.Discard, sleeper.ID))
 
-				require.NoError(t, l.send(call("attach_jobs", "60", sleeper[0], "9", "", "", "")))
+				require.NoError(t, l.send(call("attach_jobs", "60", sleeper.ID, "9", "", "", "")))
 				require.NoError(t, l.write("d\n"))
 				ends := map[string]string{}
-				status, err = readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
+				status, err := readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
 				require.NoError(t, err)
 				assert.Equal(t, "!DETACHED", status)
 				assert.Empty(t, ends, "no job ended")
@@ -914,12 +981,12 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, "0", status, "the server serves on")
 				assert.Equal(t, "next\n", out)
 				// The job runs on: a later attach request kills it.
-				require.NoError(t, l.send(call("attach_jobs", "60", sleeper[0], "9", "", "", "")))
-				require.NoError(t, l.write("k "+sleeper[0]+"\n"))
+				require.NoError(t, l.send(call("attach_jobs", "60", sleeper.ID, "9", "", "", "")))
+				require.NoError(t, l.write("k "+sleeper.ID+"\n"))
 				status, err = readAttach(l.server, func(string) io.Writer { return io.Discard }, func(id, status string) { ends[id] = status })
 				require.NoError(t, err)
 				assert.Equal(t, "OK", status)
-				assert.Equal(t, "137", ends[sleeper[0]])
+				assert.Equal(t, "137", ends[sleeper.ID])
 			})
 			t.Run("a batch's jobs run in one request, each answered as it ends", func(t *testing.T) {
 				t.Parallel()
@@ -928,7 +995,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				// A job of an earlier request, whose result the client has.
 				earlier := newJob("echo earlier")
-				assert.Equal(t, "0", l.do(t, io.Discard, "run_job", earlier...))
+				assert.Equal(t, "0", l.runJob(t, io.Discard, earlier))
 				big := strings.Repeat("0123456789abcdef", 20000) // 320 KB: more than a pipe holds
 				add := func(id, script, dir, save string) {
 					t.Helper()
@@ -938,7 +1005,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				savePath := filepath.Join(t.TempDir(), "saved-output")
 				marker := fmt.Sprintf("30.%d", time.Now().UnixNano()%1000000007)
 				t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
-				require.NoError(t, l.send(call("run_jobs", "60", "", earlier[0])))
+				require.NoError(t, l.send(call("run_jobs", "60", "", earlier.ID)))
 				add(slow, "sleep 0.4; echo slow", "", "")
 				add(fast, "echo fast", "", "")
 				add(failing, "printf 'no newline'; exit 3", "", "")
@@ -978,7 +1045,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				assert.Equal(t, sleeper, order[6], "the sleeper after the six that end")
 				assert.Less(t, slices.Index(order, fast), slices.Index(order, slow), "each as it ends, not in the order sent")
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					matches, _ := filepath.Glob(filepath.Join(jobs, earlier[0]+".*"))
+					matches, _ := filepath.Glob(filepath.Join(jobs, earlier.ID+".*"))
 					assert.Empty(c, matches, "the forgotten job's files")
 				}, 5*time.Second, 20*time.Millisecond)
 
@@ -1117,10 +1184,11 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				}
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				job := newJob("echo ran; exit 3")
-				claim(job[0])
+				claim(job.ID)
 				var out bytes.Buffer
-				assert.Equal(t, "!NOJOB", l.do(t, &out, "run_job", job...), "dropped, not waited for")
-				assert.Equal(t, "3", l.do(t, &out, "run_job", job...), "started anew")
+				assert.Equal(t, "!ATTACH", l.runJob(t, &out, job), "a start finds it")
+				assert.Equal(t, "!NOJOB", l.attachJob(t, &out, job.ID, "0", "", "", "", "60"), "dropped, not waited for")
+				assert.Equal(t, "3", l.runJob(t, &out, job), "started anew")
 				assert.Equal(t, "ran\n", out.String())
 
 				other := randhex.String(8)
@@ -1144,22 +1212,19 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					return fmt.Sprintf(`i=0; until [ -e %[1]s ] || [ $i -ge 400 ]; do sleep 0.05; i=$((i+1)); done; [ -e %[1]s ] && echo seen || echo timed-out`, file)
 				}
 				streamed := filepath.Join(dir, "streamed")
-				l.stream(t, newJob("echo start; "+waitFor(streamed)))
+				streaming := newJob("echo start; " + waitFor(streamed))
+				l.stream(t, streaming)
 				l.readUntil(t, "start\n")
 				require.NoError(t, os.WriteFile(streamed, nil, 0o600))
 				var rest bytes.Buffer
-				status, err := l.readUntilMarker(&rest)
-				require.NoError(t, err)
-				assert.Equal(t, "0", status)
+				assert.Equal(t, "0", l.jobAnswer(t, &rest, streaming.ID))
 				assert.Equal(t, "seen\n", rest.String(), "the output came while the command ran")
 
 				let := filepath.Join(dir, "let-go")
 				job := newJob(waitFor(let))
-				require.NoError(t, l.send(call("run_job", job...)))
-				require.NoError(t, l.write("d\n"))
-				status, err = l.readUntilMarker(io.Discard)
-				require.NoError(t, err)
-				assert.Equal(t, "!DETACHED", status, "let go of while it ran")
+				require.NoError(t, l.send(startJob(job)))
+				require.NoError(t, l.control(hostproto.LetGo))
+				assert.Equal(t, "!DETACHED", l.jobAnswer(t, io.Discard, job.ID), "let go of while it ran")
 				require.NoError(t, os.WriteFile(let, nil, 0o600))
 				status, out := l.run(t, "echo next")
 				assert.Equal(t, "0", status, "the server serves on")
@@ -1170,13 +1235,12 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				l := startLocal(t, sh, true)
 				job := newJob("echo started; sleep 0.5; echo done")
 				l.stream(t, job)
-				buf := make([]byte, len("started\n"))
-				_, err := io.ReadFull(l.stdout, buf) // the stream is running
-				require.NoError(t, err)
+				// The stream is running.
+				l.readUntil(t, "started\n")
 				sid := l.cmd.Process.Pid // started with a session of its own
 				l.cmd.Process.Signal(syscall.SIGHUP)
 				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					assert.Empty(c, following(t, job[0]+".out"))
+					assert.Empty(c, following(t, job.ID+".out"))
 				}, 5*time.Second, 50*time.Millisecond)
 				// Nor anything else once the job has ended: its watcher,
 				// whose writes into the private directory the server
@@ -1195,10 +1259,16 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				counter := filepath.Join(t.TempDir(), "runs")
 				job := newJob("echo run >>" + counter + "; sleep 0.3; echo done")
 				other := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
-				require.NoError(t, l.send(call("run_job", job...)))
-				time.Sleep(100 * time.Millisecond)
+				require.NoError(t, l.send(startJob(job)))
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					assert.FileExists(c, counter, "the job began")
+				}, 5*time.Second, 10*time.Millisecond)
 				var out bytes.Buffer
-				assert.Equal(t, "0", other.do(t, &out, "run_job", job...), "attaches")
+				assert.Equal(t, "!ATTACH", other.runJob(t, &out, job), "the job started before")
+				assert.Equal(t, "0", other.attachJob(t, &out, job.ID, "0", "", "", "", "60"), "attached")
+				assert.Equal(t, "done\n", out.String())
+				out.Reset()
+				assert.Equal(t, "0", l.jobAnswer(t, &out, job.ID), "the start that ran it")
 				assert.Equal(t, "done\n", out.String())
 				runs, _ := os.ReadFile(counter)
 				assert.Equal(t, "run\n", string(runs))
@@ -1207,7 +1277,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				t.Parallel()
 				l := startLocal(t, sh, true)
 				w := &slowio.Writer{Pause: 20 * time.Millisecond}
-				status := l.do(t, w, "run_job", newJob(`awk 'BEGIN { for (i = 1; i <= 100000; i++) print i }'; echo END-MARKER`)...)
+				status := l.runJob(t, w, newJob(`awk 'BEGIN { for (i = 1; i <= 100000; i++) print i }'; echo END-MARKER`))
 				assert.Equal(t, "0", status)
 				lines := strings.Split(strings.TrimSuffix(w.String(), "\n"), "\n")
 				require.Len(t, lines, 100001)
@@ -1221,12 +1291,12 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					t.Cleanup(func() { exec.Command("pkill", "-f", "sleep "+marker).Run() })
 					// Two children, and one that took a session of its own
 					// (setsid) with a child of its own.
-					require.NoError(t, l.send(call("run_job", newJob(fmt.Sprintf("echo started; sleep %s & sleep %s & setsid sh -c 'sleep %s & sleep %s; :' & wait", marker, marker, marker, marker))...)))
+					job := newJob(fmt.Sprintf("echo started; sleep %s & sleep %s & setsid sh -c 'sleep %s & sleep %s; :' & wait", marker, marker, marker, marker))
+					require.NoError(t, l.send(startJob(job)))
 					require.Eventually(t, func() bool { return len(sleeping(t, marker)) == 4 }, 5*time.Second, 10*time.Millisecond)
 					require.NoError(t, l.control(hostproto.Kill))
 					var out bytes.Buffer
-					_, err := l.readUntilMarker(&out)
-					require.NoError(t, err)
+					l.jobAnswer(t, &out, job.ID)
 					assert.Equal(t, "started\n", out.String())
 					// SIGKILL is sent before the answer; the processes end a
 					// moment later.
@@ -1352,7 +1422,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				// A server whose client stopped reading dies of SIGPIPE
 				// on its next answer; its directory goes with it.
 				stdout.Close()
-				require.NoError(t, s.send(call("run_job", newJob("echo bye")...)))
+				require.NoError(t, s.send(startJob(newJob("echo bye"))))
 				done := make(chan error, 1)
 				go func() { done <- cmd.Wait() }()
 				select {
@@ -1417,10 +1487,26 @@ func hostDir(t *testing.T, jobs string) string {
 	return matches[0]
 }
 
-// newJob is the arguments of run_job for a new job running script in the
-// home directory, its output not saved, with a lease of a minute.
-func newJob(script string) []string {
-	return []string{randhex.String(8), "0", script, "", "", "", "", "60", "", "test job", ""}
+// testJob is a job as the tests start it: the words of its batch of one
+// ("run_jobs TTL CAP FORGET ID SCRIPT DIR SAVE SAVE_BYTES SAVE_LINES
+// LABEL"), as the server reads them.
+type testJob struct {
+	hostproto.Job
+	TTL    string // its lease, in seconds
+	Cap    string // the most bytes of output it may write ("": no cap)
+	Forget string // the IDs of jobs whose results the client has, space-separated
+}
+
+// newJob is a new job running script in the home directory, its output
+// not saved, with a lease of a minute.
+func newJob(script string) testJob {
+	return testJob{Job: hostproto.Job{ID: randhex.String(8), Script: script, Label: "test job"}, TTL: "60"}
+}
+
+// startJob is the request that starts job: a batch of one, whose answer
+// ends by itself once the job has its "X" frame.
+func startJob(job testJob) hostproto.Request {
+	return call("run_jobs", job.TTL, job.Cap, job.Forget, job.ID, job.Script, job.Dir, job.Save, job.SaveBytes, job.SaveLines, job.Label)
 }
 
 // printLines is a script that prints numberedLines(n), a line every nap
