@@ -36,7 +36,7 @@ func TestLeaseHoldsFromTheStart(t *testing.T) {
 			var out bytes.Buffer
 			done := make(chan string, 1)
 			go func() {
-				status, err := l.readJob(&out, job.ID)
+				status, err := l.readJobAnswer(&out, job.ID)
 				assert.NoError(t, err)
 				done <- status
 			}()

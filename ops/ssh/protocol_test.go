@@ -26,7 +26,7 @@ func (l *localServer) nextAnswer(t *testing.T, w io.Writer) string {
 // nextJobAnswer is jobAnswer, bounded as nextAnswer is.
 func (l *localServer) nextJobAnswer(t *testing.T, w io.Writer, id string) string {
 	t.Helper()
-	return l.within(t, func() (string, error) { return l.readJob(w, id) })
+	return l.within(t, func() (string, error) { return l.readJobAnswer(w, id) })
 }
 
 // within returns what read returns, if it does within 10 s; otherwise it

@@ -129,7 +129,7 @@ func (l *localServer) do(t *testing.T, w io.Writer, fn string, args ...string) s
 }
 
 // runJob starts job (a batch of one) and returns its status, its output
-// going to w (see readJob).
+// going to w (see readJobAnswer).
 func (l *localServer) runJob(t *testing.T, w io.Writer, job testJob) string {
 	t.Helper()
 	require.NoError(t, l.send(startJob(job)))
@@ -137,7 +137,7 @@ func (l *localServer) runJob(t *testing.T, w io.Writer, job testJob) string {
 }
 
 // attachJob follows job id from byte offset on (attach_jobs of one job)
-// and returns its status, its output going to w (see readJob).
+// and returns its status, its output going to w (see readJobAnswer).
 func (l *localServer) attachJob(t *testing.T, w io.Writer, id, offset, save, saveBytes, saveLines, ttl string) string {
 	t.Helper()
 	require.NoError(t, l.send(call("attach_jobs", ttl, id, offset, save, saveBytes, saveLines)))
@@ -145,21 +145,21 @@ func (l *localServer) attachJob(t *testing.T, w io.Writer, id, offset, save, sav
 }
 
 // jobAnswer reads the answer to a request about job id sent earlier (see
-// readJob), however long it takes.
+// readJobAnswer), however long it takes.
 func (l *localServer) jobAnswer(t *testing.T, w io.Writer, id string) string {
 	t.Helper()
-	status, err := l.readJob(w, id)
+	status, err := l.readJobAnswer(w, id)
 	require.NoError(t, err, "stderr: %s", l.stderr.suffix())
 	return status
 }
 
-// readJob reads the answer to a request about one job, id (a batch of
+// readJobAnswer reads the answer to a request about one job, id (a batch of
 // one, or attach_jobs of one job), its output going to w. It returns the
 // status of the job's "X" frame, or, where none came, the answer's own
 // status (an attach let go of: "!DETACHED"). An answer with a frame of
 // another job, with two "X" frames, or that ends "OK" with none is an
 // error.
-func (l *localServer) readJob(w io.Writer, id string) (string, error) {
+func (l *localServer) readJobAnswer(w io.Writer, id string) (string, error) {
 	var ended []string
 	var stranger string
 	status, err := readAttach(l.server,
