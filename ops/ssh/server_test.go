@@ -1202,8 +1202,10 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 			})
 			t.Run("a server that cannot catch USR1 streams and lets go all the same", func(t *testing.T) {
 				t.Parallel()
-				// A login shell that ignores USR1 hands that on: the server
-				// cannot trap it, and looks for its watcher's marks.
+				// A login shell that ignores USR1 hands that on, and no
+				// trap can undo it: run_job's answer once woke on USR1 to
+				// stream or let go. Whatever the answer waits on, it must
+				// not need a signal the login shell may have ignored.
 				wrapped := append([]string{"sh", "-c", `trap '' USR1; exec "$0" "$@"`, sh[0]}, sh[1:]...)
 				l := startLocal(t, wrapped, true)
 				dir := t.TempDir()
