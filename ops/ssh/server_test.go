@@ -572,6 +572,26 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 					assert.Empty(c, holding(job.ID))
 				}, 10*time.Second, 100*time.Millisecond)
 			})
+			t.Run("a job whose waiter is killed once the job runs on is answered too", func(t *testing.T) {
+				t.Parallel()
+				// Past its first moments, the waiter has said so on the
+				// news FIFO (and closed it): the answer then waits on its
+				// events for the waiter's end, which a killed waiter never
+				// says. (run_job answered at once; its batch of one once
+				// waited for good.)
+				cache := cacheDir(t)
+				jobs := filepath.Join(cache, "pi-remote", "jobs")
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
+				job := newJob("exec sleep " + sleeper(t))
+				require.NoError(t, l.send(startJob(job)))
+				waiter := waiterOf(t, jobs, job.ID)
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					news, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/8", waiter))
+					assert.NotEqual(c, "news", filepath.Base(news), "the waiter has said the job runs on")
+				}, 5*time.Second, 10*time.Millisecond)
+				require.NoError(t, syscall.Kill(waiter, syscall.SIGKILL))
+				assert.Equal(t, "!EIO the job ended without a status (its waiter was killed)", l.nextJobAnswer(t, io.Discard, job.ID))
+			})
 			t.Run("a job has four files, and its status says its output's size", func(t *testing.T) {
 				t.Parallel()
 				cache := cacheDir(t)
