@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # forks.sh [SERVER_SH...]: the processes a command server forks, and the
-# programs it executes, on the host for a lone `true` (a batch of one;
-# run_job before it), each request naming the job before it as collected,
-# as clients do,
-# per job of a batch of 16 run with run_jobs (the request's own forks
-# included), and per second of a quiet command whose output streams,
+# programs it executes, on the host: for a lone `true` (a batch of one;
+# run_job in programs from before it), each request naming the job before
+# it as collected, as clients do; per job of a batch of 16 run with
+# run_jobs and add_job (the request's own forks included); and per second
+# of a quiet command whose output streams,
 # counted with strace -f on this machine's dash: the server runs 1 job,
 # then 9 jobs one after another, and the difference over 8 is the cost of
 # one warm job (the server's own start and its sweep cancel out). Each job
