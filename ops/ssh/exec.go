@@ -59,7 +59,7 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	// and following a command needs the wait for the host.
 	mayLetGo := !strings.Contains(js.Save, "\n") && h.opts.ReattachTimeout >= 0
 	var status hostproto.Status
-	for {
+	for restarts := 0; ; restarts++ {
 		var err error
 		status, err = h.runJob(ctx, sent, js, mayLetGo)
 		if err == nil {
@@ -100,7 +100,10 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 			// and may run on. Never start it again.
 			return fmt.Errorf("%w: job %s cannot be followed: %s", ops.ErrConnectionLost, id, privateJobsWhy)
 		}
-		if status.Kind != hostproto.NoJob || sent.n > 0 {
+		// (A few times only: a job whose output is a link to a saved
+		// file removed since is neither started again, "!ATTACH", nor
+		// attached to, "!NOJOB".)
+		if status.Kind != hostproto.NoJob || sent.n > 0 || restarts >= maxRestarts {
 			break
 		}
 	}
@@ -129,6 +132,10 @@ func (h *Host) Exec(ctx context.Context, cmd ops.Command) error {
 	// status through.)
 	return fmt.Errorf("command server: %w: unexpected status %q", errProtocol, status.Text)
 }
+
+// maxRestarts bounds how many times Exec starts a command again that the
+// host, attached to, says it does not have ("!NOJOB").
+const maxRestarts = 3
 
 // goneError is the error for job id that left only its tombstone on the
 // host ("!GONE TOMB"): it ended, or was lost, while no client was there,
