@@ -3,8 +3,8 @@
 # batches.sh: run_jobs, every command's request: the jobs of a batch, or
 # one job alone (a batch of one), started and answered for in frames; its
 # watcher of the control lines (batch_watcher), which runs the add_job
-# lines that start a batch's jobs; the look at the output of the jobs
-# that stream (batch_look). Serves run_jobs.
+# lines that start a batch's jobs. (Its looks at the jobs that stream,
+# batch_look and batch_tick, are in follow.sh.) Serves run_jobs.
 
 # group rs_: serve run_jobs batch_start batch_fails batch_state batch_off batch_set_off batch_end batch_look
 # batch_tick batch_watcher add_job group_fifo leave_batch_fifo leave_answer
@@ -372,84 +372,6 @@ batch_end() {
 	fi
 	job_result "$_be_job" "$rs_save" "$rs_bytes" "$rs_lines"
 	echo "X $1 $job_result_status"
-}
-
-# batch_look sends what is new of the output of the answer's jobs that
-# stream, with one ls for their sizes (at once again while a job has more
-# than a frame waiting); batch_look_news is "yes" when there was any. A
-# job whose waiter is gone without a status (killed: it will never say
-# "x") is answered for (batch_end). False when every job of the answer
-# has its verdict.
-batch_look() {
-	# (A waiter of this server's, killed, is a zombie, alive to job_lost,
-	# until the shell reaps it: jobs does, with no fork.)
-	[ -z "$rs_own" ] || jobs >/dev/null 2>&1
-	_bl_full=yes
-	_bl_news=
-	while [ -n "$_bl_full" ]; do
-		_bl_full=
-		_bl_outs=
-		_bl_open=
-		for _bl_state in "$rs_state".*; do
-			_bl_id=${_bl_state##*.}
-			case $rs_done in *" $_bl_id "*) continue ;; esac
-			batch_state "$_bl_state" || continue
-			if [ ! -s "$jobs/$_bl_id.status" ]; then
-				job_info "$jobs/$_bl_id"
-				if job_lost "$jobs/$_bl_id"; then
-					batch_end "$_bl_id" w
-					continue
-				fi
-			fi
-			_bl_open=yes
-			batch_off "$_bl_id"
-			[ -z "$batch_off_at" ] || _bl_outs="$_bl_outs $_bl_id.out"
-		done
-		[ -n "$_bl_open" ] || return 1
-		[ -n "$_bl_outs" ] || break
-		# shellcheck disable=SC2086 # job IDs are hex
-		_bl_sizes=$(cd "$jobs" && LC_ALL=C ls -lnL -- $_bl_outs 2>/dev/null)
-		while read -r _ _ _ _ _bl_size _bl_rest; do
-			_bl_id=${_bl_rest##* }
-			_bl_id=${_bl_id%.out}
-			digits "$_bl_size" || continue
-			batch_off "$_bl_id"
-			[ "$_bl_size" -gt "${batch_off_at:-0}" ] || continue
-			command exec 7<"$jobs/$_bl_id.out" || continue
-			send_output "$_bl_id" "$batch_off_at" "$_bl_size" 1048576
-			exec 7<&-
-			[ "$send_output_off" = "$_bl_size" ] || _bl_full=yes
-			batch_set_off "$_bl_id" "$send_output_off"
-			_bl_news=yes
-		done <<EOF
-$_bl_sizes
-EOF
-	done
-	batch_look_news=$_bl_news
-}
-
-# batch_tick starts the ticker anew (the one before, if any, is killed):
-# a background loop that writes "t N K" to the events FIFO at pace's
-# intervals, counted from its start (K, its Kth tick; N, rs_ticks, names
-# the ticker: only the last one's ticks count). One fork a tick, its
-# sleep's. Its pace slows as a look without news would (see pace): the
-# answer starts it anew when news comes once it has slowed. It stops with
-# the answer, or once its server or the events FIFO is gone.
-batch_tick() {
-	[ -z "$rs_ticker" ] || kill -s KILL "$rs_ticker" 2>/dev/null
-	rs_ticks=$((rs_ticks + 1))
-	{
-		_bt_k=0
-		while kill -s 0 $$ && [ -p "$events" ]; do
-			_bt_k=$((_bt_k + 1))
-			pace '' "$_bt_k"
-			_bt_nap=$pace_nap
-			[ "$frac_sleep" = yes ] || _bt_nap=1
-			sleep "$_bt_nap" 6>&-
-			echo "t $rs_ticks $_bt_k" >&6
-		done
-	} </dev/null >/dev/null 2>&1 3<&- &
-	rs_ticker=$!
 }
 
 # leave_batch_fifo JOB TOKEN leaves the FIFO TOKEN (see batch_start) of
