@@ -5,7 +5,7 @@
 #
 # Time budget: each package's tests get at most 30 minutes (go test
 # -timeout); on a 2-core machine with two other CPU-bound processes the
-# integration package, the longest, took 8 (see the README).
+# integration package, the longest, took 7 (see the README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
