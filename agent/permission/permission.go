@@ -1,0 +1,373 @@
+// Package permission decides whether a tool call runs, waits for a
+// person, or is refused: the permission mode of the call's host, and
+// allow, ask and deny rules in the shape Claude Code's settings use
+// ("bash(git status*)", "edit(src/**)", "prod:bash(systemctl status *)").
+// It decides only; the agent asks the person and reports the refusal.
+package permission
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// A Mode is a host's permission mode.
+type Mode string
+
+const (
+	// Auto runs every call (Pi's default).
+	Auto Mode = "auto"
+	// Ask has calls that change something (write, edit, bash) wait for a
+	// person's decision; reads run.
+	Ask Mode = "ask"
+	// ReadOnly refuses write and edit, and bash unless a rule allows the
+	// command.
+	ReadOnly Mode = "read-only"
+)
+
+// ParseMode parses a mode as flags and settings write it.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
+	case Auto, Ask, ReadOnly:
+		return m, nil
+	case "readonly", "read_only":
+		return ReadOnly, nil
+	}
+	return "", fmt.Errorf("permission mode %q: want auto, ask or read-only", s)
+}
+
+// changes says whether a tool changes something on its host: what Ask
+// asks for.
+func changes(tool string) bool {
+	switch tool {
+	case "write", "edit", "bash":
+		return true
+	}
+	return false
+}
+
+// A Rule is one allow, ask or deny rule: [HOST:]TOOL[(PATTERN)].
+type Rule struct {
+	Text    string // as written
+	Host    string // "": every host
+	Tool    string // lower case: bash, write, edit, read, grep, find, ls, or an extension's
+	Pattern string // "": every call of Tool
+}
+
+// ParseRule parses a rule. The tool's name is taken in any case
+// ("Bash(npm test)" as Claude Code writes it); a host prefix is a name
+// of letters, digits, "-", "_" and ".".
+func ParseRule(text string) (Rule, error) {
+	r := Rule{Text: text}
+	s := strings.TrimSpace(text)
+	if open := strings.IndexByte(s, '('); open >= 0 {
+		if !strings.HasSuffix(s, ")") {
+			return r, fmt.Errorf("permission rule %q: no closing parenthesis", text)
+		}
+		r.Pattern = strings.TrimSpace(s[open+1 : len(s)-1])
+		s = s[:open]
+	}
+	if host, tool, ok := strings.Cut(s, ":"); ok {
+		r.Host, s = strings.TrimSpace(host), tool
+		if r.Host == "" || strings.Trim(r.Host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" {
+			return r, fmt.Errorf("permission rule %q: %q is no host name", text, r.Host)
+		}
+	}
+	r.Tool = strings.ToLower(strings.TrimSpace(s))
+	if r.Tool == "" || strings.ContainsAny(r.Tool, " \t()") {
+		return r, fmt.Errorf("permission rule %q: want TOOL or TOOL(PATTERN), optionally after HOST:", text)
+	}
+	return r, nil
+}
+
+// Policy is what is in force: the session's mode, each host's own mode,
+// and the rules.
+type Policy struct {
+	Mode  Mode            // the session's ("" is Auto)
+	Hosts map[string]Mode // a host's own mode, winning over Mode
+	Allow []Rule
+	Ask   []Rule
+	Deny  []Rule
+}
+
+// HostMode is the mode in force on host.
+func (p Policy) HostMode(host string) Mode {
+	if m, ok := p.Hosts[host]; ok && m != "" {
+		return m
+	}
+	if p.Mode == "" {
+		return Auto
+	}
+	return p.Mode
+}
+
+// A Call is a tool call as rules see it.
+type Call struct {
+	Host string
+	Tool string
+	// Command is bash's command line.
+	Command string
+	// Path is the canonical path of a path tool's target (absolute,
+	// slash-separated: the key the host's mutation queue uses), Cwd the
+	// host's canonical working directory, against which relative
+	// patterns are read.
+	Path, Cwd string
+}
+
+// Verdict is what happens to a call.
+type Verdict int
+
+const (
+	Run Verdict = iota
+	AskPerson
+	Refuse
+)
+
+func (v Verdict) String() string {
+	return [...]string{"run", "ask", "deny"}[v]
+}
+
+// A Decision is a verdict and why.
+type Decision struct {
+	Verdict Verdict
+	// Rule is the rule that decided ("" when the mode did).
+	Rule string
+	// Reason says why, for the model and the person.
+	Reason string
+}
+
+// Decide decides a call: a deny rule refuses it, then an ask rule asks,
+// whatever the mode; then the host's mode decides, an allow rule letting
+// through what it would ask for or refuse (except write and edit in
+// read-only). A bash line is decided command by command (Commands): any
+// command denied denies the line; a rule allows the line only when it
+// allows every command of it, and the line could be read whole.
+func (p Policy) Decide(c Call) Decision {
+	mode := p.HostMode(c.Host)
+	tool := strings.ToLower(c.Tool)
+	if r, ok := p.first(p.Deny, c, tool); ok {
+		return Decision{Refuse, r.Text, "denied by rule `" + r.Text + "`"}
+	}
+	if r, ok := p.first(p.Ask, c, tool); ok {
+		if mode == ReadOnly && (tool == "write" || tool == "edit") {
+			return Decision{Refuse, "", "host " + c.Host + " is read-only"}
+		}
+		return Decision{AskPerson, r.Text, "rule `" + r.Text + "` asks for approval"}
+	}
+	allowed, rule := p.allowed(c, tool)
+	switch {
+	case mode == ReadOnly && (tool == "write" || tool == "edit"):
+		return Decision{Refuse, "", "host " + c.Host + " is read-only: " + tool + " is refused"}
+	case mode == ReadOnly && tool == "bash" && !allowed:
+		return Decision{Refuse, "", "host " + c.Host + " is read-only: bash runs only commands an allow rule names"}
+	case mode == Ask && changes(tool) && !allowed:
+		return Decision{AskPerson, "", "host " + c.Host + " asks before " + tool}
+	}
+	return Decision{Run, rule, ""}
+}
+
+// first is the first rule of rules that matches c (for deny and ask: any
+// command of a bash line, and its wrapped forms, see candidates).
+func (p Policy) first(rules []Rule, c Call, tool string) (Rule, bool) {
+	var cmds []Command
+	if tool == "bash" {
+		cmds, _ = Commands(c.Command)
+	}
+	for _, r := range rules {
+		if !r.applies(c.Host, tool) {
+			continue
+		}
+		if r.Pattern == "" {
+			return r, true
+		}
+		if tool == "bash" {
+			for _, cmd := range cmds {
+				for _, text := range candidates(cmd.Words) {
+					if matchCommand(r.Pattern, text) {
+						return r, true
+					}
+				}
+			}
+			continue
+		}
+		if c.Path != "" && matchPath(r.Pattern, c.Path, c.Cwd) {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// allowed says whether allow rules let c through, and the first that
+// did.
+func (p Policy) allowed(c Call, tool string) (bool, string) {
+	if tool != "bash" {
+		for _, r := range p.Allow {
+			if r.applies(c.Host, tool) && (r.Pattern == "" || c.Path != "" && matchPath(r.Pattern, c.Path, c.Cwd)) {
+				return true, r.Text
+			}
+		}
+		return false, ""
+	}
+	cmds, complete := Commands(c.Command)
+	if len(cmds) == 0 {
+		return false, ""
+	}
+	// A bare bash rule allows every line.
+	for _, r := range p.Allow {
+		if r.applies(c.Host, tool) && r.Pattern == "" {
+			return true, r.Text
+		}
+	}
+	if !complete {
+		return false, ""
+	}
+	first := ""
+	for _, cmd := range cmds {
+		if cmd.Writes {
+			return false, ""
+		}
+		ok := false
+		for _, r := range p.Allow {
+			if r.applies(c.Host, tool) && matchCommand(r.Pattern, cmd.Text) {
+				ok = true
+				if first == "" {
+					first = r.Text
+				}
+				break
+			}
+		}
+		if !ok {
+			return false, ""
+		}
+	}
+	return true, first
+}
+
+func (r Rule) applies(host, tool string) bool {
+	return (r.Host == "" || r.Host == host) && r.Tool == tool
+}
+
+// matchCommand matches a command against a bash rule's pattern: "*"
+// stands for any text (spaces too), and a pattern ending ":*" (Claude
+// Code's prefix form) matches the command before it, alone or followed by
+// a space and anything. Blanks in the pattern match one blank.
+func matchCommand(pattern, cmd string) bool {
+	pattern = strings.Join(strings.Fields(pattern), " ")
+	if prefix, ok := strings.CutSuffix(pattern, ":*"); ok {
+		return cmd == prefix || strings.HasPrefix(cmd, prefix+" ")
+	}
+	return globText(pattern, cmd)
+}
+
+// globText matches s against pattern, where "*" stands for any text.
+func globText(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == s
+	}
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	for _, part := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, part)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(part):]
+	}
+	return strings.HasSuffix(s, parts[len(parts)-1])
+}
+
+// wrappers run the command after them (and their options): a deny or ask
+// rule sees through them, an allow rule does not.
+var wrappers = map[string]bool{
+	"sudo": true, "doas": true, "env": true, "command": true, "builtin": true, "exec": true,
+	"nohup": true, "nice": true, "ionice": true, "time": true, "timeout": true, "xargs": true,
+	"setsid": true, "stdbuf": true, "chrt": true, "taskset": true,
+}
+
+// candidates are the forms of a command a deny or ask rule is matched
+// against: as written, and after each leading variable assignment, or
+// wrapper with its options (words starting with "-", and the number
+// timeout and nice take), is taken off.
+func candidates(words []string) []string {
+	out := []string{strings.Join(words, " ")}
+	for len(words) > 0 {
+		w := words[0]
+		switch {
+		case isAssignment(w):
+			words = words[1:]
+		case wrappers[path.Base(w)]:
+			words = words[1:]
+			for len(words) > 0 && (strings.HasPrefix(words[0], "-") || isNumber(words[0]) || isAssignment(words[0])) {
+				words = words[1:]
+			}
+		case path.Base(w) != w:
+			// /bin/rm is rm.
+			words = append([]string{path.Base(w)}, words[1:]...)
+		default:
+			return out
+		}
+		if len(words) > 0 {
+			out = append(out, strings.Join(words, " "))
+		}
+	}
+	return out
+}
+
+func isAssignment(w string) bool {
+	name, _, ok := strings.Cut(w, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i, r := range name {
+		if r != '_' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func isNumber(w string) bool {
+	return w != "" && strings.Trim(w, "0123456789.smhd") == ""
+}
+
+// matchPath matches a canonical path against a path rule's pattern, a
+// glob whose "**" stands for any number of directories and "*" for any
+// text within one name; a pattern starting "**" matches anywhere, another
+// relative one is read against cwd. "~" is not expanded: patterns name
+// paths as the host sees them.
+func matchPath(pattern, p, cwd string) bool {
+	if strings.HasPrefix(pattern, "**") {
+		pattern = "/" + pattern
+	}
+	if !strings.HasPrefix(pattern, "/") {
+		if cwd == "" {
+			return false
+		}
+		pattern = strings.TrimSuffix(cwd, "/") + "/" + strings.TrimPrefix(pattern, "./")
+	}
+	return globPath(strings.Split(path.Clean(pattern), "/"), strings.Split(path.Clean(p), "/"))
+}
+
+func globPath(pat, name []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for k := 0; k <= len(name); k++ {
+				if globPath(pat[1:], name[k:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(name) == 0 {
+			return false
+		}
+		if ok, err := path.Match(pat[0], name[0]); err != nil || !ok {
+			return false
+		}
+		pat, name = pat[1:], name[1:]
+	}
+	return len(name) == 0
+}
