@@ -28,6 +28,23 @@ func TestBatchOfOneHolds(t *testing.T) {
 	for _, sh := range testShells(t) {
 		t.Run(strings.Join(sh, " "), func(t *testing.T) {
 			t.Parallel()
+			t.Run("a script of wide characters in a UTF-8 locale runs whatever its length", func(t *testing.T) {
+				t.Parallel()
+				cache := cacheDir(t)
+				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache, "LC_ALL=C.UTF-8")
+				// 50,000 characters of 3 bytes: 150,000 bytes, more than one
+				// argument may hold (128 KiB), though fewer characters than
+				// the 65,536 bytes a script may have to go as one. The
+				// command gets the locale it was started with.
+				var out bytes.Buffer
+				job := newJob("x='" + strings.Repeat("€", 50000) + "'; echo \"$LC_ALL ok\"")
+				assert.Equal(t, "0", l.runJob(t, &out, job))
+				assert.Equal(t, "C.UTF-8 ok\n", out.String())
+				job = newJob("echo \"$LC_ALL short\"")
+				out.Reset()
+				assert.Equal(t, "0", l.runJob(t, &out, job))
+				assert.Equal(t, "C.UTF-8 short\n", out.String())
+			})
 			t.Run("odd words reach the command as they are", func(t *testing.T) {
 				t.Parallel()
 				cache := cacheDir(t)

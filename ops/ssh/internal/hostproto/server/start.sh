@@ -160,8 +160,16 @@ exec_command() {
 		set -- sh -c "$scope_wrapper" sh "pi-remote-${_ec_job##*/}"
 	fi
 	# One argument may not exceed 128 KiB on Linux: a longer script is
-	# read from a file (it then sees that file as $0).
-	if [ "${#_ec_script}" -le 65536 ]; then
+	# read from a file (it then sees that file as $0). The limit is in
+	# bytes, and bash and BusyBox count characters in a UTF-8 locale, of
+	# up to 4 bytes each: a script of more than 16,384 is counted by wc.
+	_ec_bytes=${#_ec_script}
+	if [ "$_ec_bytes" -gt 16384 ]; then
+		_ec_bytes=$(printf %s "$_ec_script" | wc -c)
+		_ec_bytes=${_ec_bytes##*[!0-9]}
+		digits "$_ec_bytes" || _ec_bytes=65537
+	fi
+	if [ "$_ec_bytes" -le 65536 ]; then
 		exec $setsid_cmd "$@" sh -c "$_ec_script"
 	fi
 	printf '%s\n' "$_ec_script" >"$_ec_job.script" || exit 126
