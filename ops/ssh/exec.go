@@ -257,11 +257,7 @@ func (h *Host) runJob(ctx context.Context, out *countingWriter, js jobStart, may
 	forget := h.toForget()
 	status, err := c.serve(ctx, s, job, out, hostproto.RunJob(js.Job, js.ttl, js.limit, forget))
 	h.forgetDone(forget, err == nil)
-	if status.Kind == hostproto.Attach {
-		// Started before (a start sent again): followed as one let go of.
-		status = hostproto.Status{Kind: hostproto.Detached, Text: "!DETACHED"}
-	}
-	return status, err
+	return asLetGo(status), err
 }
 
 // commandsInFlight counts the commands of this process in flight, on every

@@ -267,11 +267,17 @@ func (g *group) run(ctx context.Context, gc *groupCall, js jobStart) (hostproto.
 	return none, fmt.Errorf("%w (%w)", ctx.Err(), errKillUnconfirmed)
 }
 
-// groupStatus is a group call's verdict as a batch of one's: a job that
-// was started before (a start sent again) is attached to, as one let go of.
+// groupStatus is a group call's verdict as runJob returns it (asLetGo).
 func groupStatus(res attachResult) (hostproto.Status, error) {
-	if res.status.Kind == hostproto.Attach {
-		return hostproto.Status{Kind: hostproto.Detached, Text: "!DETACHED"}, res.err
+	return asLetGo(res.status), res.err
+}
+
+// asLetGo is a job's status as Exec follows it: a job that was started
+// before (a start sent again, "!ATTACH") is attached to, as one let go of
+// ("!DETACHED").
+func asLetGo(st hostproto.Status) hostproto.Status {
+	if st.Kind == hostproto.Attach {
+		return hostproto.Status{Kind: hostproto.Detached, Text: "!DETACHED"}
 	}
-	return res.status, res.err
+	return st
 }

@@ -135,17 +135,7 @@ EOF
 		_aj_idle=$pace_idle
 		sleep "$pace_nap" 2>/dev/null || sleep 1
 	done
-	# The watcher goes, but not in the middle of a kill (see run_jobs):
-	# each marks what it does, then looks at the other's mark.
-	# (At most about 10 s: a watcher killed by someone leaves its mark.)
-	: >"$_aj_dir.ending"
-	_aj_tries=0
-	while [ -e "$_aj_dir.killing" ] && [ "$_aj_tries" -lt 200 ]; do
-		_aj_tries=$((_aj_tries + 1))
-		sleep 0.05 2>/dev/null || sleep 1
-	done
-	kill -s KILL "$_aj_watcher" 2>/dev/null
-	wait "$_aj_watcher" 2>/dev/null
+	stop_watcher "$_aj_watcher" "$_aj_dir"
 	rm -rf "$_aj_dir" "$_aj_dir.stop" "$_aj_dir.ending" "$_aj_dir.killing"
 	finish "$_aj_end"
 }
@@ -178,18 +168,14 @@ attach_watcher() {
 			done
 			;;
 		k)
-			# (See attach_jobs: a kill is not cut short.)
-			: >"$1.killing"
-			if [ -e "$1.ending" ]; then
-				:
-			elif [ -n "$ctl_id" ]; then
-				kill_running "$ctl_id"
-			else
+			_aw_ids=$ctl_id
+			if [ -z "$_aw_ids" ]; then
 				for _aw_state in "$1"/*; do
-					[ ! -f "$_aw_state" ] || kill_running "${_aw_state##*/}"
+					[ ! -f "$_aw_state" ] || _aw_ids="$_aw_ids ${_aw_state##*/}"
 				done
 			fi
-			rm -f "$1.killing"
+			# shellcheck disable=SC2086 # job IDs (hex)
+			watcher_kills "$1" '' $_aw_ids
 			;;
 		d) [ -n "$ctl_id" ] || : >"$1.stop" ;;
 		a)

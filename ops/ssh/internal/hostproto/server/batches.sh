@@ -192,21 +192,12 @@ run_jobs() {
 		esac
 	done
 	if [ -n "$_rs_watcher" ]; then
+		# (A batch's watcher ends by itself, at "e".)
 		if [ -n "$rs_one" ]; then
-			# The watcher goes, but not in the middle of a kill: cut
-			# short, it would leave the job's processes stopped for good
-			# (see kill_job). Each marks what it does, then looks at the
-			# other's mark (at most about 10 s: a watcher killed by
-			# someone leaves its mark).
-			: >"$private/end.$seq"
-			_rs_tries=0
-			while [ -e "$private/kill.$seq" ] && [ "$_rs_tries" -lt 200 ]; do
-				_rs_tries=$((_rs_tries + 1))
-				sleep 0.05 2>/dev/null || sleep 1
-			done
-			kill -s KILL "$_rs_watcher" 2>/dev/null
+			stop_watcher "$_rs_watcher" "$private/answer.$seq"
+		else
+			wait "$_rs_watcher" 2>/dev/null
 		fi
-		wait "$_rs_watcher" 2>/dev/null
 	fi
 	[ -z "$rs_ticker" ] || kill -s KILL "$rs_ticker" 2>/dev/null
 	# What came meanwhile (the ends of jobs let go of, a tick) is read
@@ -438,14 +429,12 @@ batch_watcher() {
 			done
 			;;
 		k)
-			# (See run_jobs: a kill is not cut short.)
-			: >"$private/kill.$seq"
-			if [ ! -e "$private/end.$seq" ]; then
-				for _bw_state; do
-					[ ! -f "$_bw_state" ] || kill_running "${_bw_state##*.}" "$rs_own"
-				done
-			fi
-			rm -f "$private/kill.$seq"
+			_bw_ids=
+			for _bw_state; do
+				[ ! -f "$_bw_state" ] || _bw_ids="$_bw_ids ${_bw_state##*.}"
+			done
+			# shellcheck disable=SC2086 # job IDs (hex)
+			watcher_kills "$private/answer.$seq" "$rs_own" $_bw_ids
 			;;
 		s | d)
 			for _bw_state; do

@@ -3,7 +3,8 @@
 # follow.sh: following jobs' output: the frame of a job's output
 # (send_output), run_jobs' looks at its streams and their ticker
 # (batch_look, batch_tick), the pace of the looks (pace, as attach_jobs'),
-# and the watcher of a read (wait_child). Serves no request of its own.
+# stopping an answer's watcher (stop_watcher, watcher_kills), and the
+# watcher of a read (wait_child). Serves no request of its own.
 
 # send_output ID OFFSET SIZE [MAX] sends the output of job ID, open on
 # fd 7, from byte OFFSET up to byte SIZE, MAX bytes at most (empty: all
@@ -107,6 +108,39 @@ batch_tick() {
 		done
 	} </dev/null >/dev/null 2>&1 3<&- &
 	rs_ticker=$!
+}
+
+# stop_watcher PID MARK stops the watcher PID of an answer that ends
+# (run_jobs' batch of one, attach_jobs), but not in the middle of a kill:
+# cut short, a kill would leave the job's processes stopped for good (see
+# kill_job). The answer marks MARK.ending, the watcher MARK.killing while
+# it kills (watcher_kills); each writes its own mark, then looks at the
+# other's. (At most about 10 s: a watcher killed by someone leaves its
+# mark.)
+stop_watcher() {
+	: >"$2.ending"
+	_stw_tries=0
+	while [ -e "$2.killing" ] && [ "$_stw_tries" -lt 200 ]; do
+		_stw_tries=$((_stw_tries + 1))
+		sleep 0.05 2>/dev/null || sleep 1
+	done
+	kill -s KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# watcher_kills MARK OWN ID..., in a watcher, kills the jobs ID
+# (kill_running, OWN as there) unless its answer is ending (see
+# stop_watcher).
+watcher_kills() {
+	: >"$1.killing"
+	if [ ! -e "$1.ending" ]; then
+		_wk_mark=$1
+		_wk_own=$2
+		shift 2
+		for _wk_id; do kill_running "$_wk_id" "$_wk_own"; done
+		set -- "$_wk_mark"
+	fi
+	rm -f "$1.killing"
 }
 
 # pace NEWS IDLE sets pace_nap to the pause before the next look of a

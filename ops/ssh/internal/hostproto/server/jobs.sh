@@ -26,7 +26,7 @@ remove_done() {
 		_rd_fifo=$host_dir/fifo-$$-$_rd_token
 		set -- "$@" "$_rd_fifo" "$_rd_fifo.dd" "$_rd_fifo.k" "$_rd_fifo.left"
 	done
-	for _rd_n in $rj_done_seqs; do set -- "$@" "$private/job.$_rd_n".* "$private/kill.$_rd_n" "$private/end.$_rd_n"; done
+	for _rd_n in $rj_done_seqs; do set -- "$@" "$private/job.$_rd_n".* "$private/answer.$_rd_n.ending" "$private/answer.$_rd_n.killing"; done
 	set -f
 	# shellcheck disable=SC2086 # job IDs (not globbed)
 	set -- "$@" -- $rj_done_ids
