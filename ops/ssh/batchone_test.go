@@ -197,7 +197,7 @@ func TestBatchOfOneHolds(t *testing.T) {
 					case "before long":
 						time.Sleep(2 * time.Millisecond)
 					case "once long", "killed once long":
-						time.Sleep(250 * time.Millisecond)
+						saidLong(t, filepath.Join(cache, "pi-remote", "jobs"), job.ID)
 					case "while it streams":
 						require.NoError(t, l.control(hostproto.Stream))
 						got.Write(l.readUntil(t, "line 2\n").Bytes())

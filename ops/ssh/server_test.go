@@ -281,6 +281,19 @@ func waiterOf(t *testing.T, jobs, id string) int {
 	return waiter
 }
 
+// saidLong waits until the waiter of job id in jobs has said on the news
+// FIFO that its job runs on past its first moments (it closes the FIFO,
+// its fd 8, then), and returns the waiter's pid.
+func saidLong(t *testing.T, jobs, id string) int {
+	t.Helper()
+	waiter := waiterOf(t, jobs, id)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		news, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/8", waiter))
+		assert.NotEqual(c, "news", filepath.Base(news), "the waiter has said the job runs on")
+	}, 5*time.Second, 10*time.Millisecond)
+	return waiter
+}
+
 // jobFiles lists the files of job id in jobs.
 func jobFiles(jobs, id string) []string {
 	matches, _ := filepath.Glob(filepath.Join(jobs, id+".*"))
@@ -584,11 +597,7 @@ i=1; while [ $i -le 2000 ]; do echo "line $i"; i=$((i+1)); done`, shellquote.Quo
 				l := startLocal(t, sh, true, "XDG_CACHE_HOME="+cache)
 				job := newJob("exec sleep " + sleeper(t))
 				require.NoError(t, l.send(startJob(job)))
-				waiter := waiterOf(t, jobs, job.ID)
-				require.EventuallyWithT(t, func(c *assert.CollectT) {
-					news, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/8", waiter))
-					assert.NotEqual(c, "news", filepath.Base(news), "the waiter has said the job runs on")
-				}, 5*time.Second, 10*time.Millisecond)
+				waiter := saidLong(t, jobs, job.ID)
 				require.NoError(t, syscall.Kill(waiter, syscall.SIGKILL))
 				assert.Equal(t, "!EIO the job ended without a status (its waiter was killed)", l.nextJobAnswer(t, io.Discard, job.ID))
 			})
