@@ -32,8 +32,9 @@ type Settings struct {
 	// Tools are the default active tools.
 	Tools []string `json:"tools,omitempty"`
 	// Hosts name host specs: --host NAME uses the spec, and so does NAME
-	// in NAME=SPEC lists.
-	Hosts map[string]string `json:"hosts,omitempty"`
+	// in NAME=SPEC lists; an entry may give the host its own permission
+	// mode.
+	Hosts map[string]HostSetting `json:"hosts,omitempty"`
 	// Host is the default --host list (names from Hosts, or specs).
 	Host []string `json:"host,omitempty"`
 	// Compaction tunes compaction; unset fields keep the defaults.
@@ -47,6 +48,12 @@ type Settings struct {
 	// .pi-remote/settings.json may set every key. Only the user's file
 	// says this.
 	TrustedProjects []string `json:"trustedProjects,omitempty"`
+	// Permissions are the session's permission mode and the allow, ask
+	// and deny rules.
+	Permissions *PermissionSettings `json:"permissions,omitempty"`
+	// Hooks are local commands run before and after tool calls, by event
+	// (PreToolUse, PostToolUse).
+	Hooks map[string][]HookMatcher `json:"hooks,omitempty"`
 }
 
 // LoadedSettings are the settings in force and what the project's file
@@ -68,6 +75,9 @@ type LoadedSettings struct {
 	// Ignored are the keys of the project's file that were not applied,
 	// in projectKeys order.
 	Ignored []IgnoredKey
+
+	user        Settings // the user's own file's
+	projectMode bool     // the project's file set the permission mode
 }
 
 // IgnoredKey is a key of a project's settings that was not applied.
@@ -96,7 +106,7 @@ func LoadSettings(home, projectDir string, trustProject bool) (LoadedSettings, e
 	if !found {
 		l.UserFile = ""
 	}
-	l.Settings = user
+	l.Settings, l.user = user, user
 	l.ProjectDir = realPath(projectDir)
 	projectFile := SettingsFile(projectDir)
 	if sameFile(projectFile, SettingsFile(home)) {
@@ -120,6 +130,7 @@ func LoadSettings(home, projectDir string, trustProject bool) (LoadedSettings, e
 		l.Ignored = append(l.Ignored, IgnoredKey{Key: k.Key, Why: k.Why, UserOnly: k.UserOnly})
 	}
 	l.Settings = user.over(project)
+	l.projectMode = project.Permissions != nil && project.Permissions.Mode != ""
 	return l, nil
 }
 
@@ -222,6 +233,36 @@ func projectKeys() []projectKey {
 			},
 			Why: "it changes the context window or price of a model your settings or the built-in table describe",
 			set: func(s Settings) bool { return s.Models != nil }, clear: func(s *Settings) { s.Models = nil },
+		},
+		{
+			Key: "permissions.mode",
+			// A stricter mode is a restriction, which a project may add.
+			Untrusted: func(u, p Settings) bool { return strictness(p.permissionMode()) >= strictness(u.permissionMode()) },
+			Why:       "it sets a permission mode less strict than yours",
+			set:       func(s Settings) bool { return s.Permissions != nil && s.Permissions.Mode != "" },
+			clear:     func(s *Settings) { s.Permissions.Mode = "" },
+		},
+		{
+			Key:   "permissions.allow",
+			Why:   "allow rules let calls run without asking you",
+			set:   func(s Settings) bool { return s.Permissions != nil && len(s.Permissions.Allow) > 0 },
+			clear: func(s *Settings) { s.Permissions.Allow = nil },
+		},
+		{
+			Key: "permissions.ask", Untrusted: always,
+			set:   func(s Settings) bool { return s.Permissions != nil && len(s.Permissions.Ask) > 0 },
+			clear: func(s *Settings) { s.Permissions.Ask = nil },
+		},
+		{
+			Key: "permissions.deny", Untrusted: always,
+			set:   func(s Settings) bool { return s.Permissions != nil && len(s.Permissions.Deny) > 0 },
+			clear: func(s *Settings) { s.Permissions.Deny = nil },
+		},
+		{
+			Key:   "hooks",
+			Why:   "hooks are commands that run on this machine, and may let calls through",
+			set:   func(s Settings) bool { return len(s.Hooks) > 0 },
+			clear: func(s *Settings) { s.Hooks = nil },
 		},
 		{
 			Key: "trustedProjects", UserOnly: true,
@@ -402,6 +443,9 @@ func (s Settings) validate() (string, error) {
 			return "trustedProjects", fmt.Errorf("trustedProjects: %q: want an absolute path (or ~/...)", t)
 		}
 	}
+	if key, err := s.validatePolicy(); err != nil {
+		return key, err
+	}
 	for name, m := range s.Models {
 		if !strings.Contains(name, "/") {
 			return name, fmt.Errorf("models: %q: want PROVIDER/ID", name)
@@ -444,7 +488,7 @@ func (s Settings) over(o Settings) Settings {
 		}
 		s.Compaction = &c
 	}
-	return s
+	return s.overPolicy(o)
 }
 
 func mergeMap[V any](a, b map[string]V) map[string]V {

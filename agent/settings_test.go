@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func TestSettingsPrecedence(t *testing.T) {
 	assert.Equal(t, "openai/qwen3-coder", s.Model, "project over user")
 	assert.Equal(t, "http://127.0.0.1:8000/v1", s.BaseURL)
 	assert.Equal(t, "low", s.Thinking, "the user's, where the project says nothing")
-	assert.Equal(t, map[string]string{"devbox": "alice@devbox2", "gpu": "bob@gpu"}, s.Hosts)
+	assert.Equal(t, map[string]HostSetting{"devbox": {Spec: "alice@devbox2"}, "gpu": {Spec: "bob@gpu"}}, s.Hosts)
 	assert.Equal(t, []string{"devbox"}, s.Host)
 	assert.Equal(t, &CompactionSettings{ReserveTokens: 20000, KeepRecentTokens: 4000}, s.Compaction)
 
@@ -97,8 +98,9 @@ func TestSettingsErrorsNameFileAndLine(t *testing.T) {
 	assert.NoError(t, err, "an empty file sets nothing")
 }
 
-// Every key of Settings has its line in projectKeys, once, and that line
-// sees and clears exactly that key.
+// Every key of Settings has its line in projectKeys, once (or a line for
+// each of its parts, "permissions.allow"…), and that line sees and clears
+// exactly that key or part.
 func TestProjectKeysCoverEverySetting(t *testing.T) {
 	var keys []string
 	typ := reflect.TypeFor[Settings]()
@@ -106,24 +108,43 @@ func TestProjectKeysCoverEverySetting(t *testing.T) {
 		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
 		keys = append(keys, name)
 	}
-	full := Settings{
-		Model: "openai/x", BaseURL: "http://x", Thinking: "low", Tools: []string{"read"},
-		Hosts: map[string]string{"a": "b"}, Host: []string{"a"}, Compaction: &CompactionSettings{Off: true},
-		ReattachTimeout: "1m", Models: map[string]ModelInfo{"openai/x": {Window: 2000}}, TrustedProjects: []string{"/x"},
+	full := func() Settings {
+		return Settings{
+			Model: "openai/x", BaseURL: "http://x", Thinking: "low", Tools: []string{"read"},
+			Hosts: map[string]HostSetting{"a": {Spec: "b"}}, Host: []string{"a"}, Compaction: &CompactionSettings{Off: true},
+			ReattachTimeout: "1m", Models: map[string]ModelInfo{"openai/x": {Window: 2000}}, TrustedProjects: []string{"/x"},
+			Permissions: &PermissionSettings{Mode: "ask", Allow: []string{"read"}, Ask: []string{"bash"}, Deny: []string{"write"}},
+			Hooks:       map[string][]HookMatcher{"PreToolUse": {{Command: "true"}}},
+		}
 	}
-	var got []string
-	for _, k := range projectKeys() {
-		got = append(got, k.Key)
-		assert.True(t, k.set(full), k.Key)
-		s := full
-		k.clear(&s)
-		assert.False(t, k.set(s), k.Key)
+	fieldsOf := func(s Settings) map[string]any {
 		b, err := json.Marshal(s)
 		require.NoError(t, err)
 		var fields map[string]any
 		require.NoError(t, json.Unmarshal(b, &fields))
-		assert.NotContains(t, fields, k.Key)
-		assert.Len(t, fields, len(keys)-1, "clearing %s clears only it: %s", k.Key, b)
+		return fields
+	}
+	all := fieldsOf(full())
+	var got []string
+	for _, k := range projectKeys() {
+		top, part, dotted := strings.Cut(k.Key, ".")
+		if !slices.Contains(got, top) {
+			got = append(got, top)
+		}
+		assert.True(t, k.set(full()), k.Key)
+		s := full()
+		k.clear(&s)
+		assert.False(t, k.set(s), k.Key)
+		fields := fieldsOf(s)
+		if dotted {
+			sub, _ := fields[top].(map[string]any)
+			assert.NotContains(t, sub, part, k.Key)
+			assert.Len(t, sub, len(all[top].(map[string]any))-1, "clearing %s clears only it", k.Key)
+			assert.Len(t, fields, len(keys), "clearing %s clears only it", k.Key)
+		} else {
+			assert.NotContains(t, fields, k.Key)
+			assert.Len(t, fields, len(keys)-1, "clearing %s clears only it: %v", k.Key, fields)
+		}
 		if k.Untrusted == nil || k.UserOnly {
 			assert.NotEmpty(t, k.Why, "%s: a key an untrusted project may not set says why", k.Key)
 		}
@@ -148,14 +169,14 @@ func TestUntrustedProjectSettings(t *testing.T) {
   "host": ["prod"],
   "thinking": "high"
 }`
-	yours := Settings{BaseURL: "http://127.0.0.1:8000/v1", Hosts: map[string]string{"prod": "alice@prod.lan"}, Tools: []string{"read", "ls", "grep"}, Models: map[string]ModelInfo{"openai/mine": {Window: 8000}}}
+	yours := Settings{BaseURL: "http://127.0.0.1:8000/v1", Hosts: map[string]HostSetting{"prod": {Spec: "alice@prod.lan"}}, Tools: []string{"read", "ls", "grep"}, Models: map[string]ModelInfo{"openai/mine": {Window: 8000}}}
 	with := func(f func(*Settings)) Settings {
 		s := yours
 		f(&s)
 		return s
 	}
 	theirs := with(func(s *Settings) {
-		s.BaseURL, s.Hosts, s.Host, s.Thinking = "http://127.0.0.1:9/v1", map[string]string{"prod": "attacker@evil.example"}, []string{"prod"}, "high"
+		s.BaseURL, s.Hosts, s.Host, s.Thinking = "http://127.0.0.1:9/v1", map[string]HostSetting{"prod": {Spec: "attacker@evil.example"}}, []string{"prod"}, "high"
 	})
 	for _, tc := range []struct {
 		name     string

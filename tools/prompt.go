@@ -44,6 +44,9 @@ type HostInfo struct {
 	// Unreachable says why the host could not be reached when the
 	// session started; its calls are tried again.
 	Unreachable string
+	// Permissions says what the host's permission mode lets the agent
+	// do ("": nothing to say).
+	Permissions string
 }
 
 // contextSh is the host side of Describe.
@@ -140,9 +143,12 @@ func BuildSystemPrompt(p PromptParts) string {
 		}
 		if h.Unreachable != "" {
 			fmt.Fprintf(&b, "- Host %q: %s; unreachable when this session started (%s). Its calls fail until it answers; each call tries again.\n", h.Name, where, h.Unreachable)
-			continue
+		} else {
+			fmt.Fprintf(&b, "- Host %q: %s; working directory %s. Every path and command acts on this host, not on the machine running the agent.\n", h.Name, where, h.Cwd)
 		}
-		fmt.Fprintf(&b, "- Host %q: %s; working directory %s. Every path and command acts on this host, not on the machine running the agent.\n", h.Name, where, h.Cwd)
+		if h.Permissions != "" {
+			fmt.Fprintf(&b, "  Permission mode on %q: %s.\n", h.Name, h.Permissions)
+		}
 	}
 	if len(p.Hosts) > 1 {
 		fmt.Fprintf(&b, "- Every tool takes a \"host\" argument naming one of these hosts; without it the tool acts on %q. The same path on two hosts is two different files.\n", p.Hosts[0].Name)

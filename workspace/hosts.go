@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pi-remote/pi-remote/agent/permission"
 	"io"
 	"io/fs"
 	"os"
@@ -156,6 +157,15 @@ func (hs Hosts) Close() {
 	}
 }
 
+// Names are the hosts' names, the default first.
+func (hs Hosts) Names() []string {
+	var names []string
+	for _, h := range hs {
+		names = append(names, h.Name)
+	}
+	return names
+}
+
 // Lost says whether any host's connection is gone (Host.Lost).
 func (hs Hosts) Lost(ctx context.Context) bool {
 	for _, h := range hs {
@@ -167,11 +177,12 @@ func (hs Hosts) Lost(ctx context.Context) bool {
 }
 
 // Definitions are the tools of every host; with several, each tool takes
-// an optional host argument.
-func (hs Hosts) Definitions() ([]tools.Definition, error) {
+// an optional host argument. With a gate, every call passes it (see
+// guard); nil is no policy (the tool command: the person's own call).
+func (hs Hosts) Definitions(gate *permission.Gate) ([]tools.Definition, error) {
 	var all []tools.Host
 	for _, h := range hs {
-		all = append(all, tools.Host{Name: h.Name, Defs: tools.Definitions(h.Env, tools.Options{})})
+		all = append(all, tools.Host{Name: h.Name, Defs: guard(h, tools.Definitions(h.Env, tools.Options{}), gate)})
 	}
 	return tools.ForHosts(all)
 }

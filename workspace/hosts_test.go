@@ -43,7 +43,7 @@ func TestOpenHostsLocal(t *testing.T) {
 	defer hs.Close()
 	assert.Equal(t, "a", hs[0].Name)
 	assert.Equal(t, "b", hs[1].Name)
-	defs, err := hs.Definitions()
+	defs, err := hs.Definitions(nil)
 	require.NoError(t, err)
 	assert.Contains(t, string(defs[0].Parameters), `"host"`, "several hosts: each tool takes a host")
 }

@@ -15,6 +15,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"github.com/pi-remote/pi-remote/agent/permission"
 	"io"
 	"slices"
 	"strings"
@@ -36,6 +37,9 @@ type Options struct {
 	Intro string
 	// Warn hears of context files left out of the system prompt.
 	Warn io.Writer
+	// Gate, when set, decides every tool call by the permission policy
+	// (see guard); the system prompt then tells each host's mode.
+	Gate *permission.Gate
 }
 
 // Workspace is the hosts of a session with their tools and the loop
@@ -46,6 +50,8 @@ type Workspace struct {
 	Defs   []tools.Definition
 	ByName map[string]tools.Definition
 	Infos  []tools.HostInfo // in Hosts' order
+	// Gate is the permission gate of every call (nil: none).
+	Gate *permission.Gate
 	// Config is the agent's loop configuration: model, tools, system
 	// prompt.
 	Config loop.Config
@@ -60,12 +66,12 @@ type Workspace struct {
 // in the system prompt; project context comes from the default (first)
 // host's working directory.
 func Open(ctx context.Context, hosts Hosts, o Options) (*Workspace, error) {
-	w := &Workspace{Hosts: hosts, intro: o.Intro}
+	w := &Workspace{Hosts: hosts, intro: o.Intro, Gate: o.Gate}
 	fail := func(err error) (*Workspace, error) {
 		hosts.Close()
 		return nil, err
 	}
-	defs, err := hosts.Definitions()
+	defs, err := hosts.Definitions(o.Gate)
 	if err != nil {
 		return fail(&UsageError{Err: err})
 	}
@@ -74,13 +80,14 @@ func Open(ctx context.Context, hosts Hosts, o Options) (*Workspace, error) {
 	}
 	for i, h := range hosts {
 		if h.Down != nil {
-			w.Infos = append(w.Infos, tools.HostInfo{Name: h.Name, Host: h.Where(), Unreachable: h.Down.Error()})
+			w.Infos = append(w.Infos, tools.HostInfo{Name: h.Name, Host: h.Where(), Unreachable: h.Down.Error(), Permissions: w.permissionNote(h.Name)})
 			continue
 		}
 		info, f, err := tools.Describe(ctx, h.Env)
 		if err != nil {
 			return fail(HostError(err))
 		}
+		info.Permissions = w.permissionNote(h.Name)
 		w.Infos = append(w.Infos, info)
 		if i == 0 {
 			w.files = f
@@ -98,6 +105,23 @@ func Open(ctx context.Context, hosts Hosts, o Options) (*Workspace, error) {
 		return fail(&UsageError{Err: err})
 	}
 	return w, nil
+}
+
+// permissionNote is what the system prompt says of host's permission
+// mode: nothing when no host has a mode other than auto.
+func (w *Workspace) permissionNote(host string) string {
+	if w.Gate == nil {
+		return ""
+	}
+	p := w.Gate.Policy()
+	quiet := true
+	for _, h := range w.Hosts {
+		quiet = quiet && p.HostMode(h.Name) == permission.Auto
+	}
+	if quiet {
+		return ""
+	}
+	return modeNote(p.HostMode(host))
 }
 
 // Close closes the hosts.
@@ -140,7 +164,7 @@ func (hs Hosts) where() string {
 // build makes the tools and the system prompt for w's hosts (new values,
 // never changing ones a running prompt may use).
 func (w *Workspace) build() error {
-	defs, err := w.Hosts.Definitions()
+	defs, err := w.Hosts.Definitions(w.Gate)
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,13 @@ type Rule struct {
 	Host    string // "": every host
 	Tool    string // lower case: bash, write, edit, read, grep, find, ls, or an extension's
 	Pattern string // "": every call of Tool
+	// From says where the rule came from ("user settings", "this
+	// session"…), for the person; it decides nothing.
+	From string
+	// exact, for a rule a person added by answering "always for this
+	// session": the pattern is a whole bash line, or a path, matched as
+	// written (no glob).
+	exact bool
 }
 
 // ParseRule parses a rule. The tool's name is taken in any case
@@ -85,9 +92,13 @@ func ParseRule(text string) (Rule, error) {
 type Policy struct {
 	Mode  Mode            // the session's ("" is Auto)
 	Hosts map[string]Mode // a host's own mode, winning over Mode
-	Allow []Rule
-	Ask   []Rule
-	Deny  []Rule
+	// ModeFrom and HostsFrom say where the modes came from, for the
+	// person; they decide nothing.
+	ModeFrom  string
+	HostsFrom map[string]string
+	Allow     []Rule
+	Ask       []Rule
+	Deny      []Rule
 }
 
 // HostMode is the mode in force on host.
@@ -148,22 +159,40 @@ func (p Policy) Decide(c Call) Decision {
 	if r, ok := p.first(p.Deny, c, tool); ok {
 		return Decision{Refuse, r.Text, "denied by rule `" + r.Text + "`"}
 	}
+	if mode == ReadOnly && (tool == "write" || tool == "edit") {
+		return Decision{Refuse, "", "host " + c.Host + " is read-only: " + tool + " is refused"}
+	}
+	// A person's "always for this session" answered this very call.
+	if r, ok := p.approved(c, tool); ok {
+		return Decision{Run, r.Text, ""}
+	}
 	if r, ok := p.first(p.Ask, c, tool); ok {
-		if mode == ReadOnly && (tool == "write" || tool == "edit") {
-			return Decision{Refuse, "", "host " + c.Host + " is read-only"}
-		}
 		return Decision{AskPerson, r.Text, "rule `" + r.Text + "` asks for approval"}
 	}
 	allowed, rule := p.allowed(c, tool)
 	switch {
-	case mode == ReadOnly && (tool == "write" || tool == "edit"):
-		return Decision{Refuse, "", "host " + c.Host + " is read-only: " + tool + " is refused"}
 	case mode == ReadOnly && tool == "bash" && !allowed:
 		return Decision{Refuse, "", "host " + c.Host + " is read-only: bash runs only commands an allow rule names"}
 	case mode == Ask && changes(tool) && !allowed:
 		return Decision{AskPerson, "", "host " + c.Host + " asks before " + tool}
 	}
 	return Decision{Run, rule, ""}
+}
+
+// approved is the rule a person added for calls identical to c, if any.
+func (p Policy) approved(c Call, tool string) (Rule, bool) {
+	for _, r := range p.Allow {
+		if !r.exact || !r.applies(c.Host, tool) {
+			continue
+		}
+		switch {
+		case r.Pattern == "",
+			tool == "bash" && r.Pattern == c.Command,
+			tool != "bash" && c.Path != "" && r.Pattern == c.Path:
+			return r, true
+		}
+	}
+	return Rule{}, false
 }
 
 // first is the first rule of rules that matches c (for deny and ask: any
@@ -202,7 +231,7 @@ func (p Policy) first(rules []Rule, c Call, tool string) (Rule, bool) {
 func (p Policy) allowed(c Call, tool string) (bool, string) {
 	if tool != "bash" {
 		for _, r := range p.Allow {
-			if r.applies(c.Host, tool) && (r.Pattern == "" || c.Path != "" && matchPath(r.Pattern, c.Path, c.Cwd)) {
+			if !r.exact && r.applies(c.Host, tool) && (r.Pattern == "" || c.Path != "" && matchPath(r.Pattern, c.Path, c.Cwd)) {
 				return true, r.Text
 			}
 		}
@@ -214,7 +243,7 @@ func (p Policy) allowed(c Call, tool string) (bool, string) {
 	}
 	// A bare bash rule allows every line.
 	for _, r := range p.Allow {
-		if r.applies(c.Host, tool) && r.Pattern == "" {
+		if !r.exact && r.applies(c.Host, tool) && r.Pattern == "" {
 			return true, r.Text
 		}
 	}
@@ -228,7 +257,7 @@ func (p Policy) allowed(c Call, tool string) (bool, string) {
 		}
 		ok := false
 		for _, r := range p.Allow {
-			if r.applies(c.Host, tool) && matchCommand(r.Pattern, cmd.Text) {
+			if !r.exact && r.applies(c.Host, tool) && matchCommand(r.Pattern, cmd.Text) {
 				ok = true
 				if first == "" {
 					first = r.Text

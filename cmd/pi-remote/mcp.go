@@ -39,7 +39,13 @@ func mcpRun(ctx context.Context, ios iostreams, g *globalOptions, toolList strin
 		return err
 	}
 	defer hs.Close()
-	defs, err := hs.Definitions()
+	// The MCP client has its own approvals; ours are the host owner's
+	// policy: enforced, with nobody here to ask (ask fails closed).
+	gate, err := g.gate(hs.Names())
+	if err != nil {
+		return err
+	}
+	defs, err := hs.Definitions(gate)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

@@ -27,7 +27,8 @@ type globalOptions struct {
 	// trustProject trusts the project's settings file for this run
 	// (--trust-project).
 	trustProject bool
-	warn         io.Writer // stderr: notices that do not stop a command
+	perm         permissionOptions // --permissions, --host-permissions
+	warn         io.Writer         // stderr: notices that do not stop a command
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -74,6 +75,7 @@ lose each other.`,
 	cmd.PersistentFlags().StringVar(&g.host.Cwd, "cwd", "", "working directory on the host (default: the current directory locally, the home directory on a remote host)")
 	cmd.PersistentFlags().BoolVar(&g.trustProject, "trust-project", false, "trust the current directory's .pi-remote/settings.json for this run: it may then set every key, baseUrl and hosts too (to trust it for good, add the directory to trustedProjects in ~/.pi-remote/settings.json)")
 	registerHostFlags(cmd.PersistentFlags(), &g.host)
+	registerPermissionFlags(cmd.PersistentFlags(), &g.perm)
 	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io), newCheckCmd(io, g), newRunCmd(io, g), newRPCCmd(io, g), newMCPCmd(io, g), newJobsCmd(io, g), newSessionsCmd(io, g), newExportCmd(io), newVersionCmd(io))
 	return cmd
 }

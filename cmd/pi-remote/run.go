@@ -250,12 +250,20 @@ func openWorkspace(ctx context.Context, g *globalOptions, o *runOptions, require
 		}
 		model = m
 	}
+	if _, err := g.policy(); err != nil {
+		return nil, err // before connecting
+	}
 	hosts, err := workspace.OpenHosts(ctx, g.host, workspace.Session, onLink, g.warn)
 	if err != nil {
 		return nil, err
 	}
+	gate, err := g.gate(hosts.Names())
+	if err != nil {
+		hosts.Close()
+		return nil, err
+	}
 	return workspace.Open(ctx, hosts, workspace.Options{
-		Model: model, Active: splitList(o.tools), ToolExecution: execMode, MaxTurns: o.maxTurns, Intro: o.systemPrompt, Warn: g.warn,
+		Model: model, Active: splitList(o.tools), ToolExecution: execMode, MaxTurns: o.maxTurns, Intro: o.systemPrompt, Warn: g.warn, Gate: gate,
 	})
 }
 

@@ -10,11 +10,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/agent/permission"
 )
 
 // settings are agent.Settings as the commands use them.
 type settings struct {
 	agent.Settings
+	loaded agent.LoadedSettings
 	// projectHost says that the project's settings chose the host and
 	// were not applied (see apply).
 	projectHost bool
@@ -37,7 +39,7 @@ func loadSettings(trustProject bool, warn io.Writer) (settings, error) {
 		return settings{}, err
 	}
 	fmt.Fprint(warn, l.Notice())
-	s := settings{Settings: l.Settings}
+	s := settings{Settings: l.Settings, loaded: l}
 	for _, k := range l.Ignored {
 		s.projectHost = s.projectHost || k.Key == "host"
 	}
@@ -87,23 +89,49 @@ func (s settings) apply(cmd *cobra.Command, g *globalOptions) error {
 			}
 		}
 	}
+	g.perm.fromSettings, g.perm.settingsFrom = map[string]permission.Mode{}, map[string]string{}
 	for i, v := range g.host.Hosts {
-		g.host.Hosts[i] = s.expandHost(v)
+		var entry string
+		g.host.Hosts[i], entry = s.expandHost(v)
+		name, _, _ := strings.Cut(g.host.Hosts[i], "=")
+		if h, ok := s.Hosts[entry]; ok && h.Permissions != "" {
+			m, err := permission.ParseMode(h.Permissions)
+			if err != nil {
+				return usageErrorf("settings: hosts: %s: %v", entry, err)
+			}
+			g.perm.fromSettings[name] = m
+			g.perm.settingsFrom[name] = "settings hosts." + entry
+		}
 	}
 	return nil
 }
 
+// policy is the permission policy the settings files give.
+func (s settings) policy() (permission.Policy, error) {
+	if s.loaded.UserFile == "" && s.loaded.ProjectFile == "" {
+		return s.Settings.Policy()
+	}
+	return s.loaded.Policy()
+}
+
 // expandHost turns NAME, or NAME=ALIAS, where the settings name a host,
-// into NAME=SPEC.
-func (s settings) expandHost(v string) string {
+// into NAME=SPEC, and says which entry of the settings' hosts it is
+// ("" when none): the one named, or the one whose spec is written as
+// given (its permission mode follows the machine, whatever the name).
+func (s settings) expandHost(v string) (string, string) {
 	name, spec, ok := strings.Cut(v, "=")
 	if !ok {
 		spec = name
 	}
-	if full, found := s.Hosts[spec]; found {
-		return name + "=" + full
+	if h, found := s.Hosts[spec]; found {
+		return name + "=" + h.Spec, spec
 	}
-	return v
+	for entry, h := range s.Hosts {
+		if h.Spec == spec {
+			return v, entry
+		}
+	}
+	return v, ""
 }
 
 // usesSettings says whether cmd is one the settings are for (not version

@@ -60,7 +60,8 @@ func toolRun(ctx context.Context, ios iostreams, g *globalOptions, o *toolOption
 		return err
 	}
 	defer hs.Close()
-	defs, err := hs.Definitions()
+	// (The person's own call: no permission policy.)
+	defs, err := hs.Definitions(nil)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
