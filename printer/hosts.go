@@ -57,6 +57,19 @@ func Report(out io.Writer, r workspace.Report, remote bool) {
 	if remote {
 		fmt.Fprintf(w, "rtt:       %.2f ms\n", r.RTTMilli)
 	}
+	Permissions(w, r.Permissions)
+}
+
+// Permissions prints a host's permission mode and the rules that apply
+// there, each with where it came from.
+func Permissions(out io.Writer, p *workspace.PermissionReport) {
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(out, "permissions: %s (%s)\n", p.Mode, p.From)
+	for _, r := range p.Rules {
+		fmt.Fprintf(out, "  %-5s %s  (%s)\n", r.Kind, r.Rule, r.From)
+	}
 }
 
 // JobRow is one job as `jobs` lists it (its JSON too).

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"github.com/pi-remote/pi-remote/agent/permission"
 	"time"
 
 	"github.com/pi-remote/pi-remote/ops/ssh"
@@ -25,6 +26,47 @@ type Report struct {
 	Helpers  []string `json:"helpers,omitempty"`
 	RTTMilli float64  `json:"rttMs"`
 	Error    string   `json:"error,omitempty"` // why the host could not be reached
+	// Permissions is the host's permission mode and the rules that apply
+	// there (set by WithPolicy).
+	Permissions *PermissionReport `json:"permissions,omitempty"`
+}
+
+// PermissionReport is a host's permission mode and the rules that apply
+// there, each with where it came from.
+type PermissionReport struct {
+	Mode  string       `json:"mode"`
+	From  string       `json:"from"`
+	Rules []RuleReport `json:"rules,omitempty"`
+}
+
+// RuleReport is one rule in force.
+type RuleReport struct {
+	Kind string `json:"kind"` // deny, ask or allow
+	Rule string `json:"rule"`
+	From string `json:"from"`
+}
+
+// PolicyOn is what policy p means on host: its mode, and the rules for it
+// (deny, then ask, then allow: the order they are weighed in).
+func PolicyOn(p permission.Policy, host string) *PermissionReport {
+	r := &PermissionReport{Mode: string(p.HostMode(host)), From: p.ModeFrom}
+	if _, own := p.Hosts[host]; own {
+		r.From = p.HostsFrom[host]
+	}
+	if r.From == "" {
+		r.From = "default"
+	}
+	for _, l := range []struct {
+		kind  string
+		rules []permission.Rule
+	}{{"deny", p.Deny}, {"ask", p.Ask}, {"allow", p.Allow}} {
+		for _, rule := range l.rules {
+			if rule.Host == "" || rule.Host == host {
+				r.Rules = append(r.Rules, RuleReport{Kind: l.kind, Rule: rule.Text, From: rule.From})
+			}
+		}
+	}
+	return r
 }
 
 // Check connects to every host and reports it. With one host, a failure

@@ -146,3 +146,22 @@ func readFile(t *testing.T, p string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// The system prompt says each host's mode once any is not auto, so the
+// model does not spend calls on what will be refused; with every host in
+// auto it says nothing of permissions.
+func TestSystemPromptTellsHostModes(t *testing.T) {
+	dir := t.TempDir()
+	open := func(p permission.Policy) string {
+		hs, err := OpenHosts(t.Context(), HostOptions{Cwd: dir, Hosts: []string{"a=local", "b=local"}}, OneShot, nil, nil)
+		require.NoError(t, err)
+		w, err := Open(t.Context(), hs, Options{Gate: permission.NewGate(p)})
+		require.NoError(t, err)
+		defer w.Close()
+		return w.Config.SystemPrompt(w.Config.Tools)
+	}
+	prompt := open(permission.Policy{Mode: permission.Ask, Hosts: map[string]permission.Mode{"a": permission.ReadOnly}})
+	assert.Contains(t, prompt, `Permission mode on "a": read-only: write and edit are refused`)
+	assert.Contains(t, prompt, `Permission mode on "b": ask: write, edit and bash wait for the user's approval`)
+	assert.NotContains(t, open(permission.Policy{}), "Permission mode")
+}

@@ -147,12 +147,14 @@ type Decision struct {
 	Reason string
 }
 
-// Decide decides a call: a deny rule refuses it, then an ask rule asks,
-// whatever the mode; then the host's mode decides, an allow rule letting
-// through what it would ask for or refuse (except write and edit in
-// read-only). A bash line is decided command by command (Commands): any
-// command denied denies the line; a rule allows the line only when it
-// allows every command of it, and the line could be read whole.
+// Decide decides a call: a deny rule refuses it; read-only refuses write
+// and edit, and bash unless allow rules let the line through; a person's
+// "always for this session" answer lets an identical call run; then an
+// ask rule asks, whatever the mode; then the host's mode decides, an allow
+// rule letting through what it would ask for. A bash line is decided
+// command by command (Commands): any command denied denies the line; a
+// rule allows the line only when it allows every command of it, and the
+// line could be read whole.
 func (p Policy) Decide(c Call) Decision {
 	mode := p.HostMode(c.Host)
 	tool := strings.ToLower(c.Tool)
@@ -166,13 +168,16 @@ func (p Policy) Decide(c Call) Decision {
 	if r, ok := p.approved(c, tool); ok {
 		return Decision{Run, r.Text, ""}
 	}
+	allowed, rule := p.allowed(c, tool)
+	// (Before the ask rules: asking is looser than read-only's refusal,
+	// and ask rules may come from a project the user has not trusted.)
+	if mode == ReadOnly && tool == "bash" && !allowed {
+		return Decision{Refuse, "", "host " + c.Host + " is read-only: bash runs only commands an allow rule names"}
+	}
 	if r, ok := p.first(p.Ask, c, tool); ok {
 		return Decision{AskPerson, r.Text, "rule `" + r.Text + "` asks for approval"}
 	}
-	allowed, rule := p.allowed(c, tool)
 	switch {
-	case mode == ReadOnly && tool == "bash" && !allowed:
-		return Decision{Refuse, "", "host " + c.Host + " is read-only: bash runs only commands an allow rule names"}
 	case mode == Ask && changes(tool) && !allowed:
 		return Decision{AskPerson, "", "host " + c.Host + " asks before " + tool}
 	}

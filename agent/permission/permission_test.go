@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -165,4 +166,92 @@ func TestPatterns(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, matchPath(tc.pattern, tc.path, tc.cwd), "%q ~ %q (cwd %q)", tc.pattern, tc.path, tc.cwd)
 	}
+}
+
+// Ask rules never loosen read-only: a bash line no allow rule lets
+// through is refused there even when an ask rule (which a project may add)
+// names it; one an allow rule lets through is asked about.
+func TestAskRulesDoNotLoosenReadOnly(t *testing.T) {
+	p := Policy{Mode: ReadOnly, Allow: rules(t, "bash(git push*)"), Ask: rules(t, "bash(*)")}
+	assert.Equal(t, Refuse, p.Decide(Call{Host: "h", Tool: "bash", Command: "rm -rf /"}).Verdict)
+	assert.Equal(t, AskPerson, p.Decide(Call{Host: "h", Tool: "bash", Command: "git push origin"}).Verdict)
+	assert.Equal(t, Refuse, p.Decide(Call{Host: "h", Tool: "write", Path: "/x"}).Verdict)
+}
+
+// A gate with nobody to ask refuses what needs a person, saying which
+// rule would allow it; a person's answers decide otherwise, and "session"
+// lets identical calls (same host, tool, line or path) run from then on,
+// but never past a deny rule or a read-only write.
+func TestGate(t *testing.T) {
+	g := NewGate(Policy{Mode: Ask, Hosts: map[string]Mode{"prod": ReadOnly}, Deny: rules(t, "bash(rm *)")})
+	ctx := t.Context()
+	err := g.Check(ctx, Call{Host: "dev", Tool: "bash", Command: "make test && make lint"}, nil)
+	var d *Denied
+	require.ErrorAs(t, err, &d)
+	assert.Contains(t, d.Message, "host dev asks before bash, and nobody is here to approve it")
+	assert.Contains(t, d.Message, "`bash(make *)`")
+
+	var asked []Request
+	answer := Answer{Decision: Session}
+	g.SetAsker(func(_ context.Context, r Request) (Answer, error) {
+		asked = append(asked, r)
+		return answer, nil
+	})
+	line := Call{Host: "dev", Tool: "bash", Command: "make test && make lint"}
+	require.NoError(t, g.Check(ctx, line, nil))
+	require.NoError(t, g.Check(ctx, line, nil))
+	assert.Len(t, asked, 1, "asked once, then the session rule holds")
+	assert.Equal(t, "approval-2", asked[0].ID)
+	other := line
+	other.Command = "make test && make lint && make install"
+	require.NoError(t, g.Check(ctx, other, nil))
+	assert.Len(t, asked, 2, "another line is asked about")
+	onProd := line
+	onProd.Host = "prod"
+	require.Error(t, g.Check(ctx, onProd, nil), "read-only: refused, not asked")
+	assert.Len(t, asked, 2)
+	rm := Call{Host: "dev", Tool: "bash", Command: "rm x"}
+	require.Error(t, g.Check(ctx, rm, nil))
+	assert.Len(t, asked, 2, "denied without asking")
+
+	answer = Answer{Decision: Deny, Reason: "  use the staging box  "}
+	err = g.Check(ctx, Call{Host: "dev", Tool: "write", Path: "/srv/a"}, nil)
+	require.ErrorAs(t, err, &d)
+	assert.Equal(t, "Denied by the user: use the staging box", d.Message)
+	answer = Answer{Decision: Deny}
+	err = g.Check(ctx, Call{Host: "dev", Tool: "write", Path: "/srv/a"}, nil)
+	assert.EqualError(t, err, "Denied by the user.")
+
+	p := g.Policy()
+	require.Len(t, p.Allow, 2)
+	assert.Equal(t, "dev:bash(make test && make lint)", p.Allow[0].Text)
+	assert.Equal(t, "this session", p.Allow[0].From)
+
+	// An asker that gives up with the call's context reports that, not a
+	// refusal.
+	cctx, cancel := context.WithCancel(ctx)
+	g.SetAsker(func(ctx context.Context, _ Request) (Answer, error) {
+		cancel()
+		<-ctx.Done()
+		return Answer{}, ctx.Err()
+	})
+	err = g.Check(cctx, Call{Host: "dev", Tool: "edit", Path: "/srv/b"}, nil)
+	assert.ErrorIs(t, err, context.Canceled)
+
+	assert.True(t, g.Quiet("dev", "read"))
+	assert.False(t, g.Quiet("dev", "write"))
+	assert.False(t, g.Quiet("lab", "bash"), "a deny rule names bash everywhere")
+	assert.True(t, NewGate(Policy{}).Quiet("dev", "write"))
+	var none *Gate
+	assert.True(t, none.Quiet("dev", "bash"))
+}
+
+func TestParseDecision(t *testing.T) {
+	for in, want := range map[string]string{"once": Once, "Session": Session, "always": Session, "deny": Deny, "reject": Deny} {
+		got, err := ParseDecision(in)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	}
+	_, err := ParseDecision("maybe")
+	assert.Error(t, err)
 }

@@ -18,7 +18,9 @@ func newCheckCmd(io iostreams, g *globalOptions) *cobra.Command {
 		Short: "Connect to the host and report what pi-remote will use there",
 		Long: `Connect to the chosen host and print the resolved configuration, the
 host key status, how the login succeeded, whether SFTP is available, which
-search tools (rg, fd) and helpers the host has, and the round-trip time.
+search tools (rg, fd) and helpers the host has, the round-trip time, and the
+host's permission mode with the rules in force there and where each came
+from.
 
 Exit status: 0 all good, 2 usage error, 3 connection, authentication or
 host-key failure (the message says what to do).`,
@@ -32,16 +34,26 @@ host-key failure (the message says what to do).`,
 }
 
 func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool) error {
+	policy, err := g.policy()
+	if err != nil {
+		return err
+	}
 	hs, err := workspace.OpenHosts(ctx, g.host, workspace.OneShot, nil, g.warn)
 	if err != nil {
 		return err
 	}
 	defer hs.Close()
+	if _, err := g.gate(hs.Names()); err != nil {
+		return err
+	}
 	// (One of several hosts that cannot be reached is reported with the
 	// others, and its failure is the command's.)
 	reports, err := hs.Check(ctx)
 	if reports == nil {
 		return err
+	}
+	for i := range reports {
+		reports[i].Permissions = workspace.PolicyOn(policy, reports[i].Name)
 	}
 	if asJSON {
 		var werr error

@@ -116,8 +116,9 @@ func (s settings) policy() (permission.Policy, error) {
 
 // expandHost turns NAME, or NAME=ALIAS, where the settings name a host,
 // into NAME=SPEC, and says which entry of the settings' hosts it is
-// ("" when none): the one named, or the one whose spec is written as
-// given (its permission mode follows the machine, whatever the name).
+// ("" when none): the one named, or the one whose remote spec is written
+// as given (its permission mode follows the machine, whatever the name;
+// "local" is told apart by name only).
 func (s settings) expandHost(v string) (string, string) {
 	name, spec, ok := strings.Cut(v, "=")
 	if !ok {
@@ -127,7 +128,7 @@ func (s settings) expandHost(v string) (string, string) {
 		return name + "=" + h.Spec, spec
 	}
 	for entry, h := range s.Hosts {
-		if h.Spec == spec {
+		if h.Spec == spec && spec != "local" {
 			return v, entry
 		}
 	}
