@@ -179,3 +179,31 @@ func TestCheckShowsPermissions(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "permissions: read-only (settings hosts.production)\n  deny  write(**/.env)  (project settings "+projectFile+")\n")
 }
+
+// The MCP server enforces the hosts' policy with nobody to ask: a
+// read-only host refuses a write, and ask fails closed, as tool results
+// with isError; reads run.
+func TestMCPEnforcesPermissions(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Chdir(t.TempDir())
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hi\n"), 0o644))
+	p := startMCP(t, "--cwd", dir, "--host", "prod=local", "--host", "dev=local", "--host-permissions", "prod=read-only", "--permissions", "ask")
+	require.Nil(t, p.call(t, 1, "initialize", mcpInitialize).Error)
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	res := p.call(t, 2, "tools/call", `{"name":"write","arguments":{"host":"prod","path":"new.txt","content":"x"}}`)
+	require.Nil(t, res.Error)
+	assert.Contains(t, string(res.Result), `"isError":true`)
+	assert.Contains(t, string(res.Result), "host prod is read-only")
+	res = p.call(t, 3, "tools/call", `{"name":"bash","arguments":{"host":"dev","command":"touch made.txt"}}`)
+	require.Nil(t, res.Error)
+	assert.Contains(t, string(res.Result), `"isError":true`)
+	assert.Contains(t, string(res.Result), "nobody is here to approve it")
+	assert.NoFileExists(t, filepath.Join(dir, "new.txt"))
+	assert.NoFileExists(t, filepath.Join(dir, "made.txt"))
+	res = p.call(t, 4, "tools/call", `{"name":"read","arguments":{"host":"prod","path":"hello.txt"}}`)
+	require.Nil(t, res.Error)
+	assert.Contains(t, string(res.Result), `"text":"hi\n"`)
+	assert.Equal(t, 0, p.end(), p.stderr.String())
+}
