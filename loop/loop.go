@@ -45,8 +45,16 @@ type Config struct {
 	// MaxArgumentBytes bounds a tool call's arguments (default 16 MiB).
 	MaxArgumentBytes int
 
+	// BeforeToolCall, when set, sees each call after its arguments are
+	// prepared and validated, before Admit, in call order. It may block the
+	// call (an error result with the reason), replace its arguments (then
+	// validated again) and add a note to its result. A Go error blocks the
+	// call too, its text the result.
 	BeforeToolCall func(ctx context.Context, c BeforeToolCallContext) (*BeforeToolCallResult, error)
-	AfterToolCall  func(ctx context.Context, c AfterToolCallContext) (*AfterToolCallResult, error)
+	// AfterToolCall, when set, sees each executed call's result (with the
+	// note BeforeToolCall added) and may replace parts of it. A Go error
+	// becomes the result.
+	AfterToolCall func(ctx context.Context, c AfterToolCallContext) (*AfterToolCallResult, error)
 
 	// Steering returns messages to deliver after the current tool batch,
 	// before the next model turn. FollowUp returns messages to deliver when
@@ -72,17 +80,27 @@ type BeforeToolCallContext struct {
 	Args      json.RawMessage // prepared and validated
 }
 
-// BeforeToolCallResult lets BeforeToolCall block a call.
+// BeforeToolCallResult lets BeforeToolCall block a call, replace its
+// arguments or add a note to its result.
 type BeforeToolCallResult struct {
 	Block  bool
 	Reason string
+	// Args, when not nil, are the arguments the call runs with instead:
+	// Tool.Validate checks them again (a failure is an error result), and
+	// Admit, Execute and AfterToolCall see them. The assistant message and
+	// the events keep the model's arguments.
+	Args json.RawMessage
+	// Note, when not empty, is a text block added at the end of the call's
+	// result, whatever the result is (a block's reason, a refusal at Admit,
+	// the tool's output), for the model to read.
+	Note string
 }
 
 // AfterToolCallContext is what AfterToolCall sees.
 type AfterToolCallContext struct {
 	Assistant *AssistantMessage
 	Call      *ToolCall
-	Args      json.RawMessage
+	Args      json.RawMessage // what the tool ran with (BeforeToolCall's, if it replaced them)
 	Result    Result
 }
 

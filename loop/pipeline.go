@@ -18,6 +18,7 @@ type prepared struct {
 	args      json.RawMessage
 	admission any
 	release   func()
+	note      string // BeforeToolCall's, for the result
 }
 
 // finalized is a call with its final result.
@@ -27,10 +28,12 @@ type finalized struct {
 }
 
 // prepare looks the tool up, prepares and validates the arguments, runs
-// BeforeToolCall and Admit. A failure returns an immediate error result.
+// BeforeToolCall (validating the arguments it gives again) and Admit. A
+// failure returns an immediate error result (with BeforeToolCall's note).
 func (r *runner) prepare(ctx context.Context, assistant *AssistantMessage, call *ToolCall) (*prepared, *Result) {
+	note := ""
 	fail := func(format string, a ...any) (*prepared, *Result) {
-		res := ErrorResult(fmt.Sprintf(format, a...))
+		res := withNote(ErrorResult(fmt.Sprintf(format, a...)), note)
 		return nil, &res
 	}
 	tool, ok := r.lookup(call.Name)
@@ -63,17 +66,28 @@ func (r *runner) prepare(ctx context.Context, assistant *AssistantMessage, call 
 		if ctx.Err() != nil {
 			return fail("Tool call aborted.")
 		}
+		if res != nil {
+			note = res.Note
+		}
 		if res != nil && res.Block {
 			if res.Reason == "" {
 				return fail("Tool call was blocked.")
 			}
 			return fail("%s", res.Reason)
 		}
+		if res != nil && res.Args != nil {
+			args = res.Args
+			if tool.Validate != nil {
+				if args, err = tool.Validate(args); err != nil {
+					return fail("Invalid arguments for %s (as rewritten before the call): %v", call.Name, err)
+				}
+			}
+		}
 	}
 	if ctx.Err() != nil {
 		return fail("Tool call aborted.")
 	}
-	p := &prepared{call: call, tool: tool, args: args}
+	p := &prepared{call: call, tool: tool, args: args, note: note}
 	if tool.Admit != nil {
 		p.admission, p.release, err = tool.Admit(ctx, args)
 		if err != nil {
@@ -174,8 +188,19 @@ func firstLines(s string, n int) string {
 	return s
 }
 
-// finalize gives AfterToolCall the last word.
+// withNote adds note, when there is one, at the end of res's content.
+func withNote(res Result, note string) Result {
+	if note == "" {
+		return res
+	}
+	res.Content = append(slices.Clip(res.Content), &Text{Text: note})
+	return res
+}
+
+// finalize adds BeforeToolCall's note, then gives AfterToolCall the last
+// word.
 func (r *runner) finalize(ctx context.Context, assistant *AssistantMessage, p *prepared, res Result) Result {
+	res = withNote(res, p.note)
 	if r.cfg.AfterToolCall == nil {
 		return res
 	}
