@@ -271,7 +271,7 @@ func (k hook) run(ctx context.Context, in hookInput) ran {
 	cmd := exec.CommandContext(tctx, "sh", "-c", k.command)
 	ownGroup(cmd)
 	cmd.WaitDelay = hookWaitDelay
-	cmd.Stdin = bytes.NewReader(data)
+	cmd.Stdin = bytes.NewReader(append(data, '\n')) // one line: read works
 	var stdout, stderr cappedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()

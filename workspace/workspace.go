@@ -3,7 +3,8 @@
 // jobs): the hosts and their connections (OpenHosts: which host is the
 // default, what an unreachable one means), the tools over them, the
 // system prompt (hosts described, project context files from the default
-// host), and the session identity that names a host's session files;
+// host), the permission gate and the settings' hooks around each call,
+// and the session identity that names a host's session files;
 // and what a front end asks of the hosts themselves: a report of each
 // (Check) and the jobs left on them (Jobs, JobHost).
 //
@@ -40,11 +41,17 @@ type Options struct {
 	// Gate, when set, decides every tool call by the permission policy
 	// (see guard); the system prompt then tells each host's mode.
 	Gate *permission.Gate
+	// Hooks are the settings' hooks by event (Settings.Hooks): PreToolUse
+	// hooks run before each call, ahead of the gate, PostToolUse hooks
+	// after it (agent.Hooks says how). The front end tells them the
+	// session (SetSessionID) and where their notices go (SetNotice).
+	Hooks map[string][]agent.HookMatcher
 }
 
 // Workspace is the hosts of a session with their tools and the loop
 // configuration built over them. Not safe for concurrent use: a front end
-// changes it (SetDefault) between runs.
+// changes it (SetDefault) between runs. (SetSessionID and SetNotice may be
+// called at any time.)
 type Workspace struct {
 	Hosts  Hosts // the first is the default host
 	Defs   []tools.Definition
@@ -53,12 +60,14 @@ type Workspace struct {
 	// Gate is the permission gate of every call (nil: none).
 	Gate *permission.Gate
 	// Config is the agent's loop configuration: model, tools, system
-	// prompt.
+	// prompt, and the hooks around each tool call (BeforeToolCall and
+	// AfterToolCall, when there are hooks).
 	Config loop.Config
 
 	files []tools.ContextFile
 	now   time.Time
 	intro string
+	hooks *hookRunner
 }
 
 // Open builds the workspace over hosts (from OpenHosts), which it then
@@ -75,6 +84,11 @@ func Open(ctx context.Context, hosts Hosts, o Options) (*Workspace, error) {
 	if err != nil {
 		return fail(&UsageError{Err: err})
 	}
+	hooks, err := agent.NewHooks(o.Hooks)
+	if err != nil {
+		return fail(&UsageError{Err: err})
+	}
+	w.hooks = newHookRunner(hooks, hosts)
 	if _, err := tools.Select(defs, o.Active); err != nil {
 		return fail(usageErrorf("--tools: %v", err))
 	}
@@ -100,6 +114,9 @@ func Open(ctx context.Context, hosts Hosts, o Options) (*Workspace, error) {
 		Active:        o.Active,
 		ToolExecution: o.ToolExecution,
 		MaxTurns:      o.MaxTurns,
+	}
+	if hooks != nil {
+		w.Config.BeforeToolCall, w.Config.AfterToolCall = w.hooks.before, w.hooks.after
 	}
 	if err := w.build(); err != nil {
 		return fail(&UsageError{Err: err})
@@ -210,6 +227,7 @@ func (w *Workspace) SetDefault(ctx context.Context, name string) error {
 	info := infos[i]
 	w.Infos = append([]tools.HostInfo{info}, slices.Delete(infos, i, i+1)...)
 	w.files = files
+	w.hooks.setDefault(name)
 	return w.build()
 }
 
