@@ -178,12 +178,15 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		news.set(func(host string, s ssh.LinkState, _ time.Duration, _ error) {
 			ui.LinkState(host, s != ssh.LinkReconnecting)
 		}, func(n int, why string) { ui.Notice(retryNote(n, why)) })
+		w.SetNotice(ui.Notice)
 		a.out = tuiEvents{ui}
 	case o.mode == "json":
 		a.out = printer.NewJSON(ios.out)
+		w.SetNotice(func(s string) { fmt.Fprintln(g.warn, s) })
 	default:
 		pw := printer.New(ios.out, ios.err, w.ByName, isTerminal(ios.err), useColor(ios.err))
 		news.set(pw.LinkState, func(n int, why string) { pw.Note(retryNote(n, why)) })
+		w.SetNotice(pw.Note)
 		a.out = pw
 	}
 	// (The terminal UI switches sessions: /new, /resume, /fork.)
@@ -191,6 +194,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		a.close()
 		sess := opened.File
 		a.file, a.path = sess, sess.Path()
+		w.SetSessionID(sess.Header().ID)
 		a.s = agent.New(agent.Options{
 			Config:      w.Config,
 			Model:       g.settings.ModelTable().Lookup(o.model),
@@ -264,6 +268,7 @@ func openWorkspace(ctx context.Context, g *globalOptions, o *runOptions, require
 	}
 	return workspace.Open(ctx, hosts, workspace.Options{
 		Model: model, Active: splitList(o.tools), ToolExecution: execMode, MaxTurns: o.maxTurns, Intro: o.systemPrompt, Warn: g.warn, Gate: gate,
+		Hooks: g.settings.Hooks,
 	})
 }
 
