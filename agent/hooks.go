@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -151,9 +152,9 @@ type HookCall struct {
 // HookOutcome is what the hooks of one call said. Every text in it is
 // stripped of terminal control sequences.
 type HookOutcome struct {
-	// Block says a hook refused the call (PreToolUse) or has a complaint
-	// about its result (PostToolUse, whose call has run); Reason is what
-	// the model reads.
+	// Block says a hook refused the call (PreToolUse) or objected to its
+	// result (PostToolUse, whose call has run). Reason is what the model
+	// reads of a refusal instead of a result; an objection is in Context.
 	Block  bool
 	Reason string
 	// Input, when not nil, are the arguments as PreToolUse hooks rewrote
@@ -278,7 +279,7 @@ func (k hook) run(ctx context.Context, in hookInput) ran {
 	r := ran{stdout: stdout.b, stderr: stderr.b, cut: stdout.cut || stderr.cut}
 	switch {
 	case ctx.Err() != nil:
-		r.err = fmt.Errorf("stopped: %w", context.Cause(ctx))
+		r.err = errStopped
 	case tctx.Err() != nil:
 		r.err = fmt.Errorf("timed out after %s and was killed", k.timeout)
 	case cmd.ProcessState == nil:
@@ -290,6 +291,9 @@ func (k hook) run(ctx context.Context, in hookInput) ran {
 	}
 	return r
 }
+
+// errStopped is a hook killed because its call was stopped (ctx ended).
+var errStopped = errors.New("stopped with its call")
 
 // verdict is what one hook said.
 type verdict struct {
@@ -309,7 +313,10 @@ func (k hook) judge(r ran) verdict {
 		v.failures = append(v.failures, termtext.String(name+" "+fmt.Sprintf(format, a...)))
 		return v
 	}
-	if r.err != nil {
+	switch {
+	case r.err == errStopped:
+		return v // the call is stopped too: nothing to say
+	case r.err != nil:
 		return fail("%v; the call went on", r.err)
 	}
 	if r.cut {

@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -155,4 +156,13 @@ func TestHookOutputIsCapped(t *testing.T) {
 	if assert.Len(t, o.Failures, 1) {
 		assert.Contains(t, o.Failures[0], "printed more than 1 MiB")
 	}
+}
+
+// A hook whose call is stopped says nothing: the call ends anyway.
+func TestHookStoppedWithItsCall(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	o := preHooks(t, HookMatcher{Command: "sleep 100"}).PreToolUse(ctx, bashCall("ls"))
+	assert.False(t, o.Block)
+	assert.Empty(t, o.Failures)
 }
