@@ -260,7 +260,7 @@ func projectKeys() []projectKey {
 		},
 		{
 			Key:   "hooks",
-			Why:   "hooks are commands that run on this machine, and may let calls through",
+			Why:   "hooks are commands that run on this machine and may rewrite tool calls",
 			set:   func(s Settings) bool { return len(s.Hooks) > 0 },
 			clear: func(s *Settings) { s.Hooks = nil },
 		},
