@@ -74,8 +74,6 @@ supervise() {
 	sv_capped=
 	sv_probe=
 	sv_size=0
-	sv_busy=
-	sv_again=
 	trap tick CHLD
 	start_relay $((${4:-0} + 1))
 	# A command that ends at once (most do) needs no timer: CHILD is
@@ -89,8 +87,14 @@ supervise() {
 		done
 	fi
 	if child_alive "$2"; then
+		# (The trap off from the fork to "$!": a trap between them would
+		# start the relay's next round, whose pid "$!" would then be.
+		# What ended meanwhile, tick finds.)
+		trap - CHLD
 		sleep "$sv_period" 4<&- 8>&- 9<&- &
 		sv_timer=$!
+		trap tick CHLD
+		tick
 		tell_long
 	fi
 	while child_alive "$2"; do
@@ -147,9 +151,12 @@ supervise() {
 		sv_timer=
 		kill_child "$_sv_old"
 		tell_long
+		trap - CHLD
 		sleep "$_sv_grace" 4<&- 8>&- 9<&- &
 		sv_timer=$!
 		sv_cutting=yes
+		trap tick CHLD
+		tick
 		while [ -n "$sv_relay" ]; do
 			wait "$sv_relay"
 			tick
@@ -177,39 +184,48 @@ tell_long() {
 	fi
 }
 
-# tick, the waiter's trap on CHLD (see supervise), runs on_timer. A trap
-# runs between any two commands, also in the middle of a function
-# supervise is running (child_alive, kill_child), and again from within
-# itself when a child ends meanwhile: tick keeps the variable it shares
-# with them (child_alive's) as it found it, and a tick that comes while
-# one runs only asks it to look again (the timer it started may have
-# ended meanwhile, and no other child ending would bring the trap back).
+# tick, the waiter's trap on CHLD (see supervise), runs on_relay and
+# on_timer. A trap runs between any two commands, also in the middle of a
+# function supervise is running (child_alive, kill_child): tick keeps the
+# variable it shares with them (child_alive's) as it found it. While tick
+# works the trap is off: BusyBox's sh loses the return of a function that
+# a trap runs when another trap comes before it returns (the function runs
+# on past its return: on_timer then took a timer that had not ended for
+# one that had, and killed a command for a lease it held), so no trap may
+# come during tick's functions. A child that ends meanwhile brings no
+# trap: once the trap is back, a look that calls no function finds it,
+# and tick runs again. (A trap that comes during the look runs all of
+# tick.) The function uses no return either: it may be run from within
+# another function a trap runs.
 tick() {
 	sv_hit=yes
 	# (A command reaped, and its status not read yet: see supervise.)
-	if [ -z "$sv_ended" ] && [ -n "$sv_cmd" ] && [ -z "$sv_keeper" ] && ! kill -s 0 "$sv_cmd" 2>/dev/null; then
-		return 0
-	fi
-	if [ -n "$sv_busy" ]; then
-		sv_again=yes
-		return 0
-	fi
-	sv_busy=yes
-	_tk_stat=$sv_stat
-	sv_again=yes
-	while [ -n "$sv_again" ]; do
-		sv_again=
+	if [ -n "$sv_ended" ] || [ -z "$sv_cmd" ] || [ -n "$sv_keeper" ] || kill -s 0 "$sv_cmd" 2>/dev/null; then
+		trap - CHLD
+		_tk_stat=$sv_stat
 		# (Without /proc, a child that ended is a zombie, alive to
 		# child_alive, until reaped: the relay's end would wait for the
 		# next timer. There is a keeper then, see read_host.)
 		[ -n "$procfs" ] || jobs >/dev/null 2>&1
 		on_relay
 		on_timer
-	done
-	sv_stat=$_tk_stat
-	sv_busy=
-	# (A tick between the loop's last test and here asked in vain.)
-	[ -z "$sv_again" ] || tick
+		sv_stat=$_tk_stat
+		trap tick CHLD
+		# What ended while the trap was off: the timer or the relay
+		# gone, or a zombie.
+		_tk_more=
+		[ -n "$procfs" ] || jobs >/dev/null 2>&1
+		for _tk_pid in $sv_timer $sv_relay; do
+			if [ -n "$procfs" ]; then
+				_tk_stat=
+				read -r _tk_stat <"/proc/$_tk_pid/stat" 2>/dev/null
+				case ${_tk_stat##*) } in '' | Z* | X*) _tk_more=yes ;; esac
+			elif ! kill -s 0 "$_tk_pid" 2>/dev/null; then
+				_tk_more=yes
+			fi
+		done
+		[ -z "$_tk_more" ] || tick
+	fi
 }
 
 # on_timer: when the waiter's timer has ended, reads the lease (while the
