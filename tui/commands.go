@@ -94,7 +94,7 @@ func (m *model) commands() map[string]command {
 		}}
 	}
 	if c.Session != nil {
-		all["session"] = command{"/session", "the session's file, size and cost", func(m *model, _ string) tea.Cmd { return m.print(termtext.String(c.Session())) }}
+		all["session"] = command{"/session", "the session's file, size, cost, and the permissions in force", func(m *model, _ string) tea.Cmd { return m.print(termtext.String(c.Session())) }}
 	}
 	if c.Export != nil {
 		all["export"] = command{"/export [file]", "write the transcript as Markdown (or .html)", func(m *model, arg string) tea.Cmd {
@@ -165,7 +165,14 @@ Ctrl+O                 tool output in full or folded; expand pastes
 Ctrl+G                 edit the prompt in $VISUAL or $EDITOR
 Ctrl+Z, Ctrl+-         undo in the editor
 Ctrl+C                 clear the editor; twice: quit
-Ctrl+D                 quit (on an empty editor)`
+Ctrl+D                 quit (on an empty editor)
+
+When a tool call waits for your approval:
+y                      allow it once
+a                      allow it, and the same call, for the rest of the session
+n                      deny it; type a reason for the model, Enter sends it
+Esc                    deny it
+Ctrl+C                 deny it and abort the run`
 
 func (m *model) hotkeys(string) tea.Cmd {
 	var lines []string

@@ -56,6 +56,8 @@ type model struct {
 	editor     editor
 	footer     footer
 	picker     *picker
+	// approvals wait for the person's decision, the first one shown.
+	approvals []*approval
 
 	running   bool
 	cancel    context.CancelFunc
@@ -125,7 +127,17 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case editedMsg:
 		m.editor.setText(msg.text)
 		return m, nil
+	case askMsg:
+		m.approvals = append(m.approvals, msg.a)
+		return m, nil
+	case withdrawMsg:
+		m.withdraw(msg.a)
+		return m, nil
 	case tea.PasteMsg:
+		if len(m.approvals) > 0 {
+			m.approvals[0].pasteReason(msg.Content)
+			return m, nil
+		}
 		m.editor.paste(msg.Content)
 		return m, m.editor.complete(m.commandNames)
 	case tea.KeyPressMsg:
@@ -136,11 +148,15 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 const ctrlCHint = "Ctrl+C again to quit"
 
-// key routes a key: to the picker while one is open; to the model for
+// key routes a key: to the approval shown, while one waits; to the
+// picker while one is open; to the model for
 // the keys that act on the run or the program (quit, abort, send) and
 // Ctrl+O, which the editor and the transcript share; to the editor for
 // the rest.
 func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
+	if len(m.approvals) > 0 {
+		return m.approvalKey(k)
+	}
 	if m.picker != nil {
 		return m.pickerKey(k)
 	}
@@ -293,13 +309,17 @@ func (m *model) frame() frame {
 }
 
 // View draws the live part: the transcript's, the status line, a picker,
-// the completions, the editor and the footer.
+// the completions, the editor and the footer; while an approval waits,
+// the transcript's, the approval and the footer (approvalScreen).
 func (m *model) View() tea.View {
 	if m.quitting {
 		return tea.NewView("")
 	}
 	f := m.frame()
 	parts := m.transcript.view(m.running, f)
+	if len(m.approvals) > 0 {
+		return m.approvalScreen(parts)
+	}
 	if s := m.footer.status(m.running, f.spin, m.th); s != "" {
 		parts = append(parts, s)
 	}

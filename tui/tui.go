@@ -12,7 +12,8 @@
 // tool calls; render.go draws messages and tool boxes), and the footer
 // (footer.go: the status line and the info line with hosts, model,
 // tokens and cost). The slash commands are in commands.go, the picker
-// they open in picker.go.
+// they open in picker.go; a tool call waiting for the person's decision
+// (UI.Ask) is shown by approval.go, in the editor's place.
 package tui
 
 import (
@@ -22,6 +23,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/tools"
 )
@@ -104,6 +106,8 @@ type Commands struct {
 type UI struct {
 	p *tea.Program
 	m *model
+	// closed is closed when Run returns: nobody answers any more.
+	closed chan struct{}
 }
 
 // New prepares the terminal; Emit may be used as soon as it exists (the
@@ -125,7 +129,7 @@ func New(o Options) *UI {
 	if o.Out != nil {
 		opts = append(opts, tea.WithOutput(o.Out))
 	}
-	return &UI{p: tea.NewProgram(m, opts...), m: m}
+	return &UI{p: tea.NewProgram(m, opts...), m: m, closed: make(chan struct{})}
 }
 
 // Emit shows one of the agent's events.
@@ -138,8 +142,18 @@ func (u *UI) LinkState(host string, up bool) { u.p.Send(linkMsg{host, up}) }
 // scrollback.
 func (u *UI) Notice(text string) { u.p.Send(noticeMsg{text, true}) }
 
+// Ask asks the person whether a tool call may run (a permission.Asker:
+// install it with Gate.SetAsker). The call waits in the live area, after
+// any that wait already, until the person answers; when ctx ends first
+// (the run is aborted) it goes away, and Ask returns ctx's error. Safe
+// for concurrent use.
+func (u *UI) Ask(ctx context.Context, r permission.Request) (permission.Answer, error) {
+	return ask(ctx, u.p.Send, u.closed, r)
+}
+
 // Run runs the terminal with a until the user quits.
 func (u *UI) Run(a Agent) error {
+	defer close(u.closed)
 	u.m.o.Agent = a
 	u.m.refreshUsage()
 	_, err := u.p.Run()

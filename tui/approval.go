@@ -1,0 +1,278 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pi-remote/pi-remote/agent/permission"
+	"github.com/pi-remote/pi-remote/internal/termtext"
+)
+
+// approval is a tool call waiting for the person's decision (a
+// permission.Request). While one waits, it takes the editor's place in
+// the live area: the host, the tool, why it asks, and the command or the
+// change the call would make; y allows it once, a always (for this
+// session), n denies it after the person typed a reason for the model
+// (Enter sends it, perhaps empty), Esc denies it at once, Ctrl+C denies
+// it and aborts the run. Several wait in turn, the oldest shown.
+type approval struct {
+	req   permission.Request
+	reply chan permission.Answer // buffered: answering never blocks
+	// typing: n was pressed, the reason is being typed.
+	typing bool
+	reason string
+	// body is the command or change as shown, wrapped to bodyWidth.
+	body      []string
+	bodyWidth int
+}
+
+// Messages from an Asker to the program.
+type (
+	askMsg      struct{ a *approval }
+	withdrawMsg struct{ a *approval } // the call was abandoned (its run ended)
+)
+
+// errClosed is an Asker's error when the terminal has ended.
+var errClosed = errors.New("the terminal has closed")
+
+// ask shows r through send and waits for the person's answer; when ctx
+// ends first, the prompt is withdrawn and ctx's error returned; when
+// closed is closed (the program ended), errClosed.
+func ask(ctx context.Context, send func(tea.Msg), closed <-chan struct{}, r permission.Request) (permission.Answer, error) {
+	a := &approval{req: r, reply: make(chan permission.Answer, 1)}
+	send(askMsg{a})
+	select {
+	case ans := <-a.reply:
+		return ans, nil
+	case <-ctx.Done():
+		send(withdrawMsg{a})
+		return permission.Answer{}, ctx.Err()
+	case <-closed:
+		return permission.Answer{}, errClosed
+	}
+}
+
+// withdraw takes a away, answered or abandoned.
+func (m *model) withdraw(a *approval) {
+	for i, w := range m.approvals {
+		if w == a {
+			m.approvals = append(m.approvals[:i:i], m.approvals[i+1:]...)
+			return
+		}
+	}
+}
+
+// answer gives the shown approval ans.
+func (m *model) answer(ans permission.Answer) tea.Cmd {
+	a := m.approvals[0]
+	m.withdraw(a)
+	a.reply <- ans
+	if ans.Decision == permission.Session {
+		return m.print(m.th.dim.Render("allowed for the rest of this session: " + termtext.String(a.req.Tool) + " " +
+			termtext.String(firstLine(a.subject())) + " on " + termtext.String(a.req.Host) + " (/session lists the rules)"))
+	}
+	return nil
+}
+
+// approvalKey handles a key while an approval is shown.
+func (m *model) approvalKey(k tea.KeyPressMsg) tea.Cmd {
+	a := m.approvals[0]
+	switch k.String() {
+	case "esc":
+		return m.answer(permission.Answer{Decision: permission.Deny})
+	case "ctrl+c":
+		cmd := m.answer(permission.Answer{Decision: permission.Deny})
+		if m.cancel != nil {
+			m.cancel()
+			m.footer.notice = "aborting…"
+		}
+		return cmd
+	}
+	if a.typing {
+		switch k.String() {
+		case "enter":
+			return m.answer(permission.Answer{Decision: permission.Deny, Reason: strings.TrimSpace(a.reason)})
+		case "backspace":
+			_, size := utf8.DecodeLastRuneInString(a.reason)
+			a.reason = a.reason[:len(a.reason)-size]
+		case "ctrl+u":
+			a.reason = ""
+		default:
+			a.reason += k.Text
+		}
+		return nil
+	}
+	switch strings.ToLower(k.Text) {
+	case "y":
+		return m.answer(permission.Answer{Decision: permission.Once})
+	case "a":
+		return m.answer(permission.Answer{Decision: permission.Session})
+	case "n":
+		a.typing = true
+	}
+	return nil
+}
+
+// pasteReason adds pasted text to the reason being typed (on one line).
+func (a *approval) pasteReason(text string) {
+	if a.typing {
+		a.reason += strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(text)
+	}
+}
+
+// subject is what the call acts on: bash's command, a path tool's path
+// (the canonical one, the file the call would change), or else its
+// arguments. Not cleaned.
+func (a *approval) subject() string {
+	var in struct {
+		Command string `json:"command"`
+		Path    string `json:"path"`
+	}
+	_ = json.Unmarshal(a.req.Args, &in) // a tool's arguments, validated already
+	switch {
+	case a.req.Command != "":
+		return a.req.Command
+	case in.Command != "":
+		return in.Command
+	case a.req.Path != "":
+		return a.req.Path
+	case in.Path != "":
+		return in.Path
+	}
+	return string(a.req.Args)
+}
+
+// lines is the call's command or change as shown, width columns wide:
+// bash's command; a write's new content ("+" lines); an edit's
+// replacements, each the old text ("-" lines) then the new ("+" lines);
+// another tool's path or arguments. Every piece is the model's, and
+// shown with its controls as text.
+func (a *approval) lines(width int, th theme) []string {
+	if a.body != nil && a.bodyWidth == width {
+		return a.body
+	}
+	var out []string
+	add := func(mark string, style func(...string) string, text string) {
+		text = strings.ReplaceAll(termtext.String(text), "\t", "    ")
+		for _, l := range strings.Split(text, "\n") {
+			m := mark
+			for _, w := range strings.Split(ansi.Hardwrap(l, max(width-4, 10), true), "\n") {
+				out = append(out, "  "+style(m+w))
+				m = strings.Repeat(" ", len(mark)) // a wrapped line goes on
+			}
+		}
+	}
+	plain := th.bold.Render
+	var in struct {
+		Content *string `json:"content"`
+		Edits   []struct {
+			OldText string `json:"oldText"`
+			NewText string `json:"newText"`
+		} `json:"edits"`
+	}
+	_ = json.Unmarshal(a.req.Args, &in)
+	switch tool := strings.ToLower(a.req.Tool); {
+	case tool == "bash":
+		add("$ ", plain, a.subject())
+	case tool == "write" && in.Content != nil:
+		n := strings.Count(strings.TrimSuffix(*in.Content, "\n"), "\n") + 1
+		add("", plain, a.subject())
+		out = append(out, "  "+th.dim.Render(fmt.Sprintf("new content, %d lines, %d bytes:", n, len(*in.Content))))
+		add("+ ", th.ok.Render, strings.TrimSuffix(*in.Content, "\n"))
+	case tool == "edit" && len(in.Edits) > 0:
+		add("", plain, a.subject())
+		for i, e := range in.Edits {
+			if len(in.Edits) > 1 {
+				out = append(out, "  "+th.dim.Render(fmt.Sprintf("replacement %d of %d:", i+1, len(in.Edits))))
+			}
+			add("- ", th.bad.Render, strings.TrimSuffix(e.OldText, "\n"))
+			add("+ ", th.ok.Render, strings.TrimSuffix(e.NewText, "\n"))
+		}
+	default:
+		add("", plain, a.subject())
+	}
+	a.body, a.bodyWidth = out, width
+	return out
+}
+
+// approvalView draws the shown approval in at most room lines (at
+// least five): a header, why it asks, the command or change (cut with
+// "… N more lines" where it does not fit), and the keys or the reason
+// being typed. cursor is the column of the reason's end on the last line
+// (-1 when none is typed).
+func (m *model) approvalView(room int) (lines []string, cursor int) {
+	a := m.approvals[0]
+	th := m.th
+	head := th.warn.Render("⚠ ") + th.bold.Render("approve "+termtext.String(a.req.Tool)+" on "+termtext.String(a.req.Host)+"?")
+	if n := len(m.approvals); n > 1 {
+		head += th.dim.Render(fmt.Sprintf("  (1 of %d waiting)", n))
+	}
+	lines = []string{head, "  " + th.dim.Render(termtext.String(firstLine(a.req.Reason)))}
+	var foot []string
+	cursor = -1
+	if a.typing {
+		foot = []string{"  " + th.dim.Render("a reason for the model? Enter denies with it, Esc without")}
+		prompt := "  reason › "
+		// (The end of a long reason: where it is being typed.)
+		shown := termtext.String(a.reason)
+		if over := ansi.StringWidth(prompt) + ansi.StringWidth(shown) + 1 - m.cols(); over > 0 {
+			shown = ansi.TruncateLeft(shown, over+1, "…")
+		}
+		foot = append(foot, th.accent.Render(prompt)+shown)
+		cursor = ansi.StringWidth(prompt) + ansi.StringWidth(shown)
+	} else {
+		// (On as many lines as it takes: every key stays in view.)
+		line := ""
+		for _, k := range [][2]string{{"y", "allow once"}, {"a", "always (this session)"}, {"n", "deny…"}, {"Esc", "deny"}, {"Ctrl+C", "deny, abort the run"}} {
+			item := th.accent.Render(k[0]) + " " + k[1]
+			switch {
+			case line == "":
+				line = "  " + item
+			case ansi.StringWidth(line+" · "+item) > m.cols():
+				foot = append(foot, line)
+				line = "  " + item
+			default:
+				line += " · " + item
+			}
+		}
+		foot = append(foot, line)
+	}
+	body := a.lines(m.cols(), th)
+	if fit := room - len(lines) - len(foot); len(body) > max(fit, 1) {
+		keep := max(fit-1, 0)
+		body = append(body[:keep:keep], "  "+th.dim.Render(fmt.Sprintf("… %d more lines", len(body)-keep)))
+	}
+	lines = append(lines, body...)
+	return append(lines, foot...), cursor
+}
+
+// approvalScreen is the live part while an approval waits: the approval
+// in the editor's place, the footer below it, and above it as much of
+// the transcript's live part (live) as fits. It is never taller than the
+// screen, so the choices are always in view.
+func (m *model) approvalScreen(live []string) tea.View {
+	prompt, cursor := m.approvalView(max(m.height-2, 5)) // (the footer, and a spare line)
+	var lines []string
+	for _, p := range live {
+		lines = append(lines, strings.Split(p, "\n")...)
+	}
+	if room := max(m.height-2-len(prompt), 0); len(lines) > room {
+		lines = lines[len(lines)-room:]
+	}
+	lines = append(lines, prompt...)
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(l, m.cols(), "…")
+	}
+	v := tea.NewView(strings.Join(lines, "\n") + "\n" + m.footer.view(m.cols(), m.th))
+	if cursor >= 0 {
+		v.Cursor = tea.NewCursor(cursor, len(lines)-1)
+	}
+	return v
+}
