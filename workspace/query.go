@@ -11,13 +11,16 @@ import (
 )
 
 // call runs one tool on the default host outside the conversation; ok is
-// false for an error result.
+// false for an error result. These are the front end's own queries, not
+// the model's calls: the permission gate has no say (in ask mode the
+// person would be asked about the footer's git branch).
 func (w *Workspace) call(ctx context.Context, name string, args map[string]any) (string, bool) {
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return "", false
 	}
-	msg := tools.Call(ctx, loop.Config{Tools: w.Config.Tools}, name, raw, nil)
+	defs := tools.WrapAll(tools.Definitions(w.Hosts[0].Env, tools.Options{}))
+	msg := tools.Call(ctx, loop.Config{Tools: defs}, name, raw, nil)
 	return msg.Content.Text(), !msg.IsError
 }
 

@@ -1,12 +1,15 @@
 package workspace
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/agent/permission"
 )
 
 func TestCompletePathAndGitBranch(t *testing.T) {
@@ -23,4 +26,28 @@ func TestCompletePathAndGitBranch(t *testing.T) {
 	assert.Equal(t, []string{"main.go", "mod/main_test.go"}, w.CompletePath(t.Context(), "mai"), "shallow first, through the whole tree")
 	assert.Equal(t, []string{"mod/main_test.go"}, w.CompletePath(t.Context(), "mod/ma"), "in prefix's directory")
 	assert.Equal(t, "", w.GitBranch(t.Context()), "no repository")
+}
+
+// The front end's own queries pass no permission gate: in ask mode
+// nobody is asked about the footer's git branch, and a deny rule on find
+// leaves @path completion alone.
+func TestQueriesPassNoGate(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), nil, 0o644))
+	deny, err := permission.ParseRule("find")
+	require.NoError(t, err)
+	gate := permission.NewGate(permission.Policy{Mode: permission.Ask, Deny: []permission.Rule{deny}})
+	asked := 0
+	gate.SetAsker(func(context.Context, permission.Request) (permission.Answer, error) {
+		asked++
+		return permission.Answer{Decision: permission.Deny}, nil
+	})
+	hs, err := OpenHosts(t.Context(), HostOptions{Cwd: dir}, Session, nil, nil)
+	require.NoError(t, err)
+	w, err := Open(t.Context(), hs, Options{Active: []string{"read"}, MaxTurns: 1, Gate: gate})
+	require.NoError(t, err)
+	defer w.Close()
+	assert.Equal(t, []string{"main.go"}, w.CompletePath(t.Context(), "mai"))
+	assert.Equal(t, "", w.GitBranch(t.Context()))
+	assert.Zero(t, asked, "nobody was asked")
 }
