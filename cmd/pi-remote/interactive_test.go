@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops/local"
@@ -117,4 +119,151 @@ func procRunning(marker string) bool {
 		}
 	}
 	return false
+}
+
+// asMain, set in the environment, makes the test binary pi-remote itself
+// (TestMain): a test can run it in a real terminal.
+const asMain = "PI_REMOTE_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMain) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// terminal is pi-remote (this test binary as main) running in a real
+// terminal: a tmux server of its own, driven with send-keys and read with
+// capture-pane.
+type terminal struct {
+	t      *testing.T
+	socket string
+}
+
+// startTerminal runs pi-remote with args in a width×height terminal, with
+// env added to the environment.
+func startTerminal(t *testing.T, width, height int, env []string, args ...string) *terminal {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed; .ci/run installs it")
+		}
+		t.Skip("tmux is not installed")
+	}
+	tm := &terminal{t: t, socket: fmt.Sprintf("pi-remote-cmd-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	command := append([]string{"env", "TERM=xterm-256color", asMain + "=1"}, env...)
+	command = append(append(command, os.Args[0]), args...)
+	tm.tmux("new-session", "-d", "-s", "main", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), shellquote.Join(command...))
+	tm.tmux("set-option", "-t", "main", "remain-on-exit", "on")
+	tm.tmux("set-option", "-t", "main", "history-limit", "50000")
+	t.Cleanup(func() { exec.Command("tmux", "-L", tm.socket, "kill-server").Run() })
+	return tm
+}
+
+func (tm *terminal) tmux(args ...string) string {
+	tm.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", tm.socket}, args...)...).CombinedOutput()
+	require.NoError(tm.t, err, "tmux %v: %s", args, out)
+	return string(out)
+}
+
+// keys sends keys by tmux's names (Enter, Escape, C-c); typeText types
+// text as it is.
+func (tm *terminal) keys(keys ...string) {
+	tm.tmux(append([]string{"send-keys", "-t", "main"}, keys...)...)
+}
+func (tm *terminal) typeText(text string) { tm.tmux("send-keys", "-t", "main", "-l", text) }
+
+func (tm *terminal) screen() string { return tm.tmux("capture-pane", "-p", "-t", "main") }
+func (tm *terminal) scrollback() string {
+	return tm.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "main")
+}
+
+// waitFor waits until the screen shows text.
+func (tm *terminal) waitFor(text string) {
+	tm.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(tm.screen(), text) {
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("the screen never showed %q:\n%s", text, tm.screen())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// In ask mode, the terminal asks before a write and shows what it would
+// write. Denied with a reason, the file is untouched and the model reads
+// the reason in the call's result; allowed "always", the same call runs
+// again without asking, and /session lists the rule the answer added.
+func TestInteractiveApproval(t *testing.T) {
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(notes, []byte("old notes\n"), 0o644))
+	write := func(id, content string) string {
+		return `{"toolCalls":[{"id":"` + id + `","name":"write","arguments":{"path":"notes.txt","content":"` + content + `"}}]}`
+	}
+	// (A short path: the footer drops the model's name, which names the
+	// script, when it does not fit, and the test waits for that name.)
+	scriptDir, err := os.MkdirTemp("", "ask")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scriptDir) })
+	script := filepath.Join(scriptDir, "s.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[`+
+		write("c1", `fresh\nnotes \u001b[2J\n`)+`,{"text":"Understood, left alone."},`+
+		write("c2", `kept\n`)+`,`+write("c3", `kept\n`)+`,{"text":"Wrote it twice."}]}`), 0o644))
+	file := filepath.Join(t.TempDir(), "s.jsonl")
+	tm := startTerminal(t, 120, 30, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL="},
+		"--cwd", dir, "--permissions", "ask", "run", "--model", "scripted/"+script, "--session", file)
+	tm.waitFor("scripted/")
+
+	tm.typeText("write the notes")
+	tm.keys("Enter")
+	tm.waitFor("approve write on local?")
+	screen := tm.screen()
+	assert.Contains(t, screen, "host local asks before write")
+	assert.Contains(t, screen, "+ fresh")
+	assert.Contains(t, screen, "+ notes ^[[2J", "the model's escape sequence is shown as text")
+	assert.Contains(t, screen, "y allow once · a always (this session) · n deny… · Esc deny")
+	tm.keys("n")
+	tm.waitFor("reason ›")
+	tm.typeText("keep the old notes")
+	tm.keys("Enter")
+	tm.waitFor("Understood, left alone.")
+	b, err := os.ReadFile(notes)
+	require.NoError(t, err)
+	assert.Equal(t, "old notes\n", string(b), "denied: the file is untouched")
+	_, entries, err := session.Branch(file)
+	require.NoError(t, err)
+	var denied *loop.ToolResultMessage
+	for _, e := range entries {
+		if r, ok := e.Message.(*loop.ToolResultMessage); ok && r.ToolCallID == "c1" {
+			denied = r
+		}
+	}
+	require.NotNil(t, denied, "the call's result is in the session, for the next model request")
+	assert.True(t, denied.IsError)
+	assert.Contains(t, denied.Content.Text(), "Denied by the user: keep the old notes")
+
+	tm.typeText("write them now")
+	tm.keys("Enter")
+	tm.waitFor("approve write on local?")
+	tm.keys("a")
+	tm.waitFor("Wrote it twice.")
+	b, err = os.ReadFile(notes)
+	require.NoError(t, err)
+	assert.Equal(t, "kept\n", string(b))
+	// (Had the second call asked, nobody would have answered.)
+	all := tm.scrollback()
+	assert.Equal(t, 2, strings.Count(all, "✓ write notes.txt"), "both calls ran")
+	assert.Equal(t, 1, strings.Count(all, "allowed for the rest of this session: write"), "asked once:\n%s", all)
+
+	tm.typeText("/session")
+	tm.keys("Enter")
+	tm.waitFor("(this session)")
+	screen = tm.screen()
+	assert.Contains(t, screen, "local  ask        (--permissions)")
+	canonical, err := filepath.EvalSymlinks(notes)
+	require.NoError(t, err)
+	assert.Contains(t, screen, "allow  local:write("+filepath.ToSlash(canonical)+")  (this session)")
+	tm.keys("C-d")
 }

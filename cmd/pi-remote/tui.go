@@ -26,7 +26,7 @@ func (u tuiEvents) Finish()           {}
 // commands act on a's session (set before the UI runs).
 func newTUI(ios iostreams, g *globalOptions, o *runOptions, w *workspace.Workspace, a *runAgent, onRetry func(int, string)) *tui.UI {
 	histFile := session.HistoryFile()
-	return tui.New(tui.Options{
+	ui := tui.New(tui.Options{
 		Tools:        w.ByName,
 		Hosts:        w.HostNames(),
 		Cwd:          w.Cwd(),
@@ -42,6 +42,12 @@ func newTUI(ios iostreams, g *globalOptions, o *runOptions, w *workspace.Workspa
 		In:           ios.in,
 		Out:          ios.out,
 	})
+	// A call the permission policy asks about waits for the person's
+	// decision in the terminal.
+	if w.Gate != nil {
+		w.Gate.SetAsker(ui.Ask)
+	}
+	return ui
 }
 
 // tuiCommands carry out the terminal's slash commands on the session.
@@ -67,8 +73,12 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 				size = fmt.Sprintf("%.1f KiB", float64(fi.Size())/1024)
 			}
 			info := a.s.Model()
-			return fmt.Sprintf("session %s (%s)\nmessages in context: %d, %d of %d tokens\nusage: %s",
+			about := fmt.Sprintf("session %s (%s)\nmessages in context: %d, %d of %d tokens\nusage: %s",
 				a.path, size, len(a.s.Messages()), a.s.ContextTokens(), info.Window, a.s.Usage())
+			if w.Gate != nil {
+				about += "\n" + describePolicy(w.Gate.Policy(), w.HostNames())
+			}
+			return about
 		},
 		Export: func(path string) (string, error) {
 			if path == "" {

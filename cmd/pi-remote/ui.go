@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/workspace"
@@ -90,4 +93,44 @@ func encodeJSON(w io.Writer, v any, indent string) error {
 	}
 	_, err := w.Write(termtext.JSON(buf.Bytes()))
 	return err
+}
+
+// describePolicy says, for a person, what permission policy p does on
+// hosts: each host's mode and where it came from, then the rules in force
+// (deny, ask, allow: the order they win in), each with where it came from,
+// those a person added "this session" among them.
+func describePolicy(p permission.Policy, hosts []string) string {
+	var b strings.Builder
+	b.WriteString("permissions:")
+	width := 0
+	for _, h := range hosts {
+		width = max(width, len(h))
+	}
+	for _, h := range hosts {
+		from := p.ModeFrom
+		if m, ok := p.Hosts[h]; ok && m != "" {
+			from = p.HostsFrom[h]
+		}
+		if from == "" {
+			from = "default"
+		}
+		fmt.Fprintf(&b, "\n  %-*s  %-9s  (%s)", width, h, p.HostMode(h), from)
+	}
+	if len(p.Deny)+len(p.Ask)+len(p.Allow) == 0 {
+		b.WriteString("\nrules: none")
+		return b.String()
+	}
+	b.WriteString("\nrules (deny wins over ask, ask over allow):")
+	for _, l := range []struct {
+		kind  string
+		rules []permission.Rule
+	}{{"deny", p.Deny}, {"ask", p.Ask}, {"allow", p.Allow}} {
+		for _, r := range l.rules {
+			fmt.Fprintf(&b, "\n  %-5s  %s", l.kind, r.Text)
+			if r.From != "" {
+				fmt.Fprintf(&b, "  (%s)", r.From)
+			}
+		}
+	}
+	return b.String()
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/agent/permission"
 )
 
 func TestColorOnlyOnATerminalWithoutNoColor(t *testing.T) {
@@ -21,4 +25,36 @@ func TestColorOnlyOnATerminalWithoutNoColor(t *testing.T) {
 	assert.False(t, colorFor(false, env("TERM", "xterm-256color")), "piped")
 	assert.False(t, colorFor(true, env("NO_COLOR", "1")), "NO_COLOR")
 	assert.False(t, colorFor(true, env("TERM", "dumb")), "dumb terminal")
+}
+
+// /session's account of the permissions: each host's mode and where it
+// came from, the rules in the order they win, each with its origin, a
+// rule a person added this session among them.
+func TestDescribePolicy(t *testing.T) {
+	rule := func(text, from string) permission.Rule {
+		r, err := permission.ParseRule(text)
+		require.NoError(t, err)
+		r.From = from
+		return r
+	}
+	p := permission.Policy{
+		Mode: permission.Ask, ModeFrom: "--permissions",
+		Hosts: map[string]permission.Mode{"prod": permission.ReadOnly}, HostsFrom: map[string]string{"prod": "user settings /home/a/.pi-remote/settings.json"},
+		Allow: []permission.Rule{rule("bash(git status*)", "user settings /home/a/.pi-remote/settings.json")},
+		Deny:  []permission.Rule{rule("bash(rm -rf *)", "project settings /src/.pi-remote/settings.json")},
+	}
+	g := permission.NewGate(p)
+	g.SetAsker(func(context.Context, permission.Request) (permission.Answer, error) {
+		return permission.Answer{Decision: permission.Session}, nil
+	})
+	require.NoError(t, g.Check(t.Context(), permission.Call{Host: "dev", Tool: "write", Path: "/src/notes.txt"}, nil))
+	assert.Equal(t, `permissions:
+  dev   ask        (--permissions)
+  prod  read-only  (user settings /home/a/.pi-remote/settings.json)
+rules (deny wins over ask, ask over allow):
+  deny   bash(rm -rf *)  (project settings /src/.pi-remote/settings.json)
+  allow  bash(git status*)  (user settings /home/a/.pi-remote/settings.json)
+  allow  dev:write(/src/notes.txt)  (this session)`, describePolicy(g.Policy(), []string{"dev", "prod"}))
+
+	assert.Equal(t, "permissions:\n  local  auto       (default)\nrules: none", describePolicy(permission.Policy{}, []string{"local"}))
 }
