@@ -152,3 +152,23 @@ func diffLines(a, b []string) []diffOp {
 	}
 	return out
 }
+
+// TextDiff shows how newText differs from oldText, line by line, for a
+// change not made yet (a person's approval of an edit sees each
+// replacement this way): unchanged lines start "  ", removed ones "- ",
+// added ones "+ ". A final line break is no line of its own; an empty
+// text has no lines.
+func TextDiff(oldText, newText string) string {
+	split := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(strings.TrimSuffix(strings.ReplaceAll(s, "\r\n", "\n"), "\n"), "\n")
+	}
+	var b strings.Builder
+	for _, op := range diffLines(split(oldText), split(newText)) {
+		b.WriteByte(op.kind)
+		b.WriteString(" " + op.text + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
