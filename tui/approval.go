@@ -13,6 +13,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/internal/termtext"
+	"github.com/pi-remote/pi-remote/tools"
 )
 
 // approval is a tool call waiting for the person's decision (a
@@ -151,7 +152,7 @@ func (a *approval) subject() string {
 
 // lines is the call's command or change as shown, width columns wide:
 // bash's command; a write's new content ("+" lines); an edit's
-// replacements, each the old text ("-" lines) then the new ("+" lines);
+// replacements, each its old text diffed with its new (tools.TextDiff);
 // another tool's path or arguments. Every piece is the model's, and
 // shown with its controls as text.
 func (a *approval) lines(width int, th theme) []string {
@@ -182,9 +183,13 @@ func (a *approval) lines(width int, th theme) []string {
 	case tool == "bash":
 		add("$ ", plain, a.subject())
 	case tool == "write" && in.Content != nil:
-		n := strings.Count(strings.TrimSuffix(*in.Content, "\n"), "\n") + 1
 		add("", plain, a.subject())
-		out = append(out, "  "+th.dim.Render(fmt.Sprintf("new content, %d lines, %d bytes:", n, len(*in.Content))))
+		if *in.Content == "" {
+			out = append(out, "  "+th.dim.Render("new content: empty"))
+			break
+		}
+		n := strings.Count(strings.TrimSuffix(*in.Content, "\n"), "\n") + 1
+		out = append(out, "  "+th.dim.Render(fmt.Sprintf("new content, %s, %d bytes:", plural(n, "line"), len(*in.Content))))
 		add("+ ", th.ok.Render, strings.TrimSuffix(*in.Content, "\n"))
 	case tool == "edit" && len(in.Edits) > 0:
 		add("", plain, a.subject())
@@ -192,8 +197,19 @@ func (a *approval) lines(width int, th theme) []string {
 			if len(in.Edits) > 1 {
 				out = append(out, "  "+th.dim.Render(fmt.Sprintf("replacement %d of %d:", i+1, len(in.Edits))))
 			}
-			add("- ", th.bad.Render, strings.TrimSuffix(e.OldText, "\n"))
-			add("+ ", th.ok.Render, strings.TrimSuffix(e.NewText, "\n"))
+			for _, l := range strings.Split(tools.TextDiff(e.OldText, e.NewText), "\n") {
+				if len(l) < 2 { // (both texts empty)
+					continue
+				}
+				style := th.dim.Render
+				switch l[0] {
+				case '-':
+					style = th.bad.Render
+				case '+':
+					style = th.ok.Render
+				}
+				add(l[:2], style, l[2:])
+			}
 		}
 	default:
 		add("", plain, a.subject())
@@ -247,7 +263,7 @@ func (m *model) approvalView(room int) (lines []string, cursor int) {
 	body := a.lines(m.cols(), th)
 	if fit := room - len(lines) - len(foot); len(body) > max(fit, 1) {
 		keep := max(fit-1, 0)
-		body = append(body[:keep:keep], "  "+th.dim.Render(fmt.Sprintf("… %d more lines", len(body)-keep)))
+		body = append(body[:keep:keep], "  "+th.dim.Render("… "+plural(len(body)-keep, "more line")))
 	}
 	lines = append(lines, body...)
 	return append(lines, foot...), cursor
@@ -275,4 +291,12 @@ func (m *model) approvalScreen(live []string) tea.View {
 		v.Cursor = tea.NewCursor(cursor, len(lines)-1)
 	}
 	return v
+}
+
+// plural is "1 line", "2 lines".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

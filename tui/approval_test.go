@@ -249,6 +249,8 @@ func TestApprovalShowsControlsAsText(t *testing.T) {
 			request(t, "edit", map[string]any{"path": "b" + clear, "edits": []any{map[string]string{"oldText": "old" + clear, "newText": "new" + hostile}}}),
 			request(t, "bash", map[string]any{"command": "echo " + clear + hostile}),
 			request(t, "read"+clear, map[string]any{"pattern": clear}),
+			request(t, "edit", map[string]any{"path": "empty", "edits": []any{map[string]string{"oldText": "", "newText": ""}}}),
+			request(t, "write", map[string]any{"path": "empty", "content": ""}),
 		} {
 			r.Host += clear
 			r.Reason += clear
