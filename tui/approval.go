@@ -270,17 +270,21 @@ func (m *model) approvalView(room int) (lines []string, cursor int) {
 }
 
 // approvalScreen is the live part while an approval waits: the approval
-// in the editor's place, the footer below it, and above it as much of
-// the transcript's live part (live) as fits. It is never taller than the
+// in the editor's place, the footer below it, and above it the latest
+// parts of the transcript's live part (live: the tool boxes) that fit
+// whole. It is never taller than the
 // screen, so the choices are always in view.
 func (m *model) approvalScreen(live []string) tea.View {
 	prompt, cursor := m.approvalView(max(m.height-2, 5)) // (the footer, and a spare line)
+	// The latest of the transcript's parts (tool boxes), whole, that fit.
 	var lines []string
-	for _, p := range live {
-		lines = append(lines, strings.Split(p, "\n")...)
-	}
-	if room := max(m.height-2-len(prompt), 0); len(lines) > room {
-		lines = lines[len(lines)-room:]
+	room := m.height - 2 - len(prompt)
+	for i := len(live) - 1; i >= 0; i-- {
+		part := strings.Split(live[i], "\n")
+		if len(lines)+len(part) > room {
+			break
+		}
+		lines = append(part, lines...)
 	}
 	lines = append(lines, prompt...)
 	for i, l := range lines {

@@ -219,6 +219,11 @@ func TestApprovalFitsTheScreen(t *testing.T) {
 	assert.Contains(t, lines[len(lines)-3], "y allow once · a always (this session) · n deny… · Esc deny")
 	assert.Contains(t, lines[len(lines)-2], "Ctrl+C deny, abort the run")
 	h.do(esc)
+	h.waiting(request(t, "write", map[string]any{"path": "small.txt", "content": "one line\n"}))
+	v = h.view()
+	assert.Contains(t, v, "$ echo 5\n⚠ approve write", "the latest tool boxes, above the prompt")
+	assert.LessOrEqual(t, strings.Count(v, "\n"), 22)
+	h.do(esc)
 
 	h.m.width = 60
 	long := "echo " + strings.Repeat("word ", 40) + "&& rm -rf /important"
