@@ -136,7 +136,9 @@ func (a *approval) subject() string {
 		Command string `json:"command"`
 		Path    string `json:"path"`
 	}
-	_ = json.Unmarshal(a.req.Args, &in) // a tool's arguments, validated already
+	if err := json.Unmarshal(a.req.Args, &in); err != nil {
+		return string(a.req.Args) // (validated before the gate: not seen)
+	}
 	switch {
 	case a.req.Command != "":
 		return a.req.Command
@@ -178,7 +180,9 @@ func (a *approval) lines(width int, th theme) []string {
 			NewText string `json:"newText"`
 		} `json:"edits"`
 	}
-	_ = json.Unmarshal(a.req.Args, &in)
+	if err := json.Unmarshal(a.req.Args, &in); err != nil {
+		in.Content, in.Edits = nil, nil // shown as its arguments
+	}
 	switch tool := strings.ToLower(a.req.Tool); {
 	case tool == "bash":
 		add("$ ", plain, a.subject())
