@@ -26,6 +26,10 @@ import (
 type approval struct {
 	req   permission.Request
 	reply chan permission.Answer // buffered: answering never blocks
+	// current is the content a write would replace, when replaces
+	// (Options.Current): the prompt shows the change, not the content.
+	current  string
+	replaces bool
 	// typing: n was pressed, the reason is being typed.
 	typing bool
 	reason string
@@ -43,11 +47,24 @@ type (
 // errClosed is an Asker's error when the terminal has ended.
 var errClosed = errors.New("the terminal has closed")
 
-// ask shows r through send and waits for the person's answer; when ctx
+func newApproval(r permission.Request) *approval {
+	return &approval{req: r, reply: make(chan permission.Answer, 1)}
+}
+
+// approval is r ready to be shown: for a write, with the content it
+// would replace (Options.Current), read now, in the asking goroutine.
+func (o Options) approval(ctx context.Context, r permission.Request) *approval {
+	a := newApproval(r)
+	if o.Current != nil && strings.EqualFold(r.Tool, "write") && r.Path != "" {
+		a.current, a.replaces = o.Current(ctx, r.Host, r.Path)
+	}
+	return a
+}
+
+// ask shows a through send and waits for the person's answer; when ctx
 // ends first, the prompt is withdrawn and ctx's error returned; when
 // closed is closed (the program ended), errClosed.
-func ask(ctx context.Context, send func(tea.Msg), closed <-chan struct{}, r permission.Request) (permission.Answer, error) {
-	a := &approval{req: r, reply: make(chan permission.Answer, 1)}
+func ask(ctx context.Context, send func(tea.Msg), closed <-chan struct{}, a *approval) (permission.Answer, error) {
 	send(askMsg{a})
 	select {
 	case ans := <-a.reply:
@@ -153,7 +170,8 @@ func (a *approval) subject() string {
 }
 
 // lines is the call's command or change as shown, width columns wide:
-// bash's command; a write's new content ("+" lines); an edit's
+// bash's command; a write's new content ("+" lines), or its change to
+// the file it replaces (a diff, as an edit's); an edit's
 // replacements, each its old text diffed with its new (tools.TextDiff);
 // another tool's path or arguments. Every piece is the model's, and
 // shown with its controls as text.
@@ -186,6 +204,14 @@ func (a *approval) lines(width int, th theme) []string {
 	switch tool := strings.ToLower(a.req.Tool); {
 	case tool == "bash":
 		add("$ ", plain, a.subject())
+	case tool == "write" && in.Content != nil && a.replaces:
+		add("", plain, a.subject())
+		if a.current == *in.Content {
+			out = append(out, "  "+th.dim.Render("replaced by the same content: no change"))
+			break
+		}
+		out = append(out, "  "+th.dim.Render("the file's content would change:"))
+		a.diff(tools.TextDiff(a.current, *in.Content), add, th)
 	case tool == "write" && in.Content != nil:
 		add("", plain, a.subject())
 		if *in.Content == "" {
@@ -201,19 +227,7 @@ func (a *approval) lines(width int, th theme) []string {
 			if len(in.Edits) > 1 {
 				out = append(out, "  "+th.dim.Render(fmt.Sprintf("replacement %d of %d:", i+1, len(in.Edits))))
 			}
-			for _, l := range strings.Split(tools.TextDiff(e.OldText, e.NewText), "\n") {
-				if len(l) < 2 { // (both texts empty)
-					continue
-				}
-				style := th.dim.Render
-				switch l[0] {
-				case '-':
-					style = th.bad.Render
-				case '+':
-					style = th.ok.Render
-				}
-				add(l[:2], style, l[2:])
-			}
+			a.diff(tools.TextDiff(e.OldText, e.NewText), add, th)
 		}
 	default:
 		add("", plain, a.subject())
@@ -221,6 +235,49 @@ func (a *approval) lines(width int, th theme) []string {
 	a.body, a.bodyWidth = out, width
 	return out
 }
+
+// diff adds a tools.TextDiff's lines with add: kept ones dim, removed
+// ones red, added ones green; of a run of kept lines, only the
+// diffContext next to a change, the rest counted.
+func (a *approval) diff(d string, add func(mark string, style func(...string) string, text string), th theme) {
+	lines := strings.Split(d, "\n")
+	near := func(i int) bool {
+		for j := max(i-diffContext, 0); j <= min(i+diffContext, len(lines)-1); j++ {
+			if lines[j] != "" && lines[j][0] != ' ' {
+				return true
+			}
+		}
+		return false
+	}
+	skipped := 0
+	for i, l := range lines {
+		if len(l) < 2 { // (both texts empty)
+			continue
+		}
+		if !near(i) {
+			skipped++
+			continue
+		}
+		if skipped > 0 {
+			add("", th.dim.Render, "⋯ "+plural(skipped, "unchanged line"))
+			skipped = 0
+		}
+		style := th.dim.Render
+		switch l[0] {
+		case '-':
+			style = th.bad.Render
+		case '+':
+			style = th.ok.Render
+		}
+		add(l[:2], style, l[2:])
+	}
+	if skipped > 0 {
+		add("", th.dim.Render, "⋯ "+plural(skipped, "unchanged line"))
+	}
+}
+
+// diffContext is how many kept lines a change shows on either side.
+const diffContext = 3
 
 // approvalView draws the shown approval in at most room lines (at
 // least five): a header, why it asks, the command or change (cut with

@@ -36,7 +36,7 @@ func request(t *testing.T, tool string, args any) permission.Request {
 
 // waiting shows r as the Asker would and returns its approval.
 func (h *harness) waiting(r permission.Request) *approval {
-	a := &approval{req: r, reply: make(chan permission.Answer, 1)}
+	a := newApproval(r)
 	h.do(askMsg{a})
 	return a
 }
@@ -152,7 +152,7 @@ func TestAskWaitsForTheAnswerOrTheContext(t *testing.T) {
 	start := func(ctx context.Context, closed chan struct{}) chan result {
 		out := make(chan result, 1)
 		go func() {
-			ans, err := ask(ctx, send, closed, request(t, "bash", map[string]any{"command": "make"}))
+			ans, err := ask(ctx, send, closed, newApproval(request(t, "bash", map[string]any{"command": "make"})))
 			out <- result{ans, err}
 		}()
 		return out
@@ -269,6 +269,42 @@ func TestApprovalShowsControlsAsText(t *testing.T) {
 			h.do(esc)
 		}
 	}
+}
+
+// A write over a file shows its change, the unchanged lines far from it
+// counted, when the file's content can be read (Options.Current); a
+// write of the same content says so.
+func TestApprovalShowsAWriteAsAChange(t *testing.T) {
+	var lines []string
+	for i := 1; i <= 30; i++ {
+		lines = append(lines, fmt.Sprintf("line %d", i))
+	}
+	old := strings.Join(lines, "\n") + "\n"
+	lines[14] = "line fifteen"
+	var asked []string
+	h := newHarness(t, Options{Current: func(_ context.Context, host, path string) (string, bool) {
+		asked = append(asked, host+":"+path)
+		return old, path == "/srv/app/notes.txt"
+	}})
+	r := request(t, "write", map[string]any{"path": "notes.txt", "content": strings.Join(lines, "\n") + "\n"})
+	h.do(askMsg{h.m.o.approval(t.Context(), r)})
+	assert.Equal(t, []string{"devbox:/srv/app/notes.txt"}, asked)
+	v := h.view()
+	assert.Contains(t, v, "the file's content would change:\n  ⋯ 11 unchanged lines\n    line 12\n    line 13\n    line 14\n  - line 15\n  + line fifteen\n    line 16\n    line 17\n    line 18\n  ⋯ 12 unchanged lines\n")
+	h.do(esc)
+
+	r = request(t, "write", map[string]any{"path": "notes.txt", "content": old})
+	h.do(askMsg{h.m.o.approval(t.Context(), r)})
+	assert.Contains(t, h.view(), "replaced by the same content: no change")
+	h.do(esc)
+
+	r = request(t, "write", map[string]any{"path": "new.txt", "content": "fresh\n"})
+	h.do(askMsg{h.m.o.approval(t.Context(), r)})
+	assert.Contains(t, h.view(), "new content, 1 line, 6 bytes:\n  + fresh", "no file to replace")
+	h.do(esc)
+
+	h.do(askMsg{h.m.o.approval(t.Context(), request(t, "bash", map[string]any{"command": "ls"}))})
+	assert.Len(t, asked, 3, "only a write reads the file")
 }
 
 // The prompt at each width: an edit with two replacements, a bash line,

@@ -61,6 +61,11 @@ type Options struct {
 	// directory ("" when none). Both run in the background.
 	CompletePath func(ctx context.Context, prefix string) []string
 	Branch       func(ctx context.Context) string
+	// Current is the content of the file at path on host that a write
+	// waiting for approval would replace; false when there is none, or
+	// it is not text to show (too large, binary). nil: the prompt shows
+	// a write's new content only.
+	Current func(ctx context.Context, host, path string) (string, bool)
 	// Color turns colour on (off for NO_COLOR and dumb terminals).
 	Color bool
 	// In and Out are the terminal (default stdin and stdout).
@@ -148,7 +153,7 @@ func (u *UI) Notice(text string) { u.p.Send(noticeMsg{text, true}) }
 // (the run is aborted) it goes away, and Ask returns ctx's error. Safe
 // for concurrent use.
 func (u *UI) Ask(ctx context.Context, r permission.Request) (permission.Answer, error) {
-	return ask(ctx, u.p.Send, u.closed, r)
+	return ask(ctx, u.p.Send, u.closed, u.m.o.approval(ctx, r))
 }
 
 // Run runs the terminal with a until the user quits.

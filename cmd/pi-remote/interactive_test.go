@@ -191,8 +191,8 @@ func (tm *terminal) waitFor(text string) {
 	}
 }
 
-// In ask mode, the terminal asks before a write and shows what it would
-// write. Denied with a reason, the file is untouched and the model reads
+// In ask mode, the terminal asks before a write and shows how it would
+// change the file. Denied with a reason, the file is untouched and the model reads
 // the reason in the call's result; allowed "always", the same call runs
 // again without asking, and /session lists the rule the answer added.
 func TestInteractiveApproval(t *testing.T) {
@@ -221,6 +221,8 @@ func TestInteractiveApproval(t *testing.T) {
 	tm.waitFor("approve write on local?")
 	screen := tm.screen()
 	assert.Contains(t, screen, "host local asks before write")
+	assert.Contains(t, screen, "the file's content would change:")
+	assert.Contains(t, screen, "- old notes")
 	assert.Contains(t, screen, "+ fresh")
 	assert.Contains(t, screen, "+ notes ^[[2J", "the model's escape sequence is shown as text")
 	assert.Contains(t, screen, "y allow once · a always (this session) · n deny… · Esc deny")

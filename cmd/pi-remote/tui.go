@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/loop"
@@ -38,6 +41,7 @@ func newTUI(ios iostreams, g *globalOptions, o *runOptions, w *workspace.Workspa
 		Commands:     tuiCommands(g, o, w, a, onRetry),
 		CompletePath: w.CompletePath,
 		Branch:       w.GitBranch,
+		Current:      currentText(w),
 		Color:        useColor(ios.out),
 		In:           ios.in,
 		Out:          ios.out,
@@ -48,6 +52,32 @@ func newTUI(ios iostreams, g *globalOptions, o *runOptions, w *workspace.Workspa
 		w.Gate.SetAsker(ui.Ask)
 	}
 	return ui
+}
+
+// maxShownFile bounds the file an approval prompt reads to show how a
+// write would change it.
+const maxShownFile = 256 << 10
+
+// currentText reads, for an approval prompt, the file at path (canonical)
+// on host that a write would replace: none when it is missing, not a
+// regular file, larger than maxShownFile, or not text.
+func currentText(w *workspace.Workspace) func(ctx context.Context, host, path string) (string, bool) {
+	return func(ctx context.Context, host, path string) (string, bool) {
+		i := slices.IndexFunc(w.Hosts, func(h *workspace.Host) bool { return h.Name == host })
+		if i < 0 {
+			return "", false
+		}
+		e := w.Hosts[i].Env
+		fi, err := e.Stat(ctx, path)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxShownFile {
+			return "", false
+		}
+		b, err := e.ReadFile(ctx, path)
+		if err != nil || len(b) > maxShownFile || !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
+			return "", false
+		}
+		return string(b), true
+	}
 }
 
 // tuiCommands carry out the terminal's slash commands on the session.
