@@ -51,12 +51,13 @@ func newApproval(r permission.Request) *approval {
 	return &approval{req: r, reply: make(chan permission.Answer, 1)}
 }
 
-// approval is r ready to be shown: for a write, with the content it
-// would replace (Options.Current), read now, in the asking goroutine.
-func (o Options) approval(ctx context.Context, r permission.Request) *approval {
+// prepare is r ready to be shown: for a write, with the content it
+// would replace (read by current, Options.Current, when not nil), read
+// now, in the asking goroutine.
+func prepare(ctx context.Context, r permission.Request, current func(ctx context.Context, host, path string) (string, bool)) *approval {
 	a := newApproval(r)
-	if o.Current != nil && strings.EqualFold(r.Tool, "write") && r.Path != "" {
-		a.current, a.replaces = o.Current(ctx, r.Host, r.Path)
+	if current != nil && strings.EqualFold(r.Tool, "write") && r.Path != "" {
+		a.current, a.replaces = current(ctx, r.Host, r.Path)
 	}
 	return a
 }

@@ -287,23 +287,23 @@ func TestApprovalShowsAWriteAsAChange(t *testing.T) {
 		return old, path == "/srv/app/notes.txt"
 	}})
 	r := request(t, "write", map[string]any{"path": "notes.txt", "content": strings.Join(lines, "\n") + "\n"})
-	h.do(askMsg{h.m.o.approval(t.Context(), r)})
+	h.do(askMsg{prepare(t.Context(), r, h.m.o.Current)})
 	assert.Equal(t, []string{"devbox:/srv/app/notes.txt"}, asked)
 	v := h.view()
 	assert.Contains(t, v, "the file's content would change:\n  ⋯ 11 unchanged lines\n    line 12\n    line 13\n    line 14\n  - line 15\n  + line fifteen\n    line 16\n    line 17\n    line 18\n  ⋯ 12 unchanged lines\n")
 	h.do(esc)
 
 	r = request(t, "write", map[string]any{"path": "notes.txt", "content": old})
-	h.do(askMsg{h.m.o.approval(t.Context(), r)})
+	h.do(askMsg{prepare(t.Context(), r, h.m.o.Current)})
 	assert.Contains(t, h.view(), "replaced by the same content: no change")
 	h.do(esc)
 
 	r = request(t, "write", map[string]any{"path": "new.txt", "content": "fresh\n"})
-	h.do(askMsg{h.m.o.approval(t.Context(), r)})
+	h.do(askMsg{prepare(t.Context(), r, h.m.o.Current)})
 	assert.Contains(t, h.view(), "new content, 1 line, 6 bytes:\n  + fresh", "no file to replace")
 	h.do(esc)
 
-	h.do(askMsg{h.m.o.approval(t.Context(), request(t, "bash", map[string]any{"command": "ls"}))})
+	h.do(askMsg{prepare(t.Context(), request(t, "bash", map[string]any{"command": "ls"}), h.m.o.Current)})
 	assert.Len(t, asked, 3, "only a write reads the file")
 }
 

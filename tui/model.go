@@ -149,10 +149,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 const ctrlCHint = "Ctrl+C again to quit"
 
 // key routes a key: to the approval shown, while one waits; to the
-// picker while one is open; to the model for
-// the keys that act on the run or the program (quit, abort, send) and
-// Ctrl+O, which the editor and the transcript share; to the editor for
-// the rest.
+// picker while one is open; to the model for the keys that act on the
+// run or the program (quit, abort, send) and Ctrl+O, which the editor
+// and the transcript share; to the editor for the rest.
 func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	if len(m.approvals) > 0 {
 		return m.approvalKey(k)

@@ -113,6 +113,8 @@ type UI struct {
 	m *model
 	// closed is closed when Run returns: nobody answers any more.
 	closed chan struct{}
+	// current is Options.Current (Ask runs outside the program).
+	current func(ctx context.Context, host, path string) (string, bool)
 }
 
 // New prepares the terminal; Emit may be used as soon as it exists (the
@@ -134,7 +136,7 @@ func New(o Options) *UI {
 	if o.Out != nil {
 		opts = append(opts, tea.WithOutput(o.Out))
 	}
-	return &UI{p: tea.NewProgram(m, opts...), m: m, closed: make(chan struct{})}
+	return &UI{p: tea.NewProgram(m, opts...), m: m, closed: make(chan struct{}), current: o.Current}
 }
 
 // Emit shows one of the agent's events.
@@ -153,7 +155,7 @@ func (u *UI) Notice(text string) { u.p.Send(noticeMsg{text, true}) }
 // (the run is aborted) it goes away, and Ask returns ctx's error. Safe
 // for concurrent use.
 func (u *UI) Ask(ctx context.Context, r permission.Request) (permission.Answer, error) {
-	return ask(ctx, u.p.Send, u.closed, u.m.o.approval(ctx, r))
+	return ask(ctx, u.p.Send, u.closed, prepare(ctx, r, u.current))
 }
 
 // Run runs the terminal with a until the user quits.
