@@ -186,7 +186,10 @@ func (s Settings) Policy() (permission.Policy, error) {
 // "deny" and its text), mode ("mode", "") and host mode ("host" and its
 // name) came from.
 func (s Settings) policy(from func(kind, text string) string) (permission.Policy, error) {
-	p := permission.Policy{Mode: s.permissionMode(), ModeFrom: from("mode", ""), Hosts: map[string]permission.Mode{}, HostsFrom: map[string]string{}}
+	p := permission.Policy{Mode: s.permissionMode(), ModeFrom: "default", Hosts: map[string]permission.Mode{}, HostsFrom: map[string]string{}}
+	if s.Permissions != nil && s.Permissions.Mode != "" {
+		p.ModeFrom = from("mode", "")
+	}
 	for name, h := range s.Hosts {
 		if h.Permissions == "" {
 			continue

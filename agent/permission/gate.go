@@ -155,6 +155,21 @@ func (g *Gate) Check(ctx context.Context, c Call, args json.RawMessage) error {
 	return &Denied{Message: msg}
 }
 
+// NewSession forgets the rules a person added with "always for this
+// session": a front end that switches to another session (a new one, a
+// resumed one, a fork) calls it, and the next session asks anew.
+func (g *Gate) NewSession() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var kept []Rule
+	for _, r := range g.policy.Allow {
+		if !r.exact {
+			kept = append(kept, r)
+		}
+	}
+	g.policy.Allow = kept
+}
+
 // allowForSession adds a rule that lets calls identical to c through: the
 // same host, tool, and bash line or path.
 func (g *Gate) allowForSession(c Call) {

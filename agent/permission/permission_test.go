@@ -227,6 +227,15 @@ func TestGate(t *testing.T) {
 	assert.Equal(t, "dev:bash(make test && make lint)", p.Allow[0].Text)
 	assert.Equal(t, "this session", p.Allow[0].From)
 
+	// Another session asks anew; the settings' rules stay.
+	g.NewSession()
+	answer = Answer{Decision: Once}
+	require.NoError(t, g.Check(ctx, line, nil))
+	assert.Len(t, asked, 5, "asked again in the next session")
+	g.NewSession()
+	assert.Empty(t, g.Policy().Allow)
+	assert.Len(t, NewGate(Policy{Allow: rules(t, "read")}).Policy().Allow, 1)
+
 	// An asker that gives up with the call's context reports that, not a
 	// refusal.
 	cctx, cancel := context.WithCancel(ctx)

@@ -195,6 +195,9 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		sess := opened.File
 		a.file, a.path = sess, sess.Path()
 		w.SetSessionID(sess.Header().ID)
+		if w.Gate != nil {
+			w.Gate.NewSession() // "always for this session" was the last one's
+		}
 		a.s = agent.New(agent.Options{
 			Config:      w.Config,
 			Model:       g.settings.ModelTable().Lookup(o.model),
