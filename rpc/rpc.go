@@ -34,6 +34,8 @@ type command struct {
 	Args     json.RawMessage `json:"args,omitempty"`
 	Host     string          `json:"host,omitempty"`
 	Focus    string          `json:"focus,omitempty"`
+	Decision string          `json:"decision,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
 }
 
 // response answers one command.
@@ -72,6 +74,8 @@ type Server struct {
 	// prepare stage; the next one waits for it, so admissions keep the
 	// arrival order without holding up the input loop.
 	admitted chan struct{}
+
+	approvals *approvals
 }
 
 // Options are what a Server serves beside its workspace.
@@ -90,10 +94,17 @@ type Options struct {
 }
 
 // New makes a server of w's agent and tools that writes its responses and
-// events to out. The caller keeps w, and closes it after Serve.
+// events to out. The caller keeps w, and closes it after Serve. The
+// server is the asker of w's gate (when w has one): calls that need a
+// person's decision wait for the client's approve command.
 func New(w *workspace.Workspace, out io.Writer, o Options) *Server {
-	s := &Server{ws: w, newModel: o.NewModel, maxArgs: o.MaxArgumentBytes, models: o.Models, out: bufio.NewWriter(out), model: o.Model, admitted: make(chan struct{})}
+	s := &Server{ws: w, newModel: o.NewModel, maxArgs: o.MaxArgumentBytes, models: o.Models, out: bufio.NewWriter(out), model: o.Model, admitted: make(chan struct{}), approvals: newApprovals()}
 	close(s.admitted)
+	// The prompt's calls and the tool commands pass the same gate; the
+	// client decides what it asks (approval_request, approve).
+	if w.Gate != nil {
+		w.Gate.SetAsker(s.ask)
+	}
 	s.sess = agent.New(agent.Options{
 		Config:      w.Config,
 		Model:       o.Models.Lookup(o.Model),
@@ -126,7 +137,9 @@ func (s *Server) Serve(ctx context.Context, in io.Reader) error {
 			break
 		}
 	}
-	// End of input: let in-flight work finish.
+	// End of input: let in-flight work finish. Calls that wait for a
+	// decision are refused, as nobody is left to give it.
+	s.approvals.endInput()
 	s.tools.Wait()
 	s.mu.Lock()
 	running := s.running
@@ -218,6 +231,8 @@ func (s *Server) handle(ctx context.Context, line []byte) {
 		s.reply(c, nil, s.setModel(c.Provider, c.Model))
 	case "tool":
 		s.tool(c)
+	case "approve":
+		s.reply(c, nil, s.approve(c))
 	default:
 		s.reply(c, nil, fmt.Errorf("unknown command %q", c.Type))
 	}
