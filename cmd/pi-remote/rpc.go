@@ -16,8 +16,12 @@ func newRPCCmd(ios iostreams, g *globalOptions) *cobra.Command {
 stdin, one response or event object per line on stdout. See docs/rpc.md.
 
 Commands: prompt, steer, follow_up, abort, get_state, get_messages, set_model,
-compact, and tool (run one tool directly, no model). Several tool commands may be in
-flight at once; mutations of one file still apply in arrival order.`,
+compact, tool (run one tool directly, no model), and approve. Several tool commands
+may be in flight at once; mutations of one file still apply in arrival order.
+
+A call that needs a person's decision (--permissions ask, an ask rule) waits: an
+approval_request event names it, and an approve command (once, session or deny)
+answers it; abort abandons it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The server exists once the workspace does; the model's

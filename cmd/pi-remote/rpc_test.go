@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,4 +87,72 @@ func TestRPCToolCommandRunsOnlyActiveTools(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "hello.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "hi\n", string(b), "nothing edited")
+}
+
+// With --permissions ask, rpc asks its client: a write waits for an
+// approval_request's answer, and runs once approved.
+func TestRPCPermissionsAskWaitsForApprove(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	dir := t.TempDir()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errOut bytes.Buffer
+	code, done := -1, make(chan struct{})
+	go func() {
+		defer close(done)
+		code = run([]string{"--cwd", dir, "--permissions", "ask", "--tools", "read,write", "rpc"}, inR, outW, &errOut)
+		outW.Close()
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		outR.Close() // a test that failed early reads no more
+		<-done
+	})
+	lines := bufio.NewScanner(outR)
+	// next is the next line of type typ (and id, if not empty).
+	next := func(typ, id string) map[string]any {
+		t.Helper()
+		for lines.Scan() {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(lines.Bytes(), &m), lines.Text())
+			if m["type"] == typ && (id == "" || m["id"] == id) {
+				return m
+			}
+		}
+		require.FailNow(t, "rpc ended before "+typ+" "+id, "stderr %q", errOut.String())
+		return nil
+	}
+	send := func(line string) {
+		t.Helper()
+		_, err := io.WriteString(inW, line+"\n")
+		require.NoError(t, err)
+	}
+
+	send(`{"id":"w","type":"tool","name":"write","args":{"path":"notes.txt","content":"hi\n"}}`)
+	req := next("approval_request", "")
+	assert.Equal(t, "write", req["tool"])
+	assert.Equal(t, "local", req["host"])
+	_, err := os.Stat(filepath.Join(dir, "notes.txt"))
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing written before the answer")
+	send(`{"id":"` + req["id"].(string) + `","type":"approve","decision":"once"}`)
+	// The approve's response and the write's come in either order.
+	answers := map[any]map[string]any{}
+	for len(answers) < 2 {
+		a := next("response", "")
+		answers[a["id"]] = a
+	}
+	approved := answers[req["id"]]
+	require.NotNil(t, approved, "answers: %v", answers)
+	assert.Equal(t, true, approved["success"], approved["error"])
+	written := answers["w"]
+	require.NotNil(t, written, "answers: %v", answers)
+	assert.Equal(t, false, written["data"].(map[string]any)["isError"], written)
+	require.NoError(t, inW.Close())
+	for lines.Scan() { // to the end of the output
+	}
+	<-done
+	assert.Equal(t, 0, code, errOut.String())
+	b, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "hi\n", string(b))
 }
