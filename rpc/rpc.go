@@ -359,8 +359,11 @@ func (s *Server) tool(c command) {
 	s.admitted = mine
 	s.mu.Unlock()
 	// Only the active tools (--tools, what get_state reports) run; the
-	// loop answers any other name with an error result naming them.
-	cfg := loop.Config{Tools: s.ws.Config.Tools, Active: s.ws.Config.Active, MaxArgumentBytes: s.maxArgs}
+	// loop answers any other name with an error result naming them. The
+	// hooks run around it as around the agent's calls (the permission
+	// gate is in the tools themselves).
+	cfg := loop.Config{Tools: s.ws.Config.Tools, Active: s.ws.Config.Active, MaxArgumentBytes: s.maxArgs,
+		BeforeToolCall: s.ws.Config.BeforeToolCall, AfterToolCall: s.ws.Config.AfterToolCall}
 	s.tools.Go(func() {
 		select {
 		case <-prev:

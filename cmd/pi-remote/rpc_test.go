@@ -156,3 +156,20 @@ func TestRPCPermissionsAskWaitsForApprove(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "hi\n", string(b))
 }
+
+// rpc's tool command runs the settings' hooks as the agent's calls do: a
+// PreToolUse hook that exits 2 blocks the call with its reason.
+func TestRPCToolCommandRunsHooks(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Chdir(t.TempDir())
+	dir := t.TempDir()
+	hook := filepath.Join(home, "no-touch.sh")
+	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\necho 'touch is not for this box' >&2\nexit 2\n"), 0o755))
+	writeJSON(t, filepath.Join(home, ".pi-remote", "settings.json"), `{"hooks": {"PreToolUse": [{"matcher": "Bash", "command": "`+hook+`"}]}}`)
+	code, out, stderr := runCLI(t, `{"id":"b","type":"tool","name":"bash","args":{"command":"touch made.txt"}}`+"\n", "--cwd", dir, "rpc")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "touch is not for this box")
+	assert.Contains(t, out, `"isError":true`)
+	assert.NoFileExists(t, filepath.Join(dir, "made.txt"))
+}
