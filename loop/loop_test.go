@@ -596,3 +596,31 @@ func TestBeforeTurnReplacesTheTranscript(t *testing.T) {
 	require.ErrorContains(t, err, "compaction failed")
 	assert.Empty(t, model.Requests())
 }
+
+// Admit learns which call it admits (CallIDFrom), for a person asked
+// about it; an admission given up with the call reads as an abort, not
+// as the context's error.
+func TestAdmitKnowsItsCall(t *testing.T) {
+	var seen string
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	tool := loop.Tool{
+		Name:       "gated",
+		Parameters: json.RawMessage(`{"type":"object"}`),
+		Admit: func(ctx context.Context, _ json.RawMessage) (any, func(), error) {
+			seen = loop.CallIDFrom(ctx)
+			cancel()
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		},
+		Execute: func(context.Context, string, json.RawMessage, func(loop.Result)) (loop.Result, error) {
+			t.Error("an aborted admission ran the call")
+			return loop.Result{}, nil
+		},
+	}
+	m := loop.ExecuteTool(ctx, loop.Config{Tools: []loop.Tool{tool}}, &loop.ToolCall{ID: "call-9", Name: "gated", Arguments: json.RawMessage(`{}`)}, nil)
+	assert.Equal(t, "call-9", seen)
+	assert.True(t, m.IsError)
+	assert.Equal(t, "Tool call aborted.", textOf(m))
+	assert.Equal(t, "", loop.CallIDFrom(t.Context()))
+}

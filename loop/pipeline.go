@@ -89,7 +89,12 @@ func (r *runner) prepare(ctx context.Context, assistant *AssistantMessage, call 
 	}
 	p := &prepared{call: call, tool: tool, args: args, note: note}
 	if tool.Admit != nil {
-		p.admission, p.release, err = tool.Admit(ctx, args)
+		p.admission, p.release, err = tool.Admit(context.WithValue(ctx, callIDKey{}, call.ID), args)
+		if err != nil && ctx.Err() != nil {
+			// (An admission that waited, for a person's approval or for
+			// its host, and was given up with the call.)
+			return fail("Tool call aborted.")
+		}
 		if err != nil {
 			return fail("%s: %v", call.Name, err)
 		}

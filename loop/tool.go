@@ -80,6 +80,17 @@ func ErrorResult(text string) Result {
 
 type admissionKey struct{}
 
+type callIDKey struct{}
+
+// CallIDFrom returns the id of the tool call whose Admit (or Execute) runs
+// with ctx, or "": what a tool's admission shows a person who is asked
+// about the call, so the person's front end can match it to the call's
+// events.
+func CallIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
+	return id
+}
+
 // AdmissionFrom returns the value the tool's Admit returned for this call,
 // or nil.
 func AdmissionFrom(ctx context.Context) any {

@@ -82,15 +82,16 @@ func approvalRequest(r permission.Request) any {
 		args = json.RawMessage("{}")
 	}
 	return struct {
-		Type      string          `json:"type"`
-		ID        string          `json:"id"`
-		Host      string          `json:"host"`
-		Tool      string          `json:"tool"`
-		Arguments json.RawMessage `json:"arguments"`
-		Reason    string          `json:"reason"`
-		Command   string          `json:"command,omitempty"`
-		Path      string          `json:"path,omitempty"`
-	}{"approval_request", r.ID, r.Host, r.Tool, args, r.Reason, r.Command, r.Path}
+		Type       string          `json:"type"`
+		ID         string          `json:"id"`
+		ToolCallID string          `json:"toolCallId,omitempty"`
+		Host       string          `json:"host"`
+		Tool       string          `json:"tool"`
+		Arguments  json.RawMessage `json:"arguments"`
+		Reason     string          `json:"reason"`
+		Command    string          `json:"command,omitempty"`
+		Path       string          `json:"path,omitempty"`
+	}{"approval_request", r.ID, r.CallID, r.Host, r.Tool, args, r.Reason, r.Command, r.Path}
 }
 
 // approve hands the client's decision to the call waiting under c's id.

@@ -191,6 +191,7 @@ func TestApproveOnceRunsTheCall(t *testing.T) {
 	require.NotEmpty(t, id)
 	assert.Equal(t, "local", req["host"])
 	assert.Equal(t, "write", req["tool"])
+	assert.Equal(t, "c1", req["toolCallId"], "the model's call id, as its tool_execution_start has it")
 	assert.Equal(t, map[string]any{"path": "notes.txt", "content": "hi\n"}, req["arguments"])
 	assert.Equal(t, filepath.ToSlash(filepath.Join(dir, "notes.txt")), req["path"], "the canonical path")
 	assert.NotContains(t, req, "command")

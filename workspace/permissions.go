@@ -7,6 +7,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/env"
+	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -49,7 +50,7 @@ func guard(h *Host, defs []tools.Definition, gate *permission.Gate) []tools.Defi
 					return nil, nil, err
 				}
 			}
-			c := permission.Call{Host: h.Name, Tool: name, Command: in.Command}
+			c := permission.Call{Host: h.Name, Tool: name, Command: in.Command, CallID: loop.CallIDFrom(ctx)}
 			if name != "bash" {
 				c.Path = canonical(ctx, h.Env, admission, in.Path)
 				c.Cwd = cwd.get(ctx)

@@ -11,10 +11,11 @@ import (
 
 // A Request is a call that waits for a person's decision.
 type Request struct {
-	ID   string // unique in the session
-	Host string
-	Tool string
-	Args json.RawMessage
+	ID     string // unique in the session
+	CallID string // the loop's id of the call ("" when unknown)
+	Host   string
+	Tool   string
+	Args   json.RawMessage
 	// Command is bash's line; Path the canonical path of a path tool's
 	// target.
 	Command, Path string
@@ -132,7 +133,7 @@ func (g *Gate) Check(ctx context.Context, c Call, args json.RawMessage) error {
 	if asker == nil {
 		return &Denied{Message: fmt.Sprintf("Permission needed: %s, and nobody is here to approve it (this mode runs without a person). %s", d.Reason, suggestion(c))}
 	}
-	a, err := asker(ctx, Request{ID: id, Host: c.Host, Tool: c.Tool, Args: args, Command: c.Command, Path: c.Path, Reason: d.Reason})
+	a, err := asker(ctx, Request{ID: id, CallID: c.CallID, Host: c.Host, Tool: c.Tool, Args: args, Command: c.Command, Path: c.Path, Reason: d.Reason})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -123,6 +123,9 @@ type Call struct {
 	// host's canonical working directory, against which relative
 	// patterns are read.
 	Path, Cwd string
+	// CallID is the loop's id of the call, for the person asked about it
+	// (Request.CallID); it decides nothing.
+	CallID string
 }
 
 // Verdict is what happens to a call.
