@@ -220,7 +220,9 @@ func (p Policy) first(rules []Rule, c Call, tool string) (Rule, bool) {
 		if tool == "bash" {
 			for _, cmd := range cmds {
 				for _, text := range candidates(cmd.Words) {
-					if matchCommand(r.Pattern, text) {
+					// (Also with arguments to come: "xargs rm -rf"
+					// is "rm -rf *".)
+					if matchCommand(r.Pattern, text) || matchCommand(r.Pattern, text+" ") {
 						return r, true
 					}
 				}
@@ -329,7 +331,16 @@ var wrappers = map[string]bool{
 // wrapper with its options (words starting with "-", and the number
 // timeout and nice take), is taken off.
 func candidates(words []string) []string {
-	out := []string{strings.Join(words, " ")}
+	var out []string
+	for _, f := range unwrapped(words) {
+		out = append(out, strings.Join(f, " "))
+	}
+	return out
+}
+
+// unwrapped are the forms of candidates, as words.
+func unwrapped(words []string) [][]string {
+	out := [][]string{words}
 	for len(words) > 0 {
 		w := words[0]
 		switch {
@@ -347,7 +358,7 @@ func candidates(words []string) []string {
 			return out
 		}
 		if len(words) > 0 {
-			out = append(out, strings.Join(words, " "))
+			out = append(out, words)
 		}
 	}
 	return out
