@@ -1,0 +1,71 @@
+package workspace
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/agent/permission"
+)
+
+// A symlink on the way to a write's file, swapped while the call waits
+// for the person's answer (by another user of the host, or by a command
+// of the same batch), does not carry the write to a file a deny rule
+// protects: the write checks, as it commits, that its path still leads
+// to the file the gate decided on.
+//
+// It does today: a key the host gave at admission (not remembered) is
+// not checked at the commit (env.Reservation.do passes no canonical path),
+// and a remembered one that no longer holds is replaced by the new one
+// and the write done there (Reservation.Do's retry) — on a file no rule
+// was asked about. The fix is in env, not here: a reservation a gate
+// decided on must commit to its key or fail with ops.ErrMoved.
+func TestGateSymlinkSwappedWhileAsking(t *testing.T) {
+	if os.Getenv("PI_REMOTE_BREAKER_KNOWN") == "" {
+		t.Skip("known: the write follows the swapped link (see the comment); set PI_REMOTE_BREAKER_KNOWN=1 to run")
+	}
+	for _, remembered := range []bool{false, true} {
+		t.Run(map[bool]string{false: "a key from the host", true: "a remembered key"}[remembered], func(t *testing.T) {
+			symlinkSwappedWhileAsking(t, remembered)
+		})
+	}
+}
+
+func symlinkSwappedWhileAsking(t *testing.T, remembered bool) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	for _, d := range []string{"ok", "secret"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, d), 0o755))
+	}
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "ok"), link))
+	deny, err := permission.ParseRule("write(secret/**)")
+	require.NoError(t, err)
+	gate := permission.NewGate(permission.Policy{Mode: permission.Ask, Deny: []permission.Rule{deny}})
+	var asked permission.Request
+	swap := !remembered
+	gate.SetAsker(func(_ context.Context, r permission.Request) (permission.Answer, error) {
+		asked = r
+		if !swap {
+			swap = true // the first write, to remember the key
+			return permission.Answer{Decision: permission.Once}, nil
+		}
+		require.NoError(t, os.Remove(link))
+		require.NoError(t, os.Symlink(filepath.Join(dir, "secret"), link))
+		return permission.Answer{Decision: permission.Once}, nil
+	})
+	call := gated(t, dir, gate)
+	if remembered {
+		res := call("write", `{"path":"link/key","content":"x\n"}`)
+		require.False(t, res.IsError, text(res))
+	}
+	res := call("write", `{"path":"link/key","content":"x\n"}`)
+	assert.Equal(t, filepath.ToSlash(filepath.Join(dir, "ok", "key")), asked.Path, "the gate decided on ok/key")
+	assert.True(t, res.IsError, text(res))
+	_, err = os.Stat(filepath.Join(dir, "secret", "key"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was written under secret/")
+}
