@@ -69,3 +69,45 @@ func symlinkSwappedWhileAsking(t *testing.T, remembered bool) {
 	_, err = os.Stat(filepath.Join(dir, "secret", "key"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was written under secret/")
 }
+
+// The host a call runs on is the host the gate decides for, however the
+// model writes "host": twice (the last one counts everywhere), in another
+// case (no host of that name), or not at all (the default host, here the
+// read-only one).
+func TestGateHostArgumentSpellings(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f.txt"), []byte("one\n"), 0o644))
+	call := gated(t, dir, permission.NewGate(permission.Policy{Hosts: map[string]permission.Mode{"a": permission.ReadOnly}}))
+	for _, args := range []string{
+		`{"path":"f.txt","host":"b","host":"a","edits":[{"oldText":"one","newText":"two"}]}`,
+		`{"path":"f.txt","Host":"b","edits":[{"oldText":"one","newText":"two"}]}`,
+		`{"path":"f.txt","host":"B","edits":[{"oldText":"one","newText":"two"}]}`,
+		`{"path":"f.txt","edits":[{"oldText":"one","newText":"two"}]}`,
+		`{"path":"f.txt","host":"b","path":"f.txt","host":"a","edits":[{"oldText":"one","newText":"two"}]}`,
+	} {
+		res := call("edit", args)
+		assert.True(t, res.IsError, "%s: %s", args, text(res))
+		assert.Equal(t, "one\n", readFile(t, filepath.Join(dir, "f.txt")), args)
+	}
+	res := call("bash", `{"command":"echo x > g.txt","host":"b","host":"a"}`)
+	assert.True(t, res.IsError, text(res))
+	assert.NoFileExists(t, filepath.Join(dir, "g.txt"))
+}
+
+// The command the gate decides on is the one that runs, however the model
+// repeats "command" or changes its case.
+func TestGateCommandArgumentSpellings(t *testing.T) {
+	dir := t.TempDir()
+	allow, err := permission.ParseRule("bash(ls*)")
+	require.NoError(t, err)
+	call := gated(t, dir, permission.NewGate(permission.Policy{Mode: permission.ReadOnly, Allow: []permission.Rule{allow}}))
+	for _, args := range []string{
+		`{"command":"ls","command":"touch pwned"}`,
+		`{"command":"ls","Command":"touch pwned"}`,
+		`{"Command":"touch pwned","command":"ls"}`,
+		`{"COMMAND":"touch pwned"}`,
+	} {
+		call("bash", args)
+		assert.NoFileExists(t, filepath.Join(dir, "pwned"), args)
+	}
+}
