@@ -482,7 +482,7 @@ func (s *splitter) parameter() {
 	case op == ':' && n+1 < len(rest) && strings.IndexByte("-=?+", rest[n+1]) >= 0:
 	case op == ':':
 		end := strings.IndexByte(rest[n:], '}')
-		if end < 0 || strings.Trim(rest[n:n+end], "0123456789: ") != "" {
+		if end < 0 || strings.Trim(rest[n:n+end], "0123456789:+- ") != "" {
 			s.complete = false
 		}
 	default:

@@ -46,6 +46,7 @@ func TestAllowRefusesEvaluatedExpansions(t *testing.T) {
 		"git status 2> 2",
 		"git status > -",
 		"git status &> -",
+		"git status 1<>out",
 	) {
 		d := p.Decide(Call{Host: "prod", Tool: "bash", Command: line})
 		assert.Equal(t, Refuse, d.Verdict, "%q is let through by %s", line, d.Rule)
@@ -53,7 +54,7 @@ func TestAllowRefusesEvaluatedExpansions(t *testing.T) {
 	// Plain expansions stay allowed.
 	for _, line := range []string{
 		"echo $((1+2)) $(( (4 - 1) * 2 ))",
-		"echo $HOME ${HOME} ${x:-default} ${x-d} ${x:+set} ${#x} ${f%.go} ${f##*/} ${f/a/b} ${1} ${#}",
+		"echo $HOME ${HOME} ${x:-default} ${x-d} ${x:+set} ${#x} ${f%.go} ${f##*/} ${f/a/b} ${1} ${#} ${x:1} ${x: -1} ${@:2:1}",
 		"echo \"${HOME}/x\"",
 		"git status 2>&1 >/dev/null",
 		"echo x >&2",
