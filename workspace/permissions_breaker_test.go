@@ -111,3 +111,40 @@ func TestGateCommandArgumentSpellings(t *testing.T) {
 		assert.NoFileExists(t, filepath.Join(dir, "pwned"), args)
 	}
 }
+
+// An allow rule for a directory does not let a write or edit through a
+// symlink in it reach a file outside: the rule sees the file the link
+// leads to.
+func TestGateAllowRuleAndALinkOut(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "src"), 0o755))
+	outside := filepath.Join(dir, "outside.txt")
+	require.NoError(t, os.WriteFile(outside, []byte("one\n"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "src", "evil")))
+	require.NoError(t, os.Symlink("../outside.txt", filepath.Join(dir, "src", "rel")))
+	var allow []permission.Rule
+	for _, r := range []string{"write(src/**)", "edit(src/**)"} {
+		rule, err := permission.ParseRule(r)
+		require.NoError(t, err)
+		allow = append(allow, rule)
+	}
+	call := gated(t, dir, permission.NewGate(permission.Policy{Mode: permission.Ask, Allow: allow}))
+	for _, p := range []string{"src/evil", "src/rel", "src/./rel", "src//evil"} {
+		res := call("write", `{"path":"`+p+`","content":"two\n"}`)
+		assert.True(t, res.IsError, "%s: %s", p, text(res))
+		res = call("edit", `{"path":"`+p+`","edits":[{"oldText":"one","newText":"two"}]}`)
+		assert.True(t, res.IsError, "%s: %s", p, text(res))
+		assert.Equal(t, "one\n", readFile(t, outside), p)
+	}
+	res := call("write", `{"path":"src/new.txt","content":"fine\n"}`)
+	assert.False(t, res.IsError, text(res))
+	// A hard link is the file's own name in src: the write replaces that
+	// name (a rename), and the file outside keeps its content.
+	if err := os.Link(outside, filepath.Join(dir, "src", "hard")); err != nil {
+		t.Skip("no hard links here")
+	}
+	res = call("edit", `{"path":"src/hard","edits":[{"oldText":"one","newText":"two"}]}`)
+	assert.False(t, res.IsError, text(res))
+	assert.Equal(t, "one\n", readFile(t, outside))
+}
