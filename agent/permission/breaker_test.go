@@ -126,3 +126,30 @@ func TestBreakerLinesRunInBash(t *testing.T) {
 		assert.True(t, bashRuns(t, line), "%q", line)
 	}
 }
+
+// What people run on a read-only host stays allowed by rules naming the
+// programs: the refusals above take no everyday line with them.
+func TestAllowKeepsEverydayLines(t *testing.T) {
+	var texts []string
+	for _, p := range []string{"grep", "cat", "ls", "git", "find", "wc", "go", "systemctl", "journalctl", "awk", "sed", "jq", "ps", "df", "du", "echo", "printf", "test", "[", "head", "sort", "uniq", "tail"} {
+		texts = append(texts, "bash("+p+":*)")
+	}
+	p := Policy{Mode: ReadOnly, Allow: rules(t, texts...)}
+	for _, line := range []string{
+		`grep -rn "func main" .`,
+		"git log --oneline -5 && git diff HEAD~1 -- a.go",
+		"find . -name '*.go' -newer go.mod | wc -l",
+		"go test ./... 2>&1 | tail -20",
+		"systemctl status nginx; journalctl -u nginx --since '1 hour ago' --no-pager",
+		"awk '{print $1}' access.log | sort | uniq -c | sort -rn | head",
+		"sed -n '1,10p' f; jq '.a[0].b' f.json",
+		"ps aux | grep '[n]ginx'",
+		"df -h; du -sh ./*",
+		`echo "$PATH" ${HOME}; printf '%s\n' "$USER"`,
+		"[ -f x ] && cat x; test -d y || ls -la",
+		"cat $'a\\tb'",
+	} {
+		d := p.Decide(Call{Host: "prod", Tool: "bash", Command: line})
+		assert.Equal(t, Run, d.Verdict, "%q: %s", line, d.Reason)
+	}
+}
