@@ -20,12 +20,21 @@ type Command struct {
 
 // Commands splits a bash line into the simple commands it runs: those
 // joined by ";", "&", "&&", "||", "|", "|&" or a newline, those inside
-// "( )", "{ }", "$( )", backquotes and "<( )", the script of "sh -c" or
-// "bash -c", and eval's words; the body of a here-document too, in case. Keywords (if, then, while, do, !, ...) are dropped from a
-// command's start. complete is false when the line holds something the
-// split does not follow (a here-document, a loop's or case's header, a
-// function definition, an unclosed quote or parenthesis): rules may still
-// deny or ask for what it found, but no allow rule covers the line.
+// "( )", "{ }", "$( )", backquotes (nested too) and "<( )", a coprocess,
+// the script of "sh -c" or "bash -c" (also behind a wrapper or other
+// options: "sudo bash -ec '...'"), and eval's words; the body of a
+// here-document too, in case, and of an arithmetic expansion that holds
+// names ("$((rm x) )" is a substitution to bash). Keywords (if, then,
+// while, do, !, ...) are dropped from a command's start; $'...' is
+// decoded. complete is false when the line holds something the split
+// does not follow (a here-document, a loop's or case's header, a function
+// definition, an unclosed quote or parenthesis) or that bash may evaluate
+// as code: arithmetic over names ("$((_))", "$[...]", "((...))"),
+// "${!x}", "${a[i]}", "${x:i}", "${x@P}", quoted text that reads as a
+// substitution ("'$(rm x)'", which "$_" then holds), and builtins given a
+// variable's name with a subscript or an expansion ("test -v", "printf
+// -v", read, declare...). Rules may still deny or ask for what it found,
+// but no allow rule covers the line.
 func Commands(line string) (cmds []Command, complete bool) {
 	s := splitter{src: line, complete: true}
 	for s.run(); s.i < len(s.src); s.run() {
