@@ -262,6 +262,53 @@ func TestQueueMovedKeyRunsAgain(t *testing.T) {
 	assert.Equal(t, 0, e.queue.pending())
 }
 
+// A pinned reservation (one a decision was made on) commits to its key:
+// the mutation gets the key even when the host gave it just now, and a
+// write that finds the path moved fails instead of running again under
+// the new key; the stale key is forgotten, so the next call asks the host.
+func TestQueuePinnedKeyDoesNotMove(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	for _, d := range []string{"a", "b"} {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, d), 0o755))
+	}
+	via := filepath.Join(dir, "via")
+	require.NoError(t, os.Symlink("a", via))
+	e := New(local.New(), Options{Cwd: dir, Home: "/"})
+	ctx := t.Context()
+	var got []string
+	pinned := func(content string) error {
+		r, err := e.Reserve(ctx, "via/f")
+		require.NoError(t, err)
+		assert.Equal(t, filepath.Join(dir, "a", "f"), r.Key().Path(), "decided on a/f")
+		r.Pin()
+		// (Swapped after the decision, before the write.)
+		require.NoError(t, os.Remove(via))
+		require.NoError(t, os.Symlink("b", via))
+		return r.Do(ctx, func(canonical string) error {
+			got = append(got, canonical)
+			return e.WriteFile(ctx, filepath.Join(via, "f"), strings.NewReader(content), ops.WriteOptions{Canonical: canonical})
+		})
+	}
+	// The key from the host just now, and then the remembered one.
+	for _, remembered := range []bool{false, true} {
+		require.NoError(t, os.Remove(via))
+		require.NoError(t, os.Symlink("a", via))
+		if remembered {
+			require.NoError(t, e.Mutate(ctx, "via/f", func(string) error { return nil }))
+		}
+		err := pinned("x")
+		assert.ErrorIs(t, err, ops.ErrMoved, "remembered %v", remembered)
+		assert.NoFileExists(t, filepath.Join(dir, "b", "f"), "nothing written where nobody decided")
+	}
+	assert.Equal(t, []string{filepath.Join(dir, "a", "f"), filepath.Join(dir, "a", "f")}, got, "each ran once, with the key decided on")
+	r, err := e.Reserve(ctx, "via/f")
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "b", "f"), r.Key().Path(), "the stale key was forgotten")
+	r.Release()
+	assert.Equal(t, 0, e.queue.pending())
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)

@@ -58,6 +58,7 @@ type Reservation struct {
 	key        canonpath.Key
 	remembered bool // key came from the queue's memory, not from the host
 	err        error
+	pinned     bool // set by Pin, before Do
 
 	released bool // guarded by q.mu
 	once     sync.Once
@@ -139,7 +140,7 @@ func (r *Reservation) Do(ctx context.Context, fn func(canonical string) error) e
 	// (ErrMoved comes from fn, which ran once the reservation had entered
 	// its queue: only then is r.remembered settled. A Do that gave up
 	// waiting before must not read it.)
-	if !errors.Is(err, ops.ErrMoved) || !r.remembered {
+	if !errors.Is(err, ops.ErrMoved) || !r.remembered && !r.pinned {
 		return err
 	}
 	r.q.mu.Lock()
@@ -147,8 +148,21 @@ func (r *Reservation) Do(ctx context.Context, fn func(canonical string) error) e
 		delete(r.q.keys, r.abs)
 	}
 	r.q.mu.Unlock()
+	if r.pinned {
+		return err
+	}
 	return r.e.reserve(ctx, r.abs).do(ctx, fn)
 }
+
+// Pin commits the reservation's mutation to its key, for a caller that
+// decided on the key (a permission rule matched against it): Do then
+// passes the key to fn whether the host gave it just now or the queue
+// remembered it, so the write checks as it commits that its path still
+// names that file; and a write that finds it moved fails with
+// ops.ErrMoved rather than run again under the key the host gives now,
+// which nobody decided on. Call it before Do, from the goroutine that
+// reserved.
+func (r *Reservation) Pin() { r.pinned = true }
 
 func (r *Reservation) do(ctx context.Context, fn func(canonical string) error) error {
 	defer r.Release()
@@ -156,7 +170,7 @@ func (r *Reservation) do(ctx context.Context, fn func(canonical string) error) e
 		return err
 	}
 	canonical := ""
-	if r.remembered {
+	if r.remembered || r.pinned {
 		canonical = r.key.Path()
 	}
 	return fn(canonical)

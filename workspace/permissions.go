@@ -61,6 +61,12 @@ func guard(h *Host, defs []tools.Definition, gate *permission.Gate) []tools.Defi
 				}
 				return nil, nil, err
 			}
+			// The write must still name the file decided on when it
+			// commits (a symlink on the way swapped meanwhile, by another
+			// user or while a person decided): or it fails as moved.
+			if r, ok := admission.(*env.Reservation); ok {
+				r.Pin()
+			}
 			return admission, release, nil
 		}
 		out[i] = d

@@ -18,16 +18,11 @@ import (
 // protects: the write checks, as it commits, that its path still leads
 // to the file the gate decided on.
 //
-// It does today: a key the host gave at admission (not remembered) is
-// not checked at the commit (env.Reservation.do passes no canonical path),
-// and a remembered one that no longer holds is replaced by the new one
-// and the write done there (Reservation.Do's retry) — on a file no rule
-// was asked about. The fix is in env, not here: a reservation a gate
-// decided on must commit to its key or fail with ops.ErrMoved.
+// (It once did: a key the host gave at admission was not checked at the
+// commit, and a remembered one that no longer held was replaced by the
+// new one and the write done there. The guard now pins the reservation
+// it decided on: env.Reservation.Pin.)
 func TestGateSymlinkSwappedWhileAsking(t *testing.T) {
-	if os.Getenv("PI_REMOTE_BREAKER_KNOWN") == "" {
-		t.Skip("known: the write follows the swapped link (see the comment); set PI_REMOTE_BREAKER_KNOWN=1 to run")
-	}
 	for _, remembered := range []bool{false, true} {
 		t.Run(map[bool]string{false: "a key from the host", true: "a remembered key"}[remembered], func(t *testing.T) {
 			symlinkSwappedWhileAsking(t, remembered)
