@@ -61,7 +61,7 @@ func PolicyOn(p permission.Policy, host string) *PermissionReport {
 		rules []permission.Rule
 	}{{"deny", p.Deny}, {"ask", p.Ask}, {"allow", p.Allow}} {
 		for _, rule := range l.rules {
-			if rule.Host == "" || rule.Host == host {
+			if p.ForHost(rule, host) {
 				r.Rules = append(r.Rules, RuleReport{Kind: l.kind, Rule: rule.Text, From: rule.From})
 			}
 		}

@@ -101,7 +101,7 @@ func (g *Gate) Quiet(host, tool string) bool {
 	}
 	for _, rules := range [][]Rule{g.policy.Deny, g.policy.Ask} {
 		for _, r := range rules {
-			if r.applies(host, tool) {
+			if g.policy.applies(r, host, tool) {
 				return false
 			}
 		}

@@ -96,9 +96,14 @@ type Policy struct {
 	// person; they decide nothing.
 	ModeFrom  string
 	HostsFrom map[string]string
-	Allow     []Rule
-	Ask       []Rule
-	Deny      []Rule
+	// Aliases name, for a host whose session name is not the name of the
+	// settings' hosts entry it is ("--host x=prod"), that entry: rules
+	// written for the entry's name ("prod:bash(…)") are for it too, as
+	// its mode is.
+	Aliases map[string]string
+	Allow   []Rule
+	Ask     []Rule
+	Deny    []Rule
 }
 
 // HostMode is the mode in force on host.
@@ -190,7 +195,7 @@ func (p Policy) Decide(c Call) Decision {
 // approved is the rule a person added for calls identical to c, if any.
 func (p Policy) approved(c Call, tool string) (Rule, bool) {
 	for _, r := range p.Allow {
-		if !r.exact || !r.applies(c.Host, tool) {
+		if !r.exact || !p.applies(r, c.Host, tool) {
 			continue
 		}
 		switch {
@@ -211,7 +216,7 @@ func (p Policy) first(rules []Rule, c Call, tool string) (Rule, bool) {
 		cmds, _ = Commands(c.Command)
 	}
 	for _, r := range rules {
-		if !r.applies(c.Host, tool) {
+		if !p.applies(r, c.Host, tool) {
 			continue
 		}
 		if r.Pattern == "" {
@@ -241,7 +246,7 @@ func (p Policy) first(rules []Rule, c Call, tool string) (Rule, bool) {
 func (p Policy) allowed(c Call, tool string) (bool, string) {
 	if tool != "bash" {
 		for _, r := range p.Allow {
-			if !r.exact && r.applies(c.Host, tool) && (r.Pattern == "" || c.Path != "" && matchPath(r.Pattern, c.Path, c.Cwd)) {
+			if !r.exact && p.applies(r, c.Host, tool) && (r.Pattern == "" || c.Path != "" && matchPath(r.Pattern, c.Path, c.Cwd)) {
 				return true, r.Text
 			}
 		}
@@ -253,7 +258,7 @@ func (p Policy) allowed(c Call, tool string) (bool, string) {
 	}
 	// A bare bash rule allows every line.
 	for _, r := range p.Allow {
-		if !r.exact && r.applies(c.Host, tool) && r.Pattern == "" {
+		if !r.exact && p.applies(r, c.Host, tool) && r.Pattern == "" {
 			return true, r.Text
 		}
 	}
@@ -267,7 +272,7 @@ func (p Policy) allowed(c Call, tool string) (bool, string) {
 		}
 		ok := false
 		for _, r := range p.Allow {
-			if !r.exact && r.applies(c.Host, tool) && matchCommand(r.Pattern, cmd.Text) {
+			if !r.exact && p.applies(r, c.Host, tool) && matchCommand(r.Pattern, cmd.Text) {
 				ok = true
 				if first == "" {
 					first = r.Text
@@ -282,8 +287,16 @@ func (p Policy) allowed(c Call, tool string) (bool, string) {
 	return true, first
 }
 
-func (r Rule) applies(host, tool string) bool {
-	return (r.Host == "" || r.Host == host) && r.Tool == tool
+// applies says whether rule r is for tool on host: a rule without a host
+// is for every host; one with a host is for the host of that name, or the
+// one that is that settings entry under another name (Aliases).
+func (p Policy) applies(r Rule, host, tool string) bool {
+	return r.Tool == tool && (r.Host == "" || r.Host == host || r.Host == p.Aliases[host])
+}
+
+// ForHost says whether rule r is for host, whatever the tool.
+func (p Policy) ForHost(r Rule, host string) bool {
+	return r.Host == "" || r.Host == host || r.Host == p.Aliases[host]
 }
 
 // matchCommand matches a command against a bash rule's pattern: "*"

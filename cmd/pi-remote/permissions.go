@@ -17,6 +17,7 @@ type permissionOptions struct {
 	// the host has in this session (see settings.apply).
 	fromSettings map[string]permission.Mode
 	settingsFrom map[string]string
+	entries      map[string]string // the settings' hosts entry a host is, by its name, when they differ
 }
 
 func registerPermissionFlags(fs *pflag.FlagSet, p *permissionOptions) {
@@ -54,7 +55,7 @@ func (g *globalOptions) policy() (permission.Policy, error) {
 		}
 		hosts[name], from[name] = m, "--host-permissions"
 	}
-	p.Hosts, p.HostsFrom = hosts, from
+	p.Hosts, p.HostsFrom, p.Aliases = hosts, from, g.perm.entries
 	return p, nil
 }
 

@@ -207,3 +207,28 @@ func TestMCPEnforcesPermissions(t *testing.T) {
 	assert.Contains(t, string(res.Result), `"text":"hi\n"`)
 	assert.Equal(t, 0, p.end(), p.stderr.String())
 }
+
+// Rules written for a settings host ("prod:…") follow the machine as its
+// mode does: the host named x in the session, that is the settings'
+// prod, is held to them; another host is not.
+func TestHostRulesFollowTheSettingsEntry(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Chdir(t.TempDir())
+	dir := t.TempDir()
+	writeJSON(t, filepath.Join(home, ".pi-remote", "settings.json"), `{"hosts": {"prod": {"spec": "local"}}, "permissions": {"deny": ["prod:bash(touch *)"]}}`)
+	script := writeScript(t, `{"turns":[
+		{"toolCalls":[{"id":"c1","name":"bash","arguments":{"host":"x","command":"touch on-x"}}]},
+		{"toolCalls":[{"id":"c2","name":"bash","arguments":{"host":"dev","command":"touch on-dev"}}]},
+		{"text":"done"}
+	]}`)
+	code, _, stderr := runCLI(t, "", "run", "--cwd", dir, "--model", "scripted/"+script, "--host", "x=prod", "--host", "dev=local", "go")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "denied by rule `prod:bash(touch *)`")
+	assert.NoFileExists(t, filepath.Join(dir, "on-x"))
+	assert.FileExists(t, filepath.Join(dir, "on-dev"))
+
+	code, out, stderr := runCLI(t, "", "--host", "x=prod", "--host", "dev=local", "check")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, 1, strings.Count(out, "deny  prod:bash(touch *)"), "listed for x only:\n%s", out)
+}

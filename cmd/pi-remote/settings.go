@@ -89,11 +89,14 @@ func (s settings) apply(cmd *cobra.Command, g *globalOptions) error {
 			}
 		}
 	}
-	g.perm.fromSettings, g.perm.settingsFrom = map[string]permission.Mode{}, map[string]string{}
+	g.perm.fromSettings, g.perm.settingsFrom, g.perm.entries = map[string]permission.Mode{}, map[string]string{}, map[string]string{}
 	for i, v := range g.host.Hosts {
 		var entry string
 		g.host.Hosts[i], entry = s.expandHost(v)
 		name, _, _ := strings.Cut(g.host.Hosts[i], "=")
+		if entry != "" && entry != name {
+			g.perm.entries[name] = entry
+		}
 		if h, ok := s.Hosts[entry]; ok && h.Permissions != "" {
 			m, err := permission.ParseMode(h.Permissions)
 			if err != nil {
