@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -111,9 +112,7 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 			return about
 		},
 		Export: func(path string) (string, error) {
-			if path == "" {
-				path = strings.TrimSuffix(a.path, ".jsonl") + ".md"
-			}
+			path = exportPath(path, a.file.Header().ID)
 			return path, session.ExportFile(a.path, path)
 		},
 		Models: func() []string {
@@ -198,4 +197,17 @@ func switchSession(a *runAgent, w agent.Where, models agent.Models) (tui.Agent, 
 	}
 	a.start(opened)
 	return a.s, fmt.Sprintf("session %s (%d messages in context)", a.path, len(opened.Context.Messages)), nil
+}
+
+// exportPath is where /export writes: path, absolute; with none, a file
+// named after the session in the directory pi-remote runs in, where the
+// person will look for it (not among the session files).
+func exportPath(path, sessionID string) string {
+	if path == "" {
+		path = "pi-remote-" + sessionID[:min(8, len(sessionID))] + ".md"
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return path
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,4 +58,15 @@ rules (deny wins over ask, ask over allow):
   allow  dev:write(/src/notes.txt)  (this session)`, describePolicy(g.Policy(), []string{"dev", "prod"}))
 
 	assert.Equal(t, "permissions:\n  local  auto       (default)\nrules: none", describePolicy(permission.Policy{}, []string{"local"}))
+}
+
+// /export writes to the directory pi-remote runs in by default, named
+// after the session; a path given is made absolute, so the notice says
+// where the file is.
+func TestExportPath(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	assert.Equal(t, filepath.Join(dir, "pi-remote-c19108d0.md"), exportPath("", "c19108d0eb2e6db7d828d48fe458f626"))
+	assert.Equal(t, filepath.Join(dir, "out", "s.html"), exportPath("out/s.html", "c19108d0"))
+	assert.Equal(t, "/tmp/x.md", exportPath("/tmp/x.md", "c1"))
 }
