@@ -270,3 +270,11 @@ func (l LoadedSettings) Policy() (permission.Policy, error) {
 		return "default"
 	})
 }
+
+// ModelFile is the settings file that set the model in force.
+func (l LoadedSettings) ModelFile() string {
+	if l.ProjectFile != "" && l.Model != l.user.Model {
+		return l.ProjectFile
+	}
+	return l.UserFile
+}

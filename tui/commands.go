@@ -42,9 +42,7 @@ func (m *model) commands() map[string]command {
 			}
 			var choices []Choice
 			if c.Models != nil {
-				for _, name := range c.Models() {
-					choices = append(choices, Choice{Label: name, Value: name})
-				}
+				choices = c.Models()
 			}
 			m.picker = &picker{title: "model (now " + m.footer.model + ")", all: choices, pick: func(m *model, ch Choice) tea.Cmd { return set(m, ch.Value) }}
 			return nil

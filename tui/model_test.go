@@ -291,7 +291,10 @@ func TestPickersSwitchSessions(t *testing.T) {
 		},
 		Fork:     func(entry string) (Agent, string, error) { forked = entry; return other, "forked", nil },
 		SetModel: func(string) error { return nil },
-		Models:   func() []string { return []string{"anthropic/claude-sonnet-4-5", "openai/gpt-4o", "openai/gpt-4o-mini"} },
+		Models: func() []Choice {
+			return []Choice{{Label: "openai/gpt-4o", Value: "openai/gpt-4o"}, {Label: "openai/gpt-4o-mini", Value: "openai/gpt-4o-mini"},
+				{Label: "anthropic/claude-sonnet-4-5 — needs ANTHROPIC_API_KEY", Value: "anthropic/claude-sonnet-4-5"}}
+		},
 	}})
 	h.typeText("/resume")
 	h.do(enter)

@@ -90,8 +90,9 @@ type Commands struct {
 	// the default for tool calls.
 	Hosts          func() string
 	SetDefaultHost func(name string) error
-	// Models lists the models /model offers (PROVIDER/ID).
-	Models func() []string
+	// Models lists the models /model offers (Value: PROVIDER/ID; Label
+	// says when one cannot be used as things are).
+	Models func() []Choice
 	// Sessions lists the sessions /resume offers (Value: an ID);
 	// ForkPoints the user messages of this session /fork offers (Value:
 	// an entry ID).

@@ -28,7 +28,10 @@ type globalOptions struct {
 	// (--trust-project).
 	trustProject bool
 	perm         permissionOptions // --permissions, --host-permissions
-	warn         io.Writer         // stderr: notices that do not stop a command
+	// modelSource says where --model's value came from when not from
+	// the command line (the settings file, PI_REMOTE_MODEL).
+	modelSource string
+	warn        io.Writer // stderr: notices that do not stop a command
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

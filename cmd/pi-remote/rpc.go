@@ -34,7 +34,7 @@ answers it; abort abandons it.`,
 			defer w.Close()
 			s := rpc.New(w, ios.out, rpc.Options{
 				Model: o.model, Models: g.settings.ModelTable(), Compaction: g.settings.compaction(), MaxArgumentBytes: maxArgsInput,
-				NewModel: func(spec string) (loop.Model, error) { return newModel(spec, o.thinking, o, news.onRetry) },
+				NewModel: func(spec string) (loop.Model, error) { return newModel(spec, o.thinking, "set_model", o, news.onRetry) },
 			})
 			news.set(nil, s.Retry)
 			return s.Serve(cmd.Context(), ios.in)

@@ -96,8 +96,9 @@ func registerAgentFlags(f *pflag.FlagSet, o *runOptions) {
 
 // newModel builds the model spec names at a thinking level, with the
 // flags' base URL; onRetry hears of its retried requests. Problems are
-// usage errors that say what to do.
-func newModel(spec, thinking string, o *runOptions, onRetry func(attempt int, why string)) (loop.Model, error) {
+// usage errors that say what to do, and where spec came from: from
+// ("--model", "/model", or the settings file that set it).
+func newModel(spec, thinking, from string, o *runOptions, onRetry func(attempt int, why string)) (loop.Model, error) {
 	if spec == "" {
 		return nil, usageErrorf("no model: pass --model PROVIDER/ID (openai/ID, anthropic/ID or scripted/FILE), or set PI_REMOTE_MODEL")
 	}
@@ -111,7 +112,7 @@ func newModel(spec, thinking string, o *runOptions, onRetry func(attempt int, wh
 	case errors.As(err, &ke):
 		return nil, usageErrorf("%s: export it, or point --base-url at an %s-compatible server that needs no key", ke, ke.API)
 	case errors.As(err, &se):
-		return nil, usageErrorf("--model %q: %s", se.Spec, se.Why)
+		return nil, usageErrorf("%s %q: %s", from, se.Spec, se.Why)
 	case err != nil:
 		return nil, usageErrorf("%v", err)
 	}
@@ -251,7 +252,7 @@ func openWorkspace(ctx context.Context, g *globalOptions, o *runOptions, require
 	}
 	var model loop.Model
 	if o.model != "" || requireModel {
-		m, err := newModel(o.model, o.thinking, o, onRetry)
+		m, err := newModel(o.model, o.thinking, g.modelFrom(), o, onRetry)
 		if err != nil {
 			return nil, err
 		}

@@ -69,6 +69,14 @@ func (s settings) apply(cmd *cobra.Command, g *globalOptions) error {
 	if os.Getenv("PI_REMOTE_MODEL") != "" {
 		model = ""
 	}
+	if f := cmd.Flags().Lookup("model"); f != nil && !f.Changed {
+		switch {
+		case model != "":
+			g.modelSource = `"model" in ` + s.loaded.ModelFile()
+		case os.Getenv("PI_REMOTE_MODEL") != "":
+			g.modelSource = "PI_REMOTE_MODEL"
+		}
+	}
 	for name, value := range map[string]string{
 		"model": model, "base-url": s.BaseURL, "thinking": s.Thinking,
 		"tools": strings.Join(s.Tools, ","), "reattach-timeout": s.ReattachTimeout,

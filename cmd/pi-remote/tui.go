@@ -84,8 +84,11 @@ func currentText(w *workspace.Workspace) func(ctx context.Context, host, path st
 // tuiCommands carry out the terminal's slash commands on the session.
 func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *runAgent, onRetry func(int, string)) tui.Commands {
 	models := g.settings.ModelTable()
+	first, baseURL := o.model, o.baseURL
 	switchTo := func(name, thinking string, info agent.ModelInfo) error {
-		m, err := newModel(name, thinking, o, onRetry)
+		with := *o
+		with.baseURL = baseURLFor(baseURL, first, name)
+		m, err := newModel(name, thinking, "/model", &with, onRetry)
 		if err != nil {
 			return err
 		}
@@ -115,13 +118,13 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 			path = exportPath(path, a.file.Header().ID)
 			return path, session.ExportFile(a.path, path)
 		},
-		Models: func() []string {
+		Models: func() []tui.Choice {
 			var names []string
 			for name := range models {
 				names = append(names, name)
 			}
 			sort.Strings(names)
-			return names
+			return modelChoices(names, baseURL, first)
 		},
 		Sessions: func() []tui.Choice {
 			root, err := session.Root()
