@@ -194,7 +194,7 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	a.start = func(opened agent.Opened) {
 		a.close()
 		sess := opened.File
-		a.file, a.path = sess, sess.Path()
+		a.file, a.path, a.id = sess, sess.Path(), sess.Header().ID
 		w.SetSessionID(sess.Header().ID)
 		if w.Gate != nil {
 			w.Gate.NewSession() // "always for this session" was the last one's
@@ -216,7 +216,8 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	a.start(opened)
 	if ui != nil {
 		err := ui.Run(a.s)
-		fmt.Fprintf(ios.err, "session: %s\n", a.path)
+		// (So that a person can come back to it.)
+		fmt.Fprintf(ios.err, "session: %s\nto go on: %s\n", a.path, termtext.String(resumeCommand(g.host.Hosts, g.host.Cwd, a.id)))
 		return err
 	}
 	if prompt == "" {
@@ -282,6 +283,7 @@ type runAgent struct {
 	s     *agent.Session
 	file  *session.Session
 	path  string
+	id    string             // the session's ID
 	start func(agent.Opened) // makes s from an opened session file
 	out   eventWriter
 	errw  io.Writer

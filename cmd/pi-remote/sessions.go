@@ -7,12 +7,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/internal/shellquote"
+	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/printer"
 	"github.com/pi-remote/pi-remote/session"
 )
 
 func newSessionsCmd(ios iostreams, g *globalOptions) *cobra.Command {
 	var asJSON bool
+	var entries string
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List the saved sessions, the most recent first",
@@ -20,12 +23,16 @@ func newSessionsCmd(ios iostreams, g *globalOptions) *cobra.Command {
 first: ID, last activity, host, working directory, messages, size, cost (at the
 model table's prices; models it does not know count nothing) and the first
 prompt. Continue one with run --resume ID (a prefix is enough), start from one
-of its entries with run --fork ENTRY, write it out with export ID.`,
+of its entries with run --fork ENTRY (--entries ID lists them: each is the
+point before one of the session's prompts), write it out with export ID.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			root, err := session.Root()
 			if err != nil {
 				return err
+			}
+			if entries != "" {
+				return listEntries(ios, root, entries, asJSON)
 			}
 			all, err := session.List(root)
 			if err != nil {
@@ -52,7 +59,41 @@ of its entries with run --fork ENTRY, write it out with export ID.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per session (full ID, path, usage by model)")
+	cmd.Flags().StringVar(&entries, "entries", "", "list the points session ID can be forked at (run --fork ENTRY): the entry before each prompt, the latest first")
 	return cmd
+}
+
+// listEntries lists the fork points of the session whose ID starts with
+// id: the entry to pass to run --fork, and the prompt that came after it.
+func listEntries(ios iostreams, root, id string, asJSON bool) error {
+	path, err := session.Find(root, id)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	_, branch, err := session.Branch(path)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	points := session.ForkPoints(branch)
+	if asJSON {
+		for _, p := range points {
+			if err := encodeJSON(ios.out, map[string]string{"entry": p.Entry, "prompt": p.Prompt}, ""); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(points) == 0 {
+		fmt.Fprintln(ios.err, "no entry to fork at: the session has one prompt or none")
+		return nil
+	}
+	w := termtext.NewWriter(ios.out)
+	defer w.Flush()
+	fmt.Fprintln(w, "ENTRY     PROMPT AFTER IT")
+	for _, p := range points {
+		fmt.Fprintf(w, "%-8s  %s\n", p.Entry[:min(8, len(p.Entry))], printer.OneLine(p.Prompt, 70))
+	}
+	return nil
 }
 
 func newExportCmd(ios iostreams) *cobra.Command {
@@ -106,4 +147,17 @@ stdout by default; --html writes one self-contained page; -o writes a file.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
 	cmd.Flags().BoolVar(&html, "html", false, "an HTML page instead of Markdown")
 	return cmd
+}
+
+// resumeCommand is the command that goes on with session id on the same
+// hosts and working directory.
+func resumeCommand(hosts []string, cwd, id string) string {
+	words := []string{"pi-remote", "run"}
+	for _, h := range hosts {
+		words = append(words, "--host", h)
+	}
+	if cwd != "" {
+		words = append(words, "--cwd", cwd)
+	}
+	return shellquote.Join(append(words, "--resume", printer.ShortID(id))...)
 }

@@ -103,3 +103,45 @@ func TestSessionsResumeForkExport(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, `no session "nope"`)
 }
+
+// sessions --entries lists where a session can be forked (the entry
+// before each prompt, the latest first), and run --fork takes what it
+// shows; the terminal's exit line is a command that resumes the session
+// on the same hosts.
+func TestSessionsEntriesFeedFork(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Chdir(t.TempDir())
+	dir := t.TempDir()
+	script := writeScript(t, `{"turns":[{"text":"ok"},{"text":"ok"},{"text":"ok"}]}`)
+	run := func(args ...string) string {
+		t.Helper()
+		code, out, stderr := runCLI(t, "", append([]string{"run", "--cwd", dir, "--model", "scripted/" + script}, args...)...)
+		require.Equal(t, 0, code, stderr)
+		return out
+	}
+	run("first prompt")
+	run("--continue", "second prompt")
+	code, out, stderr := runCLI(t, "", "sessions", "--json")
+	require.Equal(t, 0, code, stderr)
+	var s struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &s))
+
+	code, out, stderr = runCLI(t, "", "sessions", "--entries", s.ID[:6])
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	assert.Equal(t, "ENTRY     PROMPT AFTER IT", lines[0])
+	assert.True(t, strings.HasSuffix(lines[1], "  second prompt"), lines[1])
+	entry := strings.Fields(lines[1])[0]
+
+	code, out, stderr = runCLI(t, "", "sessions", "--entries", s.ID[:6], "--json")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, `"prompt":"second prompt"`)
+
+	run("--resume", s.ID[:6], "--fork", entry, "another second prompt")
+	code, _, stderr = runCLI(t, "", "sessions", "--entries", "nosuchid")
+	assert.Equal(t, exitUsage, code, stderr)
+
+	assert.Equal(t, "pi-remote run --host 'prod=alice@prod' --cwd '/srv/my app' --resume c19108d0", resumeCommand([]string{"prod=alice@prod"}, "/srv/my app", "c19108d0eb2e6db7d828d48fe458f626"))
+	assert.Equal(t, "pi-remote run --resume c19108d0", resumeCommand(nil, "", "c19108d0eb2e"))
+}
