@@ -163,6 +163,24 @@ func (s *Session) Model() ModelInfo {
 	return s.opts.Model
 }
 
+// CompactionError is a compaction's failure; CompactionEnd.Error has
+// carried its text to the front end already.
+type CompactionError struct{ Err error }
+
+func (e *CompactionError) Error() string { return e.Err.Error() }
+func (e *CompactionError) Unwrap() error { return e.Err }
+
+// Shown says whether err's text has reached the front end already in
+// the session's events: a model call's failure (the assistant message's
+// ErrorMessage, loop.ModelError) or a compaction's (CompactionEnd.Error,
+// CompactionError). A front end that shows the events does not print
+// such an error a second time.
+func Shown(err error) bool {
+	var model *loop.ModelError
+	var compaction *CompactionError
+	return errors.As(err, &model) || errors.As(err, &compaction)
+}
+
 // ErrOverflow ends a run whose context still did not fit after compacting.
 var ErrOverflow = errors.New("the conversation does not fit the model's context window even after compacting it")
 
@@ -280,7 +298,7 @@ func (s *Session) compact(ctx context.Context, reason, focus string, run *Totals
 	s.mu.Unlock()
 	fail := func(err error) error {
 		s.opts.Emit(CompactionEnd{Reason: reason, TokensBefore: before, TokensAfter: before, Error: err.Error()})
-		return err
+		return &CompactionError{Err: err}
 	}
 	from := 0
 	if previous != "" && len(msgs) > 0 && len(ids) > 0 && s.isSummary(msgs[0]) {

@@ -117,6 +117,14 @@ type AfterToolCallResult struct {
 // ErrTurnLimit ends a run that reached Config.MaxTurns.
 var ErrTurnLimit = errors.New("turn limit reached")
 
+// ModelError ends a run whose model call failed (the provider refused
+// the request, the connection failed, retries ran out). The assistant
+// message that ended the run carries the same text in ErrorMessage, so a
+// front end that shows the run's messages has shown it already.
+type ModelError struct{ Message string }
+
+func (e *ModelError) Error() string { return "model: " + e.Message }
+
 const (
 	defaultMaxParallel  = 8
 	defaultMaxTurns     = 50
@@ -242,7 +250,7 @@ func Run(ctx context.Context, cfg Config, history, prompts []Message, emit func(
 				if msg.StopReason == StopAborted && ctx.Err() != nil {
 					return end(ctx.Err())
 				}
-				return end(fmt.Errorf("model: %s", msg.ErrorMessage))
+				return end(&ModelError{Message: msg.ErrorMessage})
 			}
 
 			calls := msg.ToolCalls()

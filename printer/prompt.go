@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/internal/termtext"
 )
 
@@ -20,7 +21,8 @@ var ErrAborted = errors.New("aborted")
 // maxLine bytes) is a run in one session (run), or "/compact [focus]" a
 // compaction (compact). A value on sigs (Ctrl-C) aborts the current one;
 // a second one exits with ErrAborted, one at the prompt or the end of in
-// with nil. A run's error is told on errw and the loop goes on.
+// with nil. A run's error is told on errw, unless the run's events showed
+// it (agent.Shown), and the loop goes on.
 func LinePrompt(ctx context.Context, in io.Reader, errw io.Writer, sigs <-chan os.Signal, intro string, maxLine int,
 	run func(ctx context.Context, prompt string) error, compact func(ctx context.Context, focus string) error) error {
 	lines := make(chan string)
@@ -72,7 +74,7 @@ func LinePrompt(ctx context.Context, in io.Reader, errw io.Writer, sigs <-chan o
 			}
 		}
 		cancel()
-		if err != nil {
+		if err != nil && !agent.Shown(err) {
 			fmt.Fprintln(errw, "pi-remote:", termtext.String(err.Error()))
 		}
 	}

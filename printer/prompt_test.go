@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/loop"
 )
 
 func TestLinePrompt(t *testing.T) {
@@ -33,4 +37,24 @@ func TestLinePrompt(t *testing.T) {
 	assert.Equal(t, []string{"keep it"}, compactions)
 	assert.True(t, strings.HasPrefix(errw.String(), "hello\n› "))
 	assert.Contains(t, errw.String(), "pi-remote: it failed^[[2J\n", "errors told, controls as text")
+}
+
+// A failure the run's events showed (the model's, a compaction's) is not
+// told again; others are.
+func TestLinePromptTellsAnErrorOnce(t *testing.T) {
+	var errw bytes.Buffer
+	run := func(_ context.Context, p string) error {
+		if p == "model" {
+			return fmt.Errorf("run: %w", &loop.ModelError{Message: "Incorrect API key"})
+		}
+		return loop.ErrTurnLimit
+	}
+	compact := func(context.Context, string) error {
+		return &agent.CompactionError{Err: errors.New("connection refused")}
+	}
+	in := strings.NewReader("model\n/compact\nlimit\n")
+	require.NoError(t, LinePrompt(t.Context(), in, &errw, make(chan os.Signal), "", 1<<20, run, compact))
+	assert.NotContains(t, errw.String(), "Incorrect API key")
+	assert.NotContains(t, errw.String(), "connection refused")
+	assert.Contains(t, errw.String(), "pi-remote: turn limit reached")
 }

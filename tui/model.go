@@ -269,6 +269,8 @@ func (m *model) done(d doneMsg) tea.Cmd {
 	case d.err == nil:
 	case errors.Is(d.err, context.Canceled):
 		cmds = append(cmds, m.print(m.th.warn.Render("aborted")))
+	case agent.Shown(d.err):
+		// The failed answer or the compaction's line said it.
 	default:
 		cmds = append(cmds, m.print(m.th.bad.Render("error: "+termtext.String(d.err.Error()))))
 	}

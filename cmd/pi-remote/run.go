@@ -229,6 +229,11 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		return a.interactive(context.WithoutCancel(ctx), ios, sigs)
 	}
 	err = a.turn(ctx, prompt)
+	if errors.Is(err, agent.ErrOverflow) {
+		// The events showed the refusals; what to do is ours to say
+		// (the prompt loop says it for each of its runs).
+		fmt.Fprintln(ios.err, "pi-remote:", termtext.String(err.Error()))
+	}
 	if o.mode == "print" {
 		fmt.Fprintf(ios.err, "session: %s\n", a.path)
 	}
@@ -308,10 +313,6 @@ func (a *runAgent) turn(ctx context.Context, prompt string) error {
 	switch {
 	case ctx.Err() != nil:
 		return &failure{err: errors.New("aborted")}
-	case errors.Is(runErr, agent.ErrOverflow):
-		// The loop's events showed the refusals; what to do is ours to say.
-		fmt.Fprintln(a.errw, "pi-remote:", termtext.String(runErr.Error()))
-		return &failure{err: runErr}
 	case runErr != nil:
 		return &failure{err: runErr}
 	}
