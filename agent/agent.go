@@ -223,16 +223,21 @@ func (s *Session) Prompt(ctx context.Context, prompts ...loop.Message) (Totals, 
 	}
 	// The provider refused the context: the failed answer leaves it (the
 	// file keeps it), the rest is compacted, and the turn runs again.
-	// What was sent did not fit: the window is smaller than that (the
-	// model may be one nobody described), and compactions from now on
-	// leave room accordingly.
+	// The window is smaller than the session took it to be (the model
+	// may be one nobody described): it is what the refusal states, or,
+	// when it states none, at most what was sent. Compactions from now
+	// on leave room accordingly.
 	s.mu.Lock()
 	if n := len(s.msgs); n > 0 && s.msgs[n-1] == last {
 		s.msgs, s.ids = s.msgs[:n-1], s.ids[:n-1]
 		s.fresh = min(s.fresh, n-1)
 	}
-	if sent := contextTokens(s.msgs, s.fresh); sent < s.opts.Model.Window {
-		s.opts.Model.Window = max(sent, 1024)
+	window := statedWindow(last.ErrorMessage)
+	if window == 0 {
+		window = contextTokens(s.msgs, s.fresh)
+	}
+	if window < s.opts.Model.Window {
+		s.opts.Model.Window = max(window, 1024)
 	}
 	s.mu.Unlock()
 	if cerr := s.compact(ctx, "overflow", "", &run); cerr != nil {

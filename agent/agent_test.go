@@ -197,23 +197,53 @@ func TestLongRunCompactsAndFinishes(t *testing.T) {
 	assert.Equal(t, string(want), string(got))
 }
 
+// overflowRefusals are providers' context-length errors; those that state
+// the window state 6,000 tokens.
+var overflowRefusals = map[string]struct {
+	refusal string
+	stated  bool
+}{
+	"openai":        {"This model's maximum context length is 6000 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages. (HTTP 400)", true},
+	"openai code":   {"context_length_exceeded", false},
+	"anthropic":     {"prompt is too long: 9000 tokens > 6000 maximum (HTTP 400)", true},
+	"vllm":          {"This model's maximum context length is 6000 tokens. However, you requested 9000 tokens (8000 in the messages, 1000 in the completion). (HTTP 400)", true},
+	"vllm input":    {"This model's maximum context length is 6000 tokens and your request has 9000 input tokens (HTTP 400)", true},
+	"sglang":        {"The input (9000 tokens) is longer than the model's context length (6000 tokens). (HTTP 400)", true},
+	"llama.cpp":     {"request (9000 tokens) exceeds the available context size (6000 tokens), try increasing it (HTTP 400)", true},
+	"llama.cpp old": {"the request exceeds the available context size, try increasing it (HTTP 400)", false},
+	"openrouter":    {"This endpoint's maximum context length is 6,000 tokens. However, you requested about 9,000 tokens. (HTTP 400)", true},
+	"mistral":       {"Prompt contains 9000 tokens, too large for model with 6000 maximum context length (HTTP 400)", true},
+	"responses":     {"Your input exceeds the context window of this model. Please adjust your input and try again. (HTTP 400)", false},
+	"window of":     {"the input exceeds the context window of 6000 tokens (HTTP 400)", true},
+	"ollama":        {"input is too long for the model (HTTP 400)", false},
+}
+
+// Each wording is an overflow, and the window it states (if any) is
+// read from it.
+func TestStatedWindow(t *testing.T) {
+	for name, tc := range overflowRefusals {
+		t.Run(name, func(t *testing.T) {
+			assert.True(t, IsContextOverflow(&loop.AssistantMessage{StopReason: loop.StopError, ErrorMessage: tc.refusal}, 0))
+			want := 0
+			if tc.stated {
+				want = 6000
+			}
+			assert.Equal(t, want, statedWindow(tc.refusal))
+		})
+	}
+	assert.Equal(t, 0, statedWindow("Internal server error (HTTP 500)"))
+}
+
 // A provider's context-length error (each one's wording) compacts the
-// context and runs the turn again; a second one ends the run with
+// context and runs the turn again; the window is the one the error
+// states, or at most what was sent. A second one ends the run with
 // ErrOverflow and what to do.
 func TestOverflowCompactsAndRetriesOnce(t *testing.T) {
-	wordings := map[string]string{
-		"openai":      "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. (HTTP 400)",
-		"openai code": "context_length_exceeded",
-		"anthropic":   "prompt is too long: 210000 tokens > 200000 maximum (HTTP 400)",
-		"vllm":        "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (HTTP 400)",
-		"llama.cpp":   "the request exceeds the available context size, try increasing it (HTTP 400)",
-		"openrouter":  "This endpoint's maximum context length is 8192 tokens (HTTP 400)",
-	}
-	for name, wording := range wordings {
+	for name, tc := range overflowRefusals {
 		t.Run(name, func(t *testing.T) {
 			// The session takes the window for 100,000 tokens (an unknown
 			// model); the server holds 6,000.
-			m := &fakeModel{limit: 6000, turns: 14, refusal: wording}
+			m := &fakeModel{limit: 6000, turns: 14, refusal: tc.refusal}
 			s, events := newTestSession(t, m, 100_000, filepath.Join(t.TempDir(), "s.jsonl"))
 			_, err := s.Prompt(t.Context(), loop.NewUserText("read"))
 			require.NoError(t, err)
@@ -229,10 +259,15 @@ func TestOverflowCompactsAndRetriesOnce(t *testing.T) {
 			for _, req := range m.requests {
 				requireCallsWithResults(t, req)
 			}
+			if tc.stated {
+				assert.Equal(t, 6000, s.Model().Window)
+			} else {
+				assert.Less(t, s.Model().Window, 100_000)
+			}
 		})
 	}
 	t.Run("twice", func(t *testing.T) {
-		m := &fakeModel{limit: 6000, turns: 14, refusal: wordings["anthropic"], refuse: 1 << 30}
+		m := &fakeModel{limit: 6000, turns: 14, refusal: overflowRefusals["anthropic"].refusal, refuse: 1 << 30}
 		s, _ := newTestSession(t, m, 100_000, "")
 		for range 3 {
 			s.record(loop.NewUserText(strings.Repeat("y", 4000)), &Totals{})

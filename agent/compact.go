@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pi-remote/pi-remote/loop"
@@ -151,6 +152,43 @@ func cutPoint(msgs []loop.Message, from, keep int) int {
 // "too many tokens", "input is too long").
 var overflowWordings = regexp.MustCompile(`(?i)context[_ ]length[_ ]exceeded|maximum context length|prompt is too long|longer than the model's context length|exceeds? the (available )?context (size|window|length)|context window|too many (input )?tokens|input is too long|reduce the length of the (messages|prompt)`)
 
+// statedLimits find the window in a refusal that states it, the number
+// in the first group: OpenAI, vLLM, Groq and OpenRouter ("maximum context
+// length is 8192 tokens"), Mistral ("too large for model with 32768
+// maximum context length"), Anthropic ("210000 tokens > 200000
+// maximum"), SGLang and llama.cpp ("the model's context length (4096
+// tokens)", "the available context size (4096 tokens)"), and the
+// general "context window of 128000 tokens".
+var statedLimits = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)maximum context length is (\d[\d,]*)`),
+	regexp.MustCompile(`(?i)(\d[\d,]*)[ -](?:tokens? )?maximum context length`),
+	regexp.MustCompile(`(?i)tokens? > (\d[\d,]*)(?: tokens)? maximum`),
+	regexp.MustCompile(`(?i)context (?:length|size|window) \((\d[\d,]*)(?: tokens)?\)`),
+	regexp.MustCompile(`(?i)context (?:length|size|window) (?:is |of )(\d[\d,]*)`),
+}
+
+// statedWindow is the context window a provider's refusal states, in
+// tokens, or 0 when it names none.
+func statedWindow(refusal string) int {
+	for _, re := range statedLimits {
+		if m := re.FindStringSubmatch(refusal); m != nil {
+			if n, err := strconv.Atoi(strings.ReplaceAll(m[1], ",", "")); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// IsOverflowRefusal says whether msg is a provider's refusal of a context
+// that did not fit its window. A Session answers it itself (it compacts
+// and tries once more, or ends the run with ErrOverflow, whose text
+// repeats the refusal), so a front end shows it as a note, not as the
+// run's error.
+func IsOverflowRefusal(msg *loop.AssistantMessage) bool {
+	return msg != nil && msg.StopReason == loop.StopError && overflowWordings.MatchString(msg.ErrorMessage)
+}
+
 // IsContextOverflow says whether a model call that ended with msg failed
 // because the context did not fit window: the provider's error says so,
 // or the usage it reported is beyond the window.
@@ -158,7 +196,7 @@ func IsContextOverflow(msg *loop.AssistantMessage, window int) bool {
 	if msg == nil {
 		return false
 	}
-	if msg.StopReason == loop.StopError && overflowWordings.MatchString(msg.ErrorMessage) {
+	if IsOverflowRefusal(msg) {
 		return true
 	}
 	if u := msg.Usage; u != nil && window > 0 && msg.StopReason != loop.StopAborted {

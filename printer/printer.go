@@ -79,7 +79,12 @@ func (p *Print) Emit(e loop.Event) {
 			io.WriteString(p.out, "\n")
 			p.atLineStart = true
 		}
-		if a.ErrorMessage != "" {
+		switch {
+		case agent.IsOverflowRefusal(a):
+			// (The session compacts and tries again; if that fails too,
+			// the run's error says so.)
+			fmt.Fprintln(p.err, p.th.Dim("  the context did not fit: "+termtext.String(a.ErrorMessage)))
+		case a.ErrorMessage != "":
 			fmt.Fprintln(p.err, p.th.Red("error: "+termtext.String(a.ErrorMessage)))
 		}
 		if u := a.Usage; u != nil && (u.Input > 0 || u.Output > 0) {

@@ -88,3 +88,17 @@ func TestPrintUITellsOfLostConnections(t *testing.T) {
 		"  ✗ devbox did not come back within 3m0s: connection refused\n", errOut.String())
 	assert.Empty(t, out.String(), "stdout has the assistant's text only")
 }
+
+// A refusal of a context too long is a note (the session compacts and
+// tries again), other failures are errors.
+func TestPrintUIOverflowIsNotAnError(t *testing.T) {
+	var out, errOut bytes.Buffer
+	p := New(&out, &errOut, defsByName(t), true, false)
+	p.Emit(loop.MessageEnd{Message: &loop.AssistantMessage{StopReason: loop.StopError, ErrorMessage: "This model's maximum context length is 8192 tokens (HTTP 400)"}})
+	p.Emit(loop.MessageEnd{Message: &loop.AssistantMessage{StopReason: loop.StopError, ErrorMessage: "Internal server error (HTTP 500)"}})
+	p.Finish()
+	s := errOut.String()
+	assert.Contains(t, s, "the context did not fit: This model's maximum context length is 8192 tokens")
+	assert.NotContains(t, s, "error: This model's")
+	assert.Contains(t, s, "error: Internal server error (HTTP 500)")
+}

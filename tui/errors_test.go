@@ -38,3 +38,18 @@ func TestErrorsPrintedOnce(t *testing.T) {
 		assert.Equal(t, 1, count(h.printed, "turn limit reached"), "printed: %q", h.printed)
 	})
 }
+
+// A refusal of a context too long that the session recovers from is not
+// shown as an error.
+func TestRecoveredOverflowIsNotAnError(t *testing.T) {
+	h := newHarness(t, Options{})
+	refused := &loop.AssistantMessage{StopReason: loop.StopError, ErrorMessage: "prompt is too long: 210000 tokens > 200000 maximum (HTTP 400)"}
+	h.do(eventMsg{loop.MessageStart{Message: refused}})
+	h.do(eventMsg{loop.MessageEnd{Message: refused}})
+	h.do(eventMsg{agent.CompactionStart{Reason: "overflow"}})
+	h.do(eventMsg{agent.CompactionEnd{Reason: "overflow", TokensBefore: 210000, TokensAfter: 20000}})
+	h.do(doneMsg{})
+	all := strings.Join(h.printed, "\n")
+	assert.Contains(t, all, "prompt is too long")
+	assert.NotContains(t, all, "error:")
+}

@@ -6,6 +6,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/tools"
@@ -163,7 +164,11 @@ func (t *transcript) answer(msg *loop.AssistantMessage, f frame) tea.Cmd {
 		t.lastAnswer = termtext.String(all)
 	}
 	t.stream, t.streamed = "", 0
-	if msg.ErrorMessage != "" && msg.StopReason != loop.StopAborted {
+	switch {
+	case agent.IsOverflowRefusal(msg):
+		// The session compacts and tries again: not (yet) the run's error.
+		out = append(out, f.th.dim.Render("the context did not fit: "+termtext.String(msg.ErrorMessage)))
+	case msg.ErrorMessage != "" && msg.StopReason != loop.StopAborted:
 		out = append(out, f.th.bad.Render("error: "+termtext.String(msg.ErrorMessage)))
 	}
 	if len(out) > 0 {
