@@ -4,10 +4,20 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/llm"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/printer"
+	"github.com/pi-remote/pi-remote/session"
+	"github.com/pi-remote/pi-remote/tui"
 )
 
 // A model's failure (a refused key, a server that is not there) is told
@@ -41,4 +51,39 @@ func TestModelErrorToldOnce(t *testing.T) {
 			assert.Len(t, told, 1, errOut)
 		})
 	}
+}
+
+// With TERM=dumb, slash commands are the prompt's: /session is answered
+// by pi-remote, an unknown one is told, /quit leaves, and none of them
+// (nor what follows /quit) reaches the model.
+func TestLinePromptSlashCommands(t *testing.T) {
+	dir := t.TempDir()
+	model := llm.NewScripted(llm.ScriptTurn{Text: "Only answer."})
+	sess, err := session.Create(filepath.Join(dir, "s.jsonl"), session.Header{Host: "local", Cwd: dir})
+	require.NoError(t, err)
+	defer sess.Close()
+	var stdout, stderr syncBuffer
+	out := printer.New(&stdout, &stderr, nil, false, false)
+	a := &runAgent{out: out, errw: &stderr, path: sess.Path()}
+	a.s = agent.New(agent.Options{Config: loop.Config{Model: model}, Model: agent.ModelInfo{Window: agent.DefaultWindow}, File: sess, Emit: out.Emit})
+	c := tui.Commands{Session: func() string { return "session " + sess.Path() + " (the details)" }}
+
+	in := strings.NewReader("/session\n/sesion\n/help\nhello\n/quit\nafter quit\n")
+	err = a.interactive(t.Context(), iostreams{in: in, out: &stdout, err: &stderr}, make(chan os.Signal), lineCommands(a, c, &runOptions{}))
+	require.NoError(t, err)
+
+	got := stderr.String()
+	assert.Contains(t, got, "session "+sess.Path()+" (the details)")
+	assert.Contains(t, got, "unknown command /sesion (/help lists them)")
+	assert.Contains(t, got, "/compact [focus]")
+	assert.Equal(t, "Only answer.\n", stdout.String())
+	_, entries, err := session.Branch(sess.Path())
+	require.NoError(t, err)
+	var prompts []string
+	for _, e := range entries {
+		if u, ok := e.Message.(*loop.UserMessage); ok {
+			prompts = append(prompts, u.Content.Text())
+		}
+	}
+	assert.Equal(t, []string{"hello"}, prompts, "only the prompt reached the model")
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/pi-remote/pi-remote/printer"
 	"github.com/pi-remote/pi-remote/session"
 	"github.com/pi-remote/pi-remote/tools"
+	"github.com/pi-remote/pi-remote/tui"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a polling reader.
@@ -73,7 +74,9 @@ func TestInteractiveLoop(t *testing.T) {
 	inR, inW := io.Pipe()
 	sigs := make(chan os.Signal, 1)
 	done := make(chan error, 1)
-	go func() { done <- a.interactive(t.Context(), iostreams{in: inR, out: &stdout, err: &stderr}, sigs) }()
+	go func() {
+		done <- a.interactive(t.Context(), iostreams{in: inR, out: &stdout, err: &stderr}, sigs, lineCommands(a, tui.Commands{}, &runOptions{}))
+	}()
 
 	io.WriteString(inW, "one\n")
 	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "First answer.") }, 5*time.Second, 10*time.Millisecond)

@@ -226,7 +226,8 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 		defer signal.Stop(sigs)
 		// Ctrl-C is ours now: the root context's own cancellation on the
 		// first interrupt must not end the whole session.
-		return a.interactive(context.WithoutCancel(ctx), ios, sigs)
+		cmds := lineCommands(a, tuiCommands(g, o, w, a, news.onRetry), o)
+		return a.interactive(context.WithoutCancel(ctx), ios, sigs, cmds)
 	}
 	err = a.turn(ctx, prompt)
 	if errors.Is(err, agent.ErrOverflow) {
@@ -331,11 +332,11 @@ func (a *runAgent) compact(ctx context.Context, focus string) error {
 }
 
 // interactive is the prompt loop of a terminal that cannot redraw
-// (printer.LinePrompt): each line is a run in the same session, or
-// /compact [focus].
-func (a *runAgent) interactive(ctx context.Context, ios iostreams, sigs <-chan os.Signal) error {
-	intro := fmt.Sprintf("session: %s\nType a prompt (or /compact [focus]); Ctrl-C aborts a run, Ctrl-C again or Ctrl-D exits.\n", a.path)
-	err := printer.LinePrompt(ctx, ios.in, a.errw, sigs, intro, maxArgsInput, a.turn, a.compact)
+// (printer.LinePrompt): each line is a run in the same session, or a
+// slash command (lineCommands over cmds).
+func (a *runAgent) interactive(ctx context.Context, ios iostreams, sigs <-chan os.Signal, cmds map[string]printer.LineCommand) error {
+	intro := fmt.Sprintf("session: %s\nType a prompt, or /help for the commands; Ctrl-C aborts a run, Ctrl-C again, /quit or Ctrl-D exits.\n", a.path)
+	err := printer.LinePrompt(ctx, ios.in, a.errw, sigs, intro, maxArgsInput, a.turn, cmds)
 	if errors.Is(err, printer.ErrAborted) {
 		return &failure{err: err}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/ops/ssh"
+	"github.com/pi-remote/pi-remote/printer"
+	"github.com/pi-remote/pi-remote/tui"
 	"github.com/pi-remote/pi-remote/workspace"
 )
 
@@ -133,4 +136,73 @@ func describePolicy(p permission.Policy, hosts []string) string {
 		}
 	}
 	return b.String()
+}
+
+// lineCommands are the slash commands of the line prompt (TERM=dumb):
+// those of the terminal UI that make sense line by line, on the same
+// functions (c), so that none of them reaches the model. (/quit and
+// /help are the prompt's own; the pickers, /resume and /fork, are left
+// out: `pi-remote run --resume ID` does it.)
+func lineCommands(a *runAgent, c tui.Commands, o *runOptions) map[string]printer.LineCommand {
+	say := func(f func() string) func(context.Context, string) (string, error) {
+		return func(context.Context, string) (string, error) { return f(), nil }
+	}
+	all := map[string]printer.LineCommand{
+		"compact": {Usage: "/compact [focus]", Help: "summarize the older conversation now", Run: func(ctx context.Context, focus string) (string, error) {
+			return "", a.compact(ctx, focus)
+		}},
+	}
+	if c.Session != nil {
+		all["session"] = printer.LineCommand{Usage: "/session", Help: "the session's file, size, cost, and the permissions in force", Run: say(c.Session)}
+	}
+	if c.Jobs != nil {
+		all["jobs"] = printer.LineCommand{Usage: "/jobs", Help: "remote commands that outlive their connection", Run: say(c.Jobs)}
+	}
+	if c.Export != nil {
+		all["export"] = printer.LineCommand{Usage: "/export [file]", Help: "write the transcript as Markdown (or .html)", Run: func(_ context.Context, file string) (string, error) {
+			where, err := c.Export(file)
+			if err != nil {
+				return "", err
+			}
+			return "exported to " + where, nil
+		}}
+	}
+	if c.Hosts != nil {
+		all["hosts"] = printer.LineCommand{Usage: "/hosts [NAME]", Help: "every host's connection; NAME becomes the default", Run: func(_ context.Context, name string) (string, error) {
+			if name == "" || c.SetDefaultHost == nil {
+				return c.Hosts(), nil
+			}
+			if err := c.SetDefaultHost(name); err != nil {
+				return "", err
+			}
+			return "default host: " + name, nil
+		}}
+	}
+	if c.SetModel != nil {
+		all["model"] = printer.LineCommand{Usage: "/model [PROVIDER/ID]", Help: "the model, or switch to another", Run: func(_ context.Context, name string) (string, error) {
+			if name != "" {
+				if err := c.SetModel(name); err != nil {
+					return "", err
+				}
+			}
+			return "model: " + o.model, nil
+		}}
+	}
+	if c.SetThinking != nil {
+		all["thinking"] = printer.LineCommand{Usage: "/thinking [off|low|medium|high]", Help: "the model's reasoning level", Run: func(_ context.Context, level string) (string, error) {
+			if level != "" {
+				if err := c.SetThinking(level); err != nil {
+					return "", err
+				}
+			}
+			return "thinking: " + o.thinking, nil
+		}}
+	}
+	if c.New != nil {
+		all["new"] = printer.LineCommand{Usage: "/new", Help: "start a new session", Run: func(context.Context, string) (string, error) {
+			_, about, err := c.New()
+			return about, err
+		}}
+	}
+	return all
 }
