@@ -70,6 +70,9 @@ type Session struct {
 	fresh   int      // msgs[fresh:] came after the latest compaction
 	usage   Totals   // this session's model calls in this process
 	saveErr error
+	calls   int        // Prompt and Compact calls under way
+	idle    *sync.Cond // on mu: calls fell to 0
+	closed  bool
 }
 
 // New starts a session from opts.Context.
@@ -81,7 +84,44 @@ func New(opts Options) *Session {
 	if opts.SaveError == nil {
 		opts.SaveError = func(error) {}
 	}
-	return &Session{opts: opts, msgs: slices.Clone(opts.Context.Messages), ids: slices.Clone(opts.Context.IDs), summary: opts.Context.Summary, fresh: opts.Context.Fresh, usage: opts.PriorUsage}
+	s := &Session{opts: opts, msgs: slices.Clone(opts.Context.Messages), ids: slices.Clone(opts.Context.IDs), summary: opts.Context.Summary, fresh: opts.Context.Fresh, usage: opts.PriorUsage}
+	s.idle = sync.NewCond(&s.mu)
+	return s
+}
+
+// ErrClosed is the answer of Prompt and Compact after Close.
+var ErrClosed = errors.New("the session is closed")
+
+// Close waits for the Prompt and Compact calls under way to return
+// (their callers cancel them: a front end that quits mid-run) and makes
+// later ones fail with ErrClosed. After it, nothing more is appended to
+// Options.File, which its owner may then close; what the calls did up to
+// their end, the aborted answer included, is in it.
+func (s *Session) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for s.calls > 0 {
+		s.idle.Wait()
+	}
+}
+
+// begin counts a Prompt or Compact call until the func it returns is
+// called, or refuses it after Close.
+func (s *Session) begin() (end func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	s.calls++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.calls--; s.calls == 0 {
+			s.idle.Broadcast()
+		}
+	}, nil
 }
 
 // Compaction events tell front ends that the context is being compacted
@@ -189,6 +229,11 @@ var ErrOverflow = errors.New("the conversation does not fit the model's context 
 // limit, a model failure) or ErrOverflow.
 func (s *Session) Prompt(ctx context.Context, prompts ...loop.Message) (Totals, error) {
 	var run Totals
+	end, err := s.begin()
+	if err != nil {
+		return run, err
+	}
+	defer end()
 	s.mu.Lock()
 	cfg := s.opts.Config
 	s.mu.Unlock()
@@ -289,6 +334,11 @@ func (s *Session) count(u *loop.Usage, run *Totals) {
 // Compact compacts the context now, with an optional focus for the
 // summary.
 func (s *Session) Compact(ctx context.Context, focus string) error {
+	end, err := s.begin()
+	if err != nil {
+		return err
+	}
+	defer end()
 	var run Totals
 	return s.compact(ctx, "manual", focus, &run)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -86,4 +87,43 @@ func TestLinePromptSlashCommands(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"hello"}, prompts, "only the prompt reached the model")
+}
+
+// Ctrl+C twice mid-run quits: the run is aborted, what it did is saved
+// (its command's result included), and nothing alarming is said.
+func TestQuitMidRunSavesQuietly(t *testing.T) {
+	dir := t.TempDir()
+	marker := fmt.Sprintf("301.%d", time.Now().UnixNano()%1000000007)
+	scriptDir, err := os.MkdirTemp("", "quit")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scriptDir) })
+	script := filepath.Join(scriptDir, "s.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"toolCalls":[{"id":"c1","name":"bash","arguments":{"command":"sleep `+marker+`"}}]},{"text":"never"}]}`), 0o644))
+	file := filepath.Join(t.TempDir(), "s.jsonl")
+	tm := startTerminal(t, 120, 30, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL="},
+		"--cwd", dir, "run", "--model", "scripted/"+script, "--session", file)
+	tm.waitFor("scripted/")
+	tm.typeText("sleep a while")
+	tm.keys("Enter")
+	require.Eventually(t, func() bool { return procRunning(marker) }, 20*time.Second, 20*time.Millisecond, "the command runs")
+	tm.keys("C-c")
+	tm.keys("C-c")
+	require.Eventually(t, func() bool {
+		return strings.TrimSpace(tm.tmux("display-message", "-p", "-t", "main", "#{pane_dead}")) == "1"
+	}, 20*time.Second, 20*time.Millisecond, "pi-remote exits")
+	out := tm.scrollback()
+	assert.Contains(t, out, "session: "+file)
+	assert.NotContains(t, out, "already closed")
+	assert.NotContains(t, out, "unsaved")
+	assert.False(t, procRunning(marker), "the command was killed")
+
+	_, entries, err := session.Branch(file)
+	require.NoError(t, err)
+	var result *loop.ToolResultMessage
+	for _, e := range entries {
+		if r, ok := e.Message.(*loop.ToolResultMessage); ok && r.ToolCallID == "c1" {
+			result = r
+		}
+	}
+	require.NotNil(t, result, "the aborted call's result is saved")
 }

@@ -296,8 +296,12 @@ type runAgent struct {
 	print bool // print mode: the usage line after each run
 }
 
-// close closes the session file.
+// close closes the session file once the runs under way (cancelled by a
+// front end that quit mid-run) have saved their end.
 func (a *runAgent) close() {
+	if a.s != nil {
+		a.s.Close()
+	}
 	if a.file != nil {
 		a.file.Close()
 		a.file = nil
