@@ -10,7 +10,10 @@
 // latest messages word for word. It happens between the turns of a run
 // whenever the context passes the window minus the reserve, on demand
 // (Compact), and when the provider says a request did not fit: then the
-// turn is tried once more. The session file keeps every message; a
+// window becomes the one the refusal states (at most what was sent, when
+// it states none) and the turn is tried once more. Errors that the
+// session's events have shown already (Shown) need not be printed again
+// by a front end. The session file keeps every message; a
 // compaction entry records the summary and the first message kept, from
 // which session.Open rebuilds the same context without summarizing again.
 package agent
@@ -55,7 +58,8 @@ type Options struct {
 }
 
 // Session is one conversation. Its methods may be called from several
-// goroutines, but one run (Prompt) at a time.
+// goroutines, but one run (Prompt) at a time; Close ends it, once the
+// calls under way have returned.
 type Session struct {
 	opts Options
 
