@@ -135,7 +135,8 @@ func (e *editor) clear() {
 
 // take empties the editor and returns its text to send, the paste
 // markers expanded; "" when there is nothing to send (the editor is left
-// as it is). The text as written goes to the history.
+// as it is). The history keeps the text sent, pastes and all: a marker
+// means nothing once the editor has let go of its paste.
 func (e *editor) take() string {
 	raw := e.ta.Value()
 	text := strings.TrimSpace(e.expandPastes(raw))
@@ -145,7 +146,7 @@ func (e *editor) take() string {
 	e.ta.Reset()
 	e.fit()
 	e.pastes = nil
-	e.remember(raw)
+	e.remember(text)
 	return text
 }
 

@@ -116,3 +116,22 @@ func TestUndo(t *testing.T) {
 	h.do(undo)
 	assert.Equal(t, "", h.m.editor.value(), "nothing left to undo is no error")
 }
+
+// A prompt with a folded paste goes to the history whole: recalled and
+// sent again, the model gets the paste, not its marker.
+func TestRecalledPasteSendsThePaste(t *testing.T) {
+	var saved []string
+	h := newHarness(t, Options{SaveHistory: func(p string) { saved = append(saved, p) }})
+	close(h.a.release)
+	pasted := strings.Repeat("12\n", 19) + "12"
+	h.typeText("sum these: ")
+	h.do(tea.PasteMsg{Content: pasted})
+	h.do(enter)
+	h.settle()
+	h.do(up)
+	h.do(enter)
+	h.settle()
+	require.Len(t, h.a.prompts, 2)
+	assert.Equal(t, "sum these: "+pasted, h.a.prompts[1], "the recalled prompt sends the paste")
+	assert.Equal(t, []string{"sum these: " + pasted}, saved, "the history file keeps the text, not the marker")
+}
