@@ -24,8 +24,42 @@ func TestCompletePathAndGitBranch(t *testing.T) {
 	require.NoError(t, err)
 	defer w.Close()
 	assert.Equal(t, []string{"main.go", "mod/main_test.go"}, w.CompletePath(t.Context(), "mai"), "shallow first, through the whole tree")
-	assert.Equal(t, []string{"mod/main_test.go"}, w.CompletePath(t.Context(), "mod/ma"), "in prefix's directory")
+	assert.Equal(t, []string{"mod/main_test.go", "mod/deep/major.txt"}, w.CompletePath(t.Context(), "mod/ma"), "in prefix's directory")
 	assert.Equal(t, "", w.GitBranch(t.Context()), "no repository")
+}
+
+// @path completion offers directories and files under the host's working
+// directory whose names hold the typed letters in order, the best matches
+// first; nothing when nothing matches (never the find tool's message).
+func TestCompletePathDirectoriesFuzzy(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"pkg/pkgutil/util.go", "pkg/parse.go", "cmd/pi/main.go", "README.md"} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, p), nil, 0o644))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "pkg", "empty"), 0o755))
+	hs, err := OpenHosts(t.Context(), HostOptions{Cwd: dir}, Session, nil, nil)
+	require.NoError(t, err)
+	w, err := Open(t.Context(), hs, Options{Active: []string{"read"}, MaxTurns: 1})
+	require.NoError(t, err)
+	defer w.Close()
+	for _, tc := range []struct {
+		prefix string
+		want   []string
+	}{
+		{"pk", []string{"pkg/", "pkg/pkgutil/"}},
+		{"pkg/", []string{"pkg/empty/", "pkg/parse.go", "pkg/pkgutil/"}},
+		{"pkg/e", []string{"pkg/empty/", "pkg/parse.go"}},
+		{"mn", []string{"cmd/pi/main.go"}},
+		{"readme", []string{"README.md"}},
+		{"zzz", nil},
+		{"nosuch/", nil},
+		{"nosuch/x", nil},
+	} {
+		t.Run(tc.prefix, func(t *testing.T) {
+			assert.Equal(t, tc.want, w.CompletePath(t.Context(), tc.prefix))
+		})
+	}
 }
 
 // The front end's own queries pass no permission gate: in ask mode
