@@ -71,7 +71,6 @@ func (e *editor) accept(c string) {
 	}
 	e.ta.SetValue(value)
 	e.ta.CursorEnd()
-	e.fit()
 }
 
 // endCompletion closes the completions as the text is sent (Enter): a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
@@ -40,9 +41,14 @@ func newEditor(o Options, th theme) editor {
 	ta := textarea.New()
 	ta.Prompt = "› "
 	ta.ShowLineNumbers = false
-	ta.SetHeight(1)
 	ta.CharLimit = 0
-	ta.MaxHeight = 0
+	// The editor is as tall as its text's rows, wrapped ones counted, up
+	// to editorMaxHeight; longer text scrolls. (MaxContentHeight, set,
+	// keeps MaxHeight from limiting the text itself.)
+	ta.DynamicHeight = true
+	ta.MinHeight = 1
+	ta.MaxHeight = editorMaxHeight
+	ta.MaxContentHeight = math.MaxInt
 	// Enter sends; a new line is Shift+Enter where the terminal tells it
 	// apart, Ctrl+J everywhere (tmux too), Alt+Enter when idle.
 	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("shift+enter", "ctrl+j"))
@@ -68,7 +74,6 @@ func (e *editor) setWidth(w int) { e.ta.SetWidth(w) }
 // setText replaces the text (an external editor's).
 func (e *editor) setText(s string) {
 	e.ta.SetValue(s)
-	e.fit()
 }
 
 // key handles a key the model did not take: undo, the completions (Tab,
@@ -90,14 +95,13 @@ func (e *editor) key(k tea.KeyPressMsg, commands func() []string) tea.Cmd {
 		before := e.snapshot()
 		e.ta.InsertString("\n")
 		e.keep(before)
-		e.fit()
 		return nil
 	case "up":
 		if len(e.comps) > 0 {
 			e.compSel = (e.compSel + len(e.comps) - 1) % len(e.comps)
 			return nil
 		}
-		if e.ta.Line() == 0 && e.browse(-1) {
+		if e.onFirstRow() && e.browse(-1) {
 			return nil
 		}
 	case "down":
@@ -105,7 +109,7 @@ func (e *editor) key(k tea.KeyPressMsg, commands func() []string) tea.Cmd {
 			e.compSel = (e.compSel + 1) % len(e.comps)
 			return nil
 		}
-		if e.ta.Line() == e.ta.LineCount()-1 && e.browse(1) {
+		if e.onLastRow() && e.browse(1) {
 			return nil
 		}
 	}
@@ -113,7 +117,6 @@ func (e *editor) key(k tea.KeyPressMsg, commands func() []string) tea.Cmd {
 	var cmd tea.Cmd
 	e.ta, cmd = e.ta.Update(k)
 	e.keep(before)
-	e.fit()
 	return tea.Batch(cmd, e.complete(commands))
 }
 
@@ -130,7 +133,6 @@ func (e *editor) clear() {
 	before := e.snapshot()
 	e.ta.Reset()
 	e.keep(before)
-	e.fit()
 }
 
 // take empties the editor and returns its text to send, the paste
@@ -144,7 +146,6 @@ func (e *editor) take() string {
 		return ""
 	}
 	e.ta.Reset()
-	e.fit()
 	e.pastes = nil
 	e.remember(text)
 	return text
@@ -173,7 +174,6 @@ func (e *editor) paste(text string) {
 	} else {
 		e.ta.InsertString(text)
 	}
-	e.fit()
 }
 
 // expandPastes puts the pasted texts back in place of their markers.
@@ -197,7 +197,6 @@ func (e *editor) showPastes() bool {
 	before := e.snapshot()
 	e.ta.SetValue(e.expandPastes(e.ta.Value()))
 	e.keep(before)
-	e.fit()
 	return true
 }
 
@@ -234,7 +233,6 @@ func (e *editor) undoEdit() {
 	u := e.undo[len(e.undo)-1]
 	e.undo = e.undo[:len(e.undo)-1]
 	e.ta.SetValue(u.value)
-	e.fit()
 	e.ta.MoveToBegin()
 	for e.ta.Line() < u.row {
 		e.ta.CursorDown()
@@ -258,7 +256,6 @@ func (e *editor) browse(step int) bool {
 	} else {
 		e.ta.SetValue(e.history[next])
 	}
-	e.fit()
 	return true
 }
 
@@ -274,27 +271,21 @@ func (e *editor) remember(text string) {
 	e.draft = ""
 }
 
-// editorMaxHeight is the most lines the editor takes; longer text scrolls.
-const editorMaxHeight = 10
-
-// fit grows the editor with its text, up to editorMaxHeight lines. Text
-// that fits is shown from its first line (the text area keeps its scroll
-// position when it grows).
-func (e *editor) fit() {
-	h := min(max(e.ta.LineCount(), 1), editorMaxHeight)
-	if h == e.ta.Height() {
-		return
-	}
-	e.ta.SetHeight(h)
-	if e.ta.LineCount() <= editorMaxHeight {
-		row, col := e.ta.Line(), e.ta.Column()
-		e.ta.MoveToBegin()
-		for e.ta.Line() < row {
-			e.ta.CursorDown()
-		}
-		e.ta.SetCursorColumn(col)
-	}
+// onFirstRow says whether the cursor is on the text's first row as shown
+// (a long line wraps onto several): Up goes to the history from there.
+func (e *editor) onFirstRow() bool {
+	return e.ta.Line() == 0 && e.ta.LineInfo().RowOffset == 0
 }
+
+// onLastRow says whether the cursor is on the text's last row as shown:
+// Down goes to the history from there.
+func (e *editor) onLastRow() bool {
+	li := e.ta.LineInfo()
+	return e.ta.Line() == e.ta.LineCount()-1 && li.RowOffset >= li.Height-1
+}
+
+// editorMaxHeight is the most rows the editor takes; longer text scrolls.
+const editorMaxHeight = 10
 
 // external opens $VISUAL or $EDITOR on the editor's text (Ctrl+G); the
 // text comes back as an editedMsg. The error says why it cannot.

@@ -2,11 +2,13 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -134,4 +136,37 @@ func TestRecalledPasteSendsThePaste(t *testing.T) {
 	require.Len(t, h.a.prompts, 2)
 	assert.Equal(t, "sum these: "+pasted, h.a.prompts[1], "the recalled prompt sends the paste")
 	assert.Equal(t, []string{"sum these: " + pasted}, saved, "the history file keeps the text, not the marker")
+}
+
+// A line longer than the editor is wide wraps onto as many rows as it
+// needs, all shown; Up and Down move between those rows first and reach
+// the history only from the first row or the last.
+func TestWrappedLine(t *testing.T) {
+	h := newHarness(t, Options{History: []string{"earlier"}})
+	h.m.Update(tea.WindowSizeMsg{Width: 101, Height: 30})
+	var words []string
+	for i := range 30 {
+		words = append(words, fmt.Sprintf("w%03d", i))
+	}
+	text := strings.Join(words, " ") // 149 columns
+	h.typeText(text)
+	view := ansi.Strip(h.view())
+	assert.Contains(t, view, "w000 w001", "the start of the line is shown")
+	assert.Contains(t, view, "w028 w029", "and its end")
+	assert.Equal(t, 2, h.m.editor.ta.Height(), "two rows for a line of 149 columns at 100")
+	row := func() int { return h.m.editor.cursor().Y }
+	last := row()
+	h.do(up)
+	assert.Equal(t, text, h.m.editor.value(), "Up inside the line stays in it")
+	assert.Equal(t, last-1, row(), "on the row above")
+	h.do(down)
+	assert.Equal(t, text, h.m.editor.value())
+	assert.Equal(t, last, row(), "Down comes back")
+	h.do(up)
+	h.do(up)
+	assert.Equal(t, "earlier", h.m.editor.value(), "Up on the first row recalls the history")
+	h.do(down)
+	assert.Equal(t, text, h.m.editor.value())
+	assert.Equal(t, 2, h.m.editor.ta.Height())
+	assert.Contains(t, ansi.Strip(h.view()), "w000 w001", "shown from its start again")
 }
