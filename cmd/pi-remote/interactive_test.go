@@ -272,3 +272,36 @@ func TestInteractiveApproval(t *testing.T) {
 	assert.Contains(t, screen, "allow  local:write("+filepath.ToSlash(canonical)+")  (this session)")
 	tm.keys("C-d")
 }
+
+// In a real terminal, a prompt longer than the terminal is wide is shown
+// whole, on as many rows as it wraps onto, and Up inside it moves to the
+// row above; only from its first row does Up recall an earlier prompt.
+func TestInteractiveWrappedEditor(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".pi-remote"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".pi-remote", "history.jsonl"), []byte(`"an earlier prompt"`+"\n"), 0o600))
+	scriptDir, err := os.MkdirTemp("", "wrap")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scriptDir) })
+	script := filepath.Join(scriptDir, "s.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"text":"unused"}]}`), 0o644))
+	tm := startTerminal(t, 100, 30, []string{"HOME=" + home, "PI_REMOTE_MODEL="},
+		"--cwd", dir, "run", "--model", "scripted/"+script, "--session", filepath.Join(t.TempDir(), "s.jsonl"))
+	tm.waitFor("scripted/")
+	var words []string
+	for i := range 30 {
+		words = append(words, fmt.Sprintf("w%03d", i))
+	}
+	tm.typeText(strings.Join(words, " ")) // 149 columns
+	tm.waitFor("w029")
+	assert.Contains(t, tm.screen(), "› w000 w001", "the line's start is shown with its end")
+	tm.keys("Up")
+	tm.typeText("X")
+	tm.waitFor("X")
+	screen := tm.screen()
+	assert.NotContains(t, screen, "an earlier prompt", "Up inside the line stays in it")
+	assert.Contains(t, screen, "w029", "the line is still there")
+	tm.keys("Home", "Up")
+	tm.waitFor("an earlier prompt")
+	tm.keys("C-d")
+}
