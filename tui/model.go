@@ -50,6 +50,7 @@ type model struct {
 	th     theme
 	width  int
 	height int
+	sized  bool // width and height are the terminal's, not the defaults
 	spin   int
 
 	transcript transcript
@@ -99,9 +100,9 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width, m.height = msg.Width, msg.Height
-		m.editor.setWidth(m.cols())
-		return m, nil
+		return m, m.resized(msg)
+	case staleRowsMsg:
+		return m, m.eraseStale(msg.rows)
 	case tickMsg:
 		m.spin++
 		return m, tick()

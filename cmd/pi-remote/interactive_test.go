@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -303,5 +304,58 @@ func TestInteractiveWrappedEditor(t *testing.T) {
 	assert.Contains(t, screen, "w029", "the line is still there")
 	tm.keys("Home", "Up")
 	tm.waitFor("an earlier prompt")
+	tm.keys("C-d")
+}
+
+// Made narrower, a terminal rewraps the prompt being written; the
+// redrawn editor leaves no copy of its old rows above it, to scroll into
+// the scrollback as if the prompt had been sent.
+func TestInteractiveResizeLeavesNoCopy(t *testing.T) {
+	dir := t.TempDir()
+	scriptDir, err := os.MkdirTemp("", "wrap")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scriptDir) })
+	script := filepath.Join(scriptDir, "s.json")
+	var answer []string
+	for i := range 30 {
+		answer = append(answer, fmt.Sprintf("answer line %d", i))
+	}
+	turn, err := json.Marshal(map[string]any{"turns": []any{map[string]string{"text": strings.Join(answer, "\n\n")}}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(script, turn, 0o644))
+	tm := startTerminal(t, 100, 20, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL="},
+		"--cwd", dir, "run", "--model", "scripted/"+script, "--session", filepath.Join(t.TempDir(), "s.jsonl"))
+	tm.waitFor("scripted/")
+	// An answer that fills the screen: the live part is at its bottom, as
+	// it is once a conversation is under way.
+	tm.typeText("go")
+	tm.keys("Enter")
+	tm.waitFor("answer line 28")
+	var words []string
+	for i := range 30 {
+		words = append(words, fmt.Sprintf("w%03d", i))
+	}
+	tm.typeText(strings.Join(words, " ")) // 149 columns: two rows
+	tm.waitFor("w029")
+	for _, width := range []int{70, 50} {
+		tm.tmux("resize-window", "-t", "main", "-x", fmt.Sprint(width), "-y", "20")
+		// Redrawn: the terminal's rewrapped rows fill it to the last
+		// column, the program's never do.
+		require.Eventually(t, func() bool {
+			screen := tm.screen()
+			i := strings.LastIndex(screen, "› w000")
+			if i < 0 || !strings.Contains(screen[i:], "w029") {
+				return false
+			}
+			for _, l := range strings.Split(screen[i:], "\n") {
+				if utf8.RuneCountInString(l) >= width {
+					return false
+				}
+			}
+			return true
+		}, 5*time.Second, 20*time.Millisecond, "redrawn at %d columns", width)
+		require.Eventually(t, func() bool { return strings.Count(tm.scrollback(), "w000") == 1 }, 5*time.Second, 20*time.Millisecond,
+			"at %d columns the prompt is on the screen once and in the scrollback never:\n%s", width, tm.scrollback())
+	}
 	tm.keys("C-d")
 }

@@ -1,0 +1,75 @@
+package tui
+
+import (
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// A terminal made narrower rewraps the rows already on it: a row of the
+// live part wider than the new width takes two rows or more. The renderer
+// finds the live part's top by counting up from the cursor, so when rows
+// above the cursor grew it repaints that many rows too low, and the top of
+// the old frame (the first rows of a prompt being written) stays above
+// the new one, to scroll into the scrollback as if it had been sent.
+// resized counts those rows; once the renderer has repainted, eraseStale
+// blanks them.
+
+// staleRowsMsg asks to blank the rows a narrowed terminal left above the
+// live part.
+type staleRowsMsg struct{ rows int }
+
+// staleDelay is how long after a resize the stale rows are blanked: the
+// renderer repaints within a frame (1/60 s), and the rows are found from
+// where it put the live part.
+const staleDelay = 100 * time.Millisecond
+
+// resized takes the terminal's new size.
+func (m *model) resized(msg tea.WindowSizeMsg) tea.Cmd {
+	var cmd tea.Cmd
+	if m.sized && msg.Width < m.width {
+		if old := m.View(); old.Cursor != nil {
+			if k := rewrappedRows(old.Content, old.Cursor.X, old.Cursor.Y, msg.Width); k > 0 {
+				cmd = tea.Tick(staleDelay, func(time.Time) tea.Msg { return staleRowsMsg{k} })
+			}
+		}
+	}
+	m.sized = true
+	m.width, m.height = msg.Width, msg.Height
+	m.editor.setWidth(m.cols())
+	return cmd
+}
+
+// rewrappedRows is how many rows more than before a terminal width
+// columns wide puts between the top of frame (as drawn) and the cursor,
+// at column x of row y, once it has rewrapped the frame's rows.
+func rewrappedRows(frame string, x, y, width int) int {
+	lines := strings.Split(frame, "\n")
+	k := 0
+	for i := 0; i < y && i < len(lines); i++ {
+		// (Trailing blanks are erased, not written: they do not wrap.)
+		if w := ansi.StringWidth(strings.TrimRight(ansi.Strip(lines[i]), " ")); w > width {
+			k += (w - 1) / width
+		}
+	}
+	return k + x/width
+}
+
+// eraseStale blanks the given number of rows above the live part as
+// drawn now (the cursor saved and put back, so the renderer's idea of it
+// holds).
+func (m *model) eraseStale(rows int) tea.Cmd {
+	v := m.View()
+	if v.Cursor == nil || rows <= 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(ansi.SaveCursor + ansi.CursorUp(v.Cursor.Y+1) + ansi.EraseEntireLine)
+	for range rows - 1 {
+		b.WriteString(ansi.CursorUp(1) + ansi.EraseEntireLine)
+	}
+	b.WriteString(ansi.RestoreCursor)
+	return tea.Raw(b.String())
+}
