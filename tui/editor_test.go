@@ -170,3 +170,34 @@ func TestWrappedLine(t *testing.T) {
 	assert.Equal(t, 2, h.m.editor.ta.Height())
 	assert.Contains(t, ansi.Strip(h.view()), "w000 w001", "shown from its start again")
 }
+
+// A directory offered for @path is taken without a space after it, and
+// what is in it is offered next; nothing offered, Tab leaves the text.
+func TestCompleteDirectory(t *testing.T) {
+	var asked []string
+	h := newHarness(t, Options{CompletePath: func(_ context.Context, prefix string) []string {
+		asked = append(asked, prefix)
+		switch prefix {
+		case "pk":
+			return []string{"pkg/"}
+		case "pkg/":
+			return []string{"pkg/parse.go"}
+		}
+		return nil
+	}})
+	h.typeText("see @p")
+	h.do(tea.KeyPressMsg{Code: 'k', Text: "k"})
+	h.completions()
+	h.do(tea.KeyPressMsg{Code: tea.KeyTab})
+	assert.Equal(t, "see @pkg/", h.m.editor.value())
+	h.completions()
+	assert.Equal(t, []string{"@pkg/parse.go"}, h.m.editor.comps, "the directory's files offered next")
+	assert.Equal(t, []string{"pk", "pkg/"}, asked)
+
+	h.m.editor.ta.Reset()
+	h.typeText("see @zz")
+	h.do(tea.KeyPressMsg{Code: 'z', Text: "z"})
+	h.do(tea.KeyPressMsg{Code: tea.KeyTab})
+	assert.Equal(t, "see @zzz", h.m.editor.value(), "nothing offered, nothing inserted")
+	assert.NotContains(t, h.view(), "▸")
+}
