@@ -50,14 +50,15 @@ type Options struct {
 	Model       string
 	Thinking    string
 	AutoCompact bool
-	// History is the prompts of earlier sessions (oldest first);
-	// SaveHistory keeps a new one.
+	// History is the prompts of earlier sessions (oldest first), as
+	// sent (pastes whole, not their markers); SaveHistory keeps a new one.
 	History     []string
 	SaveHistory func(string)
 	// Commands are the slash commands that reach outside the terminal.
 	Commands Commands
-	// CompletePath lists paths on the host that start with prefix (for
-	// @path completion); Branch says the git branch of the working
+	// CompletePath lists the directories (ending in "/") and files on the
+	// host that prefix may stand for, best first, none when none match
+	// (for @path completion); Branch says the git branch of the working
 	// directory ("" when none). Both run in the background.
 	CompletePath func(ctx context.Context, prefix string) []string
 	Branch       func(ctx context.Context) string
