@@ -51,7 +51,9 @@ type model struct {
 	width  int
 	height int
 	sized  bool // width and height are the terminal's, not the defaults
-	spin   int
+	// resizes counts the terminal's size changes (resize.go).
+	resizes int
+	spin    int
 
 	transcript transcript
 	editor     editor
@@ -102,7 +104,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		return m, m.resized(msg)
 	case staleRowsMsg:
-		return m, m.eraseStale(msg.rows)
+		return m, m.eraseStale(msg)
 	case tickMsg:
 		m.spin++
 		return m, tick()

@@ -18,8 +18,8 @@ import (
 // blanks them.
 
 // staleRowsMsg asks to blank the rows a narrowed terminal left above the
-// live part.
-type staleRowsMsg struct{ rows int }
+// live part, after the resize numbered resize.
+type staleRowsMsg struct{ rows, resize int }
 
 // staleDelay is how long after a resize the stale rows are blanked: the
 // renderer repaints within a frame (1/60 s), and the rows are found from
@@ -29,10 +29,12 @@ const staleDelay = 100 * time.Millisecond
 // resized takes the terminal's new size.
 func (m *model) resized(msg tea.WindowSizeMsg) tea.Cmd {
 	var cmd tea.Cmd
+	m.resizes++
 	if m.sized && msg.Width < m.width {
 		if old := m.View(); old.Cursor != nil {
 			if k := rewrappedRows(old.Content, old.Cursor.X, old.Cursor.Y, msg.Width); k > 0 {
-				cmd = tea.Tick(staleDelay, func(time.Time) tea.Msg { return staleRowsMsg{k} })
+				n := m.resizes
+				cmd = tea.Tick(staleDelay, func(time.Time) tea.Msg { return staleRowsMsg{rows: k, resize: n} })
 			}
 		}
 	}
@@ -57,14 +59,17 @@ func rewrappedRows(frame string, x, y, width int) int {
 	return k + x/width
 }
 
-// eraseStale blanks the given number of rows above the live part as
-// drawn now (the cursor saved and put back, so the renderer's idea of it
-// holds).
-func (m *model) eraseStale(rows int) tea.Cmd {
+// eraseStale blanks the rows above the live part as drawn now (the
+// cursor saved and put back, so the renderer's idea of it holds). Only
+// for the last resize: while the terminal is being dragged narrower the
+// frames in between may never have been drawn, and rows counted from
+// them could be the scrollback's own.
+func (m *model) eraseStale(msg staleRowsMsg) tea.Cmd {
 	v := m.View()
-	if v.Cursor == nil || rows <= 0 {
+	if v.Cursor == nil || msg.rows <= 0 || msg.resize != m.resizes {
 		return nil
 	}
+	rows := msg.rows
 	var b strings.Builder
 	b.WriteString(ansi.SaveCursor + ansi.CursorUp(v.Cursor.Y+1) + ansi.EraseEntireLine)
 	for range rows - 1 {

@@ -45,8 +45,12 @@ func TestResizeBlanksStaleRows(t *testing.T) {
 	assert.Nil(t, cmd, "wider rewraps nothing")
 	_, cmd = h.m.Update(teaSize(60))
 	assert.NotNil(t, cmd, "narrower: the stale rows are blanked after the repaint")
-	_, erase := h.m.Update(staleRowsMsg{rows: 2})
+	_, erase := h.m.Update(staleRowsMsg{rows: 2, resize: h.m.resizes})
 	assert.NotNil(t, erase)
+	_, cmd = h.m.Update(teaSize(50))
+	assert.NotNil(t, cmd)
+	_, erase = h.m.Update(staleRowsMsg{rows: 2, resize: h.m.resizes - 1})
+	assert.Nil(t, erase, "a resize came since: its rows were counted from a frame maybe never drawn")
 }
 
 func teaSize(w int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: 30} }
