@@ -47,7 +47,8 @@ func (w *Workspace) GitBranch(ctx context.Context) string {
 // whose names hold the rest of prefix's letters in order, case aside. The
 // best matches come first: a name that starts with them, then one that
 // holds them together, then one that holds them apart; shallower before
-// deeper. With nothing after the last "/", the directory's own entries.
+// deeper. With nothing after the last "/", the directory's own entries;
+// for a directory outside the working directory's tree, only those.
 // Nothing matching, or the directory missing, is no completion: the
 // tools' messages are never offered.
 func (w *Workspace) CompletePath(ctx context.Context, prefix string) []string {
@@ -66,7 +67,10 @@ func (w *Workspace) CompletePath(ctx context.Context, prefix string) []string {
 	for _, entry := range w.list(ctx, "ls", map[string]any{"path": searchDir(dir), "limit": 1000}) {
 		add(entry)
 	}
-	if query != "" {
+	// Below the working directory the search goes deep; elsewhere (an
+	// absolute path, "..") only the directory itself is listed: a search
+	// from "/" on every keystroke would walk the whole host.
+	if query != "" && !path.IsAbs(dir) && dir != ".." && !strings.HasPrefix(dir, "../") {
 		name := fuzzyGlob(query)
 		for _, f := range w.list(ctx, "find", map[string]any{"pattern": name, "path": searchDir(dir), "limit": 1000}) {
 			add(f)

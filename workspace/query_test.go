@@ -60,6 +60,8 @@ func TestCompletePathDirectoriesFuzzy(t *testing.T) {
 			assert.Equal(t, tc.want, w.CompletePath(t.Context(), tc.prefix))
 		})
 	}
+	abs := filepath.ToSlash(dir) + "/"
+	assert.Equal(t, []string{abs + "pkg/"}, w.CompletePath(t.Context(), abs+"pk"), "an absolute directory: its own entries only")
 }
 
 // The front end's own queries pass no permission gate: in ask mode
