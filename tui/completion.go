@@ -29,6 +29,12 @@ func (e *editor) complete(commands func() []string) tea.Cmd {
 		return nil
 	}
 	e.token, e.comps, e.compSel = token, nil, 0
+	// A query for an earlier word is no longer wanted: it stops, rather
+	// than go on searching the host.
+	if e.stopQuery != nil {
+		e.stopQuery()
+		e.stopQuery = nil
+	}
 	switch {
 	case strings.HasPrefix(token, "/") && token == value:
 		for _, name := range commands() {
@@ -40,8 +46,9 @@ func (e *editor) complete(commands func() []string) tea.Cmd {
 	case strings.HasPrefix(token, "@") && e.completePath != nil:
 		prefix := strings.TrimPrefix(token, "@")
 		completePath := e.completePath
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		e.stopQuery = cancel
 		return func() tea.Msg {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			items := completePath(ctx, prefix)
 			for i, it := range items {
@@ -80,6 +87,10 @@ func (e *editor) endCompletion() {
 		e.accept(e.comps[e.compSel])
 	}
 	e.comps, e.token = nil, ""
+	if e.stopQuery != nil {
+		e.stopQuery()
+		e.stopQuery = nil
+	}
 }
 
 // completionView lists the completions offered, the highlighted one

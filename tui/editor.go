@@ -35,6 +35,7 @@ type editor struct {
 	compSel      int
 	token        string
 	completePath func(ctx context.Context, prefix string) []string
+	stopQuery    context.CancelFunc // the @path query under way, if any
 }
 
 func newEditor(o Options, th theme) editor {

@@ -201,3 +201,30 @@ func TestCompleteDirectory(t *testing.T) {
 	assert.Equal(t, "see @zzz", h.m.editor.value(), "nothing offered, nothing inserted")
 	assert.NotContains(t, h.view(), "▸")
 }
+
+// Typing on stops the @path query for the word as it was: a slow host is
+// not searched for every letter at once.
+func TestCompletionQueryStops(t *testing.T) {
+	stopped := make(chan string, 4)
+	h := newHarness(t, Options{CompletePath: func(ctx context.Context, prefix string) []string {
+		<-ctx.Done()
+		stopped <- prefix
+		return nil
+	}})
+	h.typeText("@")
+	h.do(tea.KeyPressMsg{Code: 'a', Text: "a"})
+	h.do(tea.KeyPressMsg{Code: 'b', Text: "b"})
+	select {
+	case p := <-stopped:
+		assert.Equal(t, "a", p)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the query for @a went on")
+	}
+	h.do(tea.KeyPressMsg{Code: ' ', Text: " "})
+	select {
+	case p := <-stopped:
+		assert.Equal(t, "ab", p)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the query for @ab went on")
+	}
+}
