@@ -51,9 +51,10 @@ type model struct {
 	width  int
 	height int
 	sized  bool // width and height are the terminal's, not the defaults
-	// resizes counts the terminal's size changes (resize.go).
-	resizes int
-	spin    int
+	// resizes counts the terminal's size changes; staleRows are the rows
+	// the last one left above the live part, to blank (resize.go).
+	resizes, staleRows int
+	spin               int
 
 	transcript transcript
 	editor     editor
@@ -105,6 +106,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.resized(msg)
 	case staleRowsMsg:
 		return m, m.eraseStale(msg)
+	case tea.CursorPositionMsg:
+		return m, m.blankStale(msg)
 	case tickMsg:
 		m.spin++
 		return m, tick()

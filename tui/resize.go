@@ -15,7 +15,7 @@ import (
 // the old frame (the first rows of a prompt being written) stays above
 // the new one, to scroll into the scrollback as if it had been sent.
 // resized counts those rows; once the renderer has repainted, eraseStale
-// blanks them.
+// and blankStale blank those still on the screen.
 
 // staleRowsMsg asks to blank the rows a narrowed terminal left above the
 // live part, after the resize numbered resize.
@@ -59,17 +59,35 @@ func rewrappedRows(frame string, x, y, width int) int {
 	return k + x/width
 }
 
-// eraseStale blanks the rows above the live part as drawn now (the
-// cursor saved and put back, so the renderer's idea of it holds). Only
-// for the last resize: while the terminal is being dragged narrower the
-// frames in between may never have been drawn, and rows counted from
-// them could be the scrollback's own.
+// eraseStale asks the terminal where its cursor is (blankStale goes on):
+// only rows on the screen can be blanked, and a live part at the top of
+// the screen has none above it (the terminal moved them to its own
+// scrollback). Only for the last resize: while the terminal is dragged
+// narrower the frames in between may never have been drawn, and rows
+// counted from them could be the scrollback's own.
 func (m *model) eraseStale(msg staleRowsMsg) tea.Cmd {
-	v := m.View()
-	if v.Cursor == nil || msg.rows <= 0 || msg.resize != m.resizes {
+	if msg.rows <= 0 || msg.resize != m.resizes {
 		return nil
 	}
-	rows := msg.rows
+	m.staleRows = msg.rows
+	return tea.RequestCursorPosition
+}
+
+// blankStale blanks the stale rows above the live part that are on the
+// screen, now that the terminal said where its cursor is (the cursor is
+// saved and put back, so the renderer's idea of it holds).
+func (m *model) blankStale(at tea.CursorPositionMsg) tea.Cmd {
+	rows := m.staleRows
+	m.staleRows = 0
+	v := m.View()
+	if v.Cursor == nil || rows <= 0 {
+		return nil
+	}
+	// The live part's top is at.Y-v.Cursor.Y: no more rows above it.
+	rows = min(rows, at.Y-v.Cursor.Y)
+	if rows <= 0 {
+		return nil
+	}
 	var b strings.Builder
 	b.WriteString(ansi.SaveCursor + ansi.CursorUp(v.Cursor.Y+1) + ansi.EraseEntireLine)
 	for range rows - 1 {

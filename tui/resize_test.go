@@ -1,10 +1,12 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -45,12 +47,32 @@ func TestResizeBlanksStaleRows(t *testing.T) {
 	assert.Nil(t, cmd, "wider rewraps nothing")
 	_, cmd = h.m.Update(teaSize(60))
 	assert.NotNil(t, cmd, "narrower: the stale rows are blanked after the repaint")
-	_, erase := h.m.Update(staleRowsMsg{rows: 2, resize: h.m.resizes})
-	assert.NotNil(t, erase)
+	_, ask := h.m.Update(staleRowsMsg{rows: 2, resize: h.m.resizes})
+	assert.NotNil(t, ask, "where is the cursor?")
+	y := h.m.View().Cursor.Y
+	_, erase := h.m.Update(tea.CursorPositionMsg{Y: y + 5})
+	assert.Equal(t, "\x1b7"+ansi.CursorUp(y+1)+ansi.EraseEntireLine+ansi.CursorUp(1)+ansi.EraseEntireLine+"\x1b8", rawOf(erase))
+
+	h.m.Update(staleRowsMsg{rows: 2, resize: h.m.resizes})
+	_, erase = h.m.Update(tea.CursorPositionMsg{Y: y + 1})
+	assert.Equal(t, "\x1b7"+ansi.CursorUp(y+1)+ansi.EraseEntireLine+"\x1b8", rawOf(erase), "one row above the live part: one to blank")
+	h.m.Update(staleRowsMsg{rows: 2, resize: h.m.resizes})
+	_, erase = h.m.Update(tea.CursorPositionMsg{Y: y})
+	assert.Nil(t, erase, "the live part at the top of the screen: nothing above it to blank")
+
 	_, cmd = h.m.Update(teaSize(50))
 	assert.NotNil(t, cmd)
-	_, erase = h.m.Update(staleRowsMsg{rows: 2, resize: h.m.resizes - 1})
-	assert.Nil(t, erase, "a resize came since: its rows were counted from a frame maybe never drawn")
+	_, ask = h.m.Update(staleRowsMsg{rows: 2, resize: h.m.resizes - 1})
+	assert.Nil(t, ask, "a resize came since: its rows were counted from a frame maybe never drawn")
+}
+
+// rawOf is the text a tea.Raw command writes.
+func rawOf(cmd tea.Cmd) string {
+	if cmd == nil {
+		return ""
+	}
+	raw, _ := cmd().(tea.RawMsg)
+	return fmt.Sprint(raw.Msg)
 }
 
 func teaSize(w int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: 30} }
