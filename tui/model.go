@@ -50,11 +50,13 @@ type model struct {
 	th     theme
 	width  int
 	height int
-	sized  bool // width and height are the terminal's, not the defaults
-	// resizes counts the terminal's size changes; staleRows are the rows
-	// the last one left above the live part, to blank (resize.go).
+	spin   int
+
+	// sized says width and height are the terminal's, not the defaults;
+	// resizes counts its size changes; staleRows are the rows the last
+	// one left above the live part, to blank (resize.go).
+	sized              bool
 	resizes, staleRows int
-	spin               int
 
 	transcript transcript
 	editor     editor
