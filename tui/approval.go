@@ -336,11 +336,12 @@ func (m *model) approvalView(room int) (lines []string, cursor int) {
 // parts of the transcript's live part (live: the tool boxes) that fit
 // whole. It is never taller than the
 // screen, so the choices are always in view.
-func (m *model) approvalScreen(live []string) tea.View {
+func (m *model) approvalScreen(f frame) tea.View {
 	prompt, cursor := m.approvalView(max(m.height-2, 5)) // (the footer, and a spare line)
 	// The latest of the transcript's parts (tool boxes), whole, that fit.
 	var lines []string
 	room := m.height - 2 - len(prompt)
+	live := m.transcript.view(m.running, f, room)
 	for i := len(live) - 1; i >= 0; i-- {
 		part := strings.Split(live[i], "\n")
 		if len(lines)+len(part) > room {

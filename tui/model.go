@@ -190,7 +190,12 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		if m.editor.showPastes() {
 			return nil
 		}
-		return m.transcript.toggleExpanded(m.frame())
+		m.transcript.toggleExpanded()
+		m.footer.notice = "tool output folded (Ctrl+O shows all of it)"
+		if m.transcript.expanded {
+			m.footer.notice = "tool output in full (Ctrl+O folds it)"
+		}
+		return nil
 	case "ctrl+g":
 		cmd, err := m.editor.external()
 		if err != nil {
@@ -325,17 +330,24 @@ func (m *model) View() tea.View {
 		return tea.NewView("")
 	}
 	f := m.frame()
-	parts := m.transcript.view(m.running, f)
 	if len(m.approvals) > 0 {
-		return m.approvalScreen(parts)
+		return m.approvalScreen(f)
 	}
+	var below []string // between the transcript's and the editor
 	if s := m.footer.status(m.running, f.spin, m.th); s != "" {
-		parts = append(parts, s)
+		below = append(below, s)
 	}
 	if m.picker != nil {
-		parts = append(parts, m.pickerView()...)
+		below = append(below, m.pickerView()...)
 	}
-	parts = append(parts, m.editor.completionView(m.th)...)
+	below = append(below, m.editor.completionView(m.th)...)
+	editor, footer := m.editor.view(), m.footer.view(m.cols(), m.th)
+	// The whole of it fits on the screen, with rows to spare (print).
+	used := m.printRows() + lineCount(editor) + lineCount(footer)
+	for _, p := range below {
+		used += lineCount(p)
+	}
+	parts := append(m.transcript.view(m.running, f, m.height-used), below...)
 	// (Nothing above the editor may wrap: the cursor's row counts on it.)
 	above := strings.Join(parts, "\n")
 	if above != "" {
@@ -345,7 +357,7 @@ func (m *model) View() tea.View {
 		}
 		above = strings.Join(lines, "\n") + "\n"
 	}
-	v := tea.NewView(above + m.editor.view() + "\n" + m.footer.view(m.cols(), m.th))
+	v := tea.NewView(above + editor + "\n" + footer)
 	// The terminal's own cursor, in the editor: it blinks as the user
 	// set it, and input methods and screen readers follow it.
 	if c := m.editor.cursor(); c != nil {
@@ -355,16 +367,25 @@ func (m *model) View() tea.View {
 	return v
 }
 
+func lineCount(s string) int { return strings.Count(s, "\n") + 1 }
+
 // cols is the width everything is drawn to: one column short of the
 // terminal's, so that no line fills a row (the terminal would count it
 // twice when lines are inserted above the live part).
 func (m *model) cols() int { return max(m.width-1, 20) }
 
+// printRows is how many rows the live part leaves free on the screen:
+// a piece of text printed to the scrollback may be that tall.
+func (m *model) printRows() int { return min(max(m.height/8, 1), 3) }
+
 // print puts text in the scrollback, above the live part, in pieces
-// that fit on the screen with it (a taller piece would push the live
-// part itself into the scrollback).
+// that fit on the screen with it. (The terminal scrolls a piece in below
+// the live part, then inserts it above: with a taller piece the top of
+// the live part would scroll into the scrollback, a copy left behind.
+// The live part may change before the piece goes out, but it never takes
+// the last printRows rows.)
 func (m *model) print(text string) tea.Cmd {
-	room := max(m.height-strings.Count(m.View().Content, "\n")-2, 4)
+	room := max(min(m.height-lineCount(m.View().Content), m.printRows()), 1)
 	lines := strings.Split(text, "\n")
 	if len(lines) <= room {
 		return tea.Println(text)

@@ -60,11 +60,39 @@ type toolBox struct {
 // previewLines is how much of a tool's output a folded box shows.
 const previewLines = 5
 
+// detailFull is the detail of a box with all of its output, wrapped
+// (Ctrl+O); other details are how many lines of it a box shows.
+const detailFull = -1
+
 // renderToolBox draws a call: its state, the call as the tool renders it,
-// and its output (the last previewLines lines while it runs; the first
-// ones when done, or all of it when expanded), within width columns. The
-// call and the output are shown with their controls as text (termtext).
-func renderToolBox(b *toolBox, def tools.Definition, width int, expanded bool, spin string, th theme) string {
+// and its output, within width columns: while it runs, the last lines;
+// done, the first ones (a command's last ones: they tell how it went).
+// detail is how many lines of output it shows (0: the call alone), or
+// detailFull for all of it, wrapped. The call and the output are shown
+// with their controls as text (termtext).
+func renderToolBox(b *toolBox, def tools.Definition, width, detail int, spin string, th theme) string {
+	text, tail := boxOutput(b, def, th)
+	return layoutToolBox(b, def, text, tail, width, detail, spin, th)
+}
+
+// boxOutput is a box's output as text, with controls as text, and
+// whether it folds to its last lines (a running tool's, a command's).
+func boxOutput(b *toolBox, def tools.Definition, th theme) (text string, tail bool) {
+	switch {
+	case b.state == toolRunning:
+		return termtext.String(b.output), true
+	case b.state == toolPending:
+		return "", false
+	case b.name == "bash":
+		return termtext.String(b.result.Content.Text()), true
+	case def.RenderResult == nil:
+		return termtext.String(b.result.Content.Text()), false
+	}
+	return tools.RenderResult(def, b.result, th.tools), false
+}
+
+// layoutToolBox draws a box whose output is text (boxOutput).
+func layoutToolBox(b *toolBox, def tools.Definition, text string, tail bool, width, detail int, spin string, th theme) string {
 	var mark string
 	switch b.state {
 	case toolPending:
@@ -81,23 +109,14 @@ func renderToolBox(b *toolBox, def tools.Definition, width int, expanded bool, s
 		call = tools.RenderCall(def, b.args)
 	}
 	lines := []string{mark + " " + th.bold.Render(firstLine(call))}
-	var body string
-	switch b.state {
-	case toolRunning:
-		body = tools.FoldTail(termtext.String(b.output), previewLines, th.tools)
-	case toolDone, toolFailed:
-		switch {
-		case b.name == "bash" && !expanded:
-			// A command's last lines tell how it went.
-			body = tools.FoldTail(termtext.String(b.result.Content.Text()), previewLines, th.tools)
-		case b.name == "bash" || def.RenderResult == nil:
-			body = termtext.String(b.result.Content.Text())
-		default:
-			body = tools.RenderResult(def, b.result, th.tools)
-		}
-		if !expanded && b.name != "bash" {
-			body = tools.Fold(body, previewLines, th.tools)
-		}
+	body := text
+	switch {
+	case detail == 0:
+		body = ""
+	case detail > 0 && tail:
+		body = tools.FoldTail(text, detail, th.tools)
+	case detail > 0:
+		body = tools.Fold(text, detail, th.tools)
 	}
 	if body = strings.TrimRight(body, "\n"); body != "" {
 		for _, l := range strings.Split(body, "\n") {
@@ -111,7 +130,7 @@ func renderToolBox(b *toolBox, def tools.Definition, width int, expanded bool, s
 	// Folded, a long line is cut; in full, it wraps.
 	var out []string
 	for i, l := range lines {
-		if !expanded || i == 0 {
+		if detail != detailFull || i == 0 {
 			out = append(out, bar.Render("│")+" "+ansi.Truncate(l, max(width-2, 10), "…"))
 			continue
 		}

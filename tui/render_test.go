@@ -65,12 +65,12 @@ func TestToolBoxGolden(t *testing.T) {
 	for _, w := range widths {
 		var out []string
 		for _, b := range boxes {
-			out = append(out, renderToolBox(b, defs[b.name], w, false, "⠋", th))
+			out = append(out, renderToolBox(b, defs[b.name], w, previewLines, "⠋", th))
 			for _, l := range strings.Split(out[len(out)-1], "\n") {
 				assert.LessOrEqual(t, ansi.StringWidth(l), w, "fits in %d columns: %q", w, l)
 			}
 		}
-		out = append(out, "expanded:", renderToolBox(boxes[2], defs["bash"], w, true, "⠋", th))
+		out = append(out, "expanded:", renderToolBox(boxes[2], defs["bash"], w, detailFull, "⠋", th))
 		golden(t, fmt.Sprintf("toolbox-%d.golden", w), strings.Join(out, "\n\n")+"\n")
 	}
 }

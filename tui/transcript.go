@@ -23,14 +23,14 @@ type transcript struct {
 	streamed     int    // how much of stream is in the scrollback
 	thought      int    // lines of thinking in the answer being written
 	thoughtShown bool
-	thinking     bool       // the model is thinking (no text yet)
-	boxes        []*toolBox // running tools, in call order
-	queued       []string   // steering and follow-up messages not delivered yet
-	expanded     bool       // Ctrl+O: tool output in full
+	thinking     bool // the model is thinking (no text yet)
+	// boxes are the calls not in the scrollback yet, in call order:
+	// pending, running, and finished ones that wait for those before them.
+	boxes    []*toolBox
+	queued   []string // steering and follow-up messages not delivered yet
+	expanded bool     // Ctrl+O: tool output in full
 
-	lastBoxes     []*toolBox // the last batch of tools, finished
-	lastBatchDone bool
-	lastAnswer    string // for /copy
+	lastAnswer string // for /copy
 }
 
 // printer puts text in the scrollback, above the live part (model.print).
@@ -78,9 +78,7 @@ func (t *transcript) event(e loop.Event, f frame) tea.Cmd {
 			if e.IsError {
 				b.state = toolFailed
 			}
-			t.removeBox(b)
-			t.finished(b)
-			return f.print(t.box(b, f))
+			return t.flush(f)
 		}
 	}
 	return nil
@@ -201,76 +199,55 @@ func (t *transcript) endRun(f frame) []tea.Cmd {
 	return cmds
 }
 
-// toggleExpanded shows tool output in full or folded (Ctrl+O). With no
-// tool running, the last batch's output goes to the scrollback again, in
-// full: the scrollback cannot change.
-func (t *transcript) toggleExpanded(f frame) tea.Cmd {
+// flush sends the finished boxes at the head of the calls to the
+// scrollback: a box goes there once those asked for before it have, so
+// that the scrollback keeps the order of the calls.
+func (t *transcript) flush(f frame) tea.Cmd {
+	var cmds []tea.Cmd
+	for len(t.boxes) > 0 && (t.boxes[0].state == toolDone || t.boxes[0].state == toolFailed) {
+		cmds = append(cmds, f.print(t.box(t.boxes[0], f)))
+		t.boxes = t.boxes[1:]
+	}
+	return tea.Sequence(cmds...)
+}
+
+// toggleExpanded shows tool output in full or folded (Ctrl+O): the boxes
+// in the live part change in place, and boxes go to the scrollback so
+// from then on. (What is in the scrollback already stays as it was: a
+// terminal cannot change it.)
+func (t *transcript) toggleExpanded() {
 	t.expanded = !t.expanded
-	if t.expanded && len(t.boxes) == 0 && len(t.lastBoxes) > 0 {
-		var cmds []tea.Cmd
-		for _, b := range t.lastBoxes {
-			cmds = append(cmds, f.print(t.box(b, f)))
-		}
-		t.expanded = false
-		return tea.Sequence(cmds...)
-	}
-	return nil
 }
 
-// view draws the live part of the transcript: the answer being written
-// (or, while the model only thinks, a spinner), the running tools and the
-// queued messages.
-func (t *transcript) view(running bool, f frame) []string {
-	var parts []string
+// view draws the live part of the transcript in at most room lines: the
+// answer being written (or, while the model only thinks, a spinner), the
+// tools not in the scrollback yet and the queued messages (fit).
+func (t *transcript) view(running bool, f frame, room int) []string {
+	var answer []string
 	if live := t.stream[t.streamed:]; strings.TrimSpace(live) != "" {
-		parts = append(parts, termtext.LastLines(termtext.String(live), 12))
+		answer = strings.Split(termtext.LastLines(termtext.String(live), 12), "\n")
 	} else if t.thinking && running {
-		parts = append(parts, f.th.dim.Render(f.spin+" thinking…"))
+		answer = []string{f.th.dim.Render(f.spin + " thinking…")}
 	}
-	for _, b := range t.boxes {
-		parts = append(parts, t.box(b, f))
-	}
+	var queued []string
 	for _, q := range t.queued {
-		parts = append(parts, f.th.dim.Render("queued: ")+termtext.String(firstLine(q)))
+		queued = append(queued, f.th.dim.Render("queued: ")+termtext.String(firstLine(q)))
 	}
-	return parts
+	return t.fit(answer, queued, f, room)
 }
 
+// box draws b as it goes to the scrollback.
 func (t *transcript) box(b *toolBox, f frame) string {
-	return renderToolBox(b, t.tools[b.name], f.cols, t.expanded, f.spin, f.th)
+	detail := previewLines
+	if t.expanded {
+		detail = detailFull
+	}
+	return renderToolBox(b, t.tools[b.name], f.cols, detail, f.spin, f.th)
 }
 
 // thinkingNote stands for the model's thinking, folded.
 func (t *transcript) thinkingNote(th theme) string {
 	return th.dim.Render(fmt.Sprintf("(thought for %d lines — folded)", t.thought))
-}
-
-// finished keeps b among the last batch's tools (for Ctrl+O): the batch
-// ends when no tool runs any more.
-func (t *transcript) finished(b *toolBox) {
-	if t.lastBatchDone {
-		t.lastBoxes = nil
-	}
-	t.lastBoxes = append(t.lastBoxes, b)
-	t.lastBatchDone = len(t.boxes) == 0
-}
-
-func (t *transcript) findBox(id string) *toolBox {
-	for _, b := range t.boxes {
-		if b.id == id {
-			return b
-		}
-	}
-	return nil
-}
-
-func (t *transcript) removeBox(b *toolBox) {
-	for i, x := range t.boxes {
-		if x == b {
-			t.boxes = append(t.boxes[:i], t.boxes[i+1:]...)
-			return
-		}
-	}
 }
 
 // stableCut is how much of streamed Markdown can no longer change: up to

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -60,27 +61,70 @@ func TestStreamingMarkdown(t *testing.T) {
 	assert.Equal(t, "First paragraph.\n\nSecond paragraph.", h.m.transcript.lastAnswer)
 }
 
-// Ctrl+O when idle prints the last batch's tools again, in full (the
-// scrollback cannot change); with paste markers in the editor it shows
-// what they stand for.
+// Ctrl+O shows all tool output or folds it, in place: the boxes still
+// live change, nothing is printed again, and boxes go to the scrollback
+// as shown; with paste markers in the editor it shows what they stand
+// for.
 func TestCtrlO(t *testing.T) {
 	h := newHarness(t, Options{})
 	ctrlO := tea.KeyPressMsg{Code: 'o', Mod: tea.ModCtrl}
-	for _, id := range []string{"a", "b"} {
-		h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: id, ToolName: "bash", Args: []byte(`{"command":"x"}`)}})
+	output := make([]string, 12)
+	for i := range output {
+		output[i] = fmt.Sprintf("out %d", i+1)
 	}
-	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "a", ToolName: "bash", Result: loop.TextResult("one")}})
-	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "b", ToolName: "bash", Result: loop.TextResult("two")}})
-	require.Len(t, h.m.transcript.lastBoxes, 2)
-	assert.NotNil(t, h.m.key(ctrlO), "the last batch is printed again")
-	assert.False(t, h.m.transcript.expanded, "a one-off")
-	h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "c", ToolName: "bash", Args: []byte(`{"command":"y"}`)}})
-	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "c", ToolName: "bash", Result: loop.TextResult("three")}})
-	require.Len(t, h.m.transcript.lastBoxes, 1, "a new batch replaces the last one")
+	h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: "a", ToolName: "bash", Args: []byte(`{"command":"x"}`)}})
+	h.do(eventMsg{loop.ToolExecutionUpdate{ToolCallID: "a", ToolName: "bash", PartialResult: loop.TextResult(strings.Join(output, "\n"))}})
+	assert.NotContains(t, h.view(), "out 1\n", "folded: the last lines")
+	assert.Contains(t, h.view(), "out 12")
+
+	h.do(ctrlO)
+	assert.Empty(t, h.printed, "nothing is printed again")
+	assert.True(t, h.m.transcript.expanded)
+	assert.Contains(t, h.view(), "out 1\n", "in full, in place")
+	assert.Contains(t, h.view(), "tool output in full")
+	h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: "a", ToolName: "bash", Result: loop.TextResult(strings.Join(output, "\n"))}})
+	require.NotEmpty(t, h.printed)
+	assert.Contains(t, strings.Join(h.printed, "\n"), "out 1\n", "the box goes to the scrollback as shown: in full")
+	printed := len(h.printed)
+
+	h.do(ctrlO)
+	assert.False(t, h.m.transcript.expanded)
+	assert.Len(t, h.printed, printed, "nothing is printed again")
+	h.do(ctrlO)
+	assert.Len(t, h.printed, printed, "nothing is printed again")
 
 	h.do(tea.PasteMsg{Content: strings.Repeat("line\n", 20)})
+	expanded := h.m.transcript.expanded
 	h.do(ctrlO)
 	assert.Equal(t, strings.Repeat("line\n", 20), h.m.editor.value())
+	assert.Equal(t, expanded, h.m.transcript.expanded, "the key was the editor's")
+}
+
+// Finished boxes go to the scrollback in the order of the calls, not of
+// their ends: a box waits, live, for those before it.
+func TestToolBoxesInCallOrder(t *testing.T) {
+	h := newHarness(t, Options{Tools: definitions(t)})
+	h.do(eventMsg{loop.MessageEnd{Message: &loop.AssistantMessage{StopReason: loop.StopToolUse, Content: loop.ContentList{
+		&loop.ToolCall{ID: "c1", Name: "bash", Arguments: []byte(`{"command":"echo first"}`)},
+		&loop.ToolCall{ID: "c2", Name: "bash", Arguments: []byte(`{"command":"echo second"}`)},
+		&loop.ToolCall{ID: "c3", Name: "bash", Arguments: []byte(`{"command":"echo third"}`)},
+	}}}})
+	for _, id := range []string{"c1", "c2", "c3"} {
+		h.do(eventMsg{loop.ToolExecutionStart{ToolCallID: id, ToolName: "bash"}})
+	}
+	end := func(id string) {
+		h.do(eventMsg{loop.ToolExecutionEnd{ToolCallID: id, ToolName: "bash", Result: loop.TextResult("result of " + id)}})
+	}
+	end("c3")
+	end("c2")
+	assert.Empty(t, h.printed, "the first call still runs")
+	assert.Contains(t, h.view(), "result of c3", "a finished box waits in view")
+	end("c1")
+	require.Len(t, h.printed, 3)
+	for i, id := range []string{"c1", "c2", "c3"} {
+		assert.Contains(t, h.printed[i], "result of "+id)
+	}
+	assert.NotContains(t, h.view(), "result of")
 }
 
 // The calls an answer asks for show as pending until they start.
@@ -113,7 +157,7 @@ func TestTranscriptEndRun(t *testing.T) {
 	tr.event(loop.ToolExecutionStart{ToolCallID: "c1", ToolName: "bash", Args: []byte(`{"command":"sleep 9"}`)}, f)
 	tr.queued = []string{"and then this"}
 	assert.Empty(t, printed, "all of it is live")
-	assert.Len(t, tr.view(true, f), 3, "the answer, the tool, the queued message")
+	assert.Len(t, tr.view(true, f, 20), 3, "the answer, the tool, the queued message")
 
 	tr.endRun(f)
 	require.Len(t, printed, 3)
@@ -121,5 +165,5 @@ func TestTranscriptEndRun(t *testing.T) {
 	assert.Contains(t, printed[0], "interrupted")
 	assert.Contains(t, printed[1], "half an answer")
 	assert.Equal(t, "(not delivered) › and then this", printed[2])
-	assert.Empty(t, tr.view(false, f), "nothing is live any more")
+	assert.Empty(t, tr.view(false, f, 20), "nothing is live any more")
 }

@@ -1,0 +1,79 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/pi-remote/pi-remote/loop"
+)
+
+// runningBoxes is a transcript with n tools running, each with 12 lines
+// of output.
+func runningBoxes(t *testing.T, n int) *transcript {
+	tr := &transcript{tools: definitions(t)}
+	var output []string
+	for i := 1; i <= 12; i++ {
+		output = append(output, fmt.Sprintf("out %d", i))
+	}
+	for i := range n {
+		id := fmt.Sprintf("c%d", i)
+		tr.event(loop.ToolExecutionStart{ToolCallID: id, ToolName: "bash", Args: []byte(`{"command":"loop ` + id + `"}`)}, frame{})
+		tr.event(loop.ToolExecutionUpdate{ToolCallID: id, ToolName: "bash", PartialResult: loop.TextResult(strings.Join(output, "\n"))}, frame{})
+	}
+	return tr
+}
+
+// The live part never takes more lines than it is given: the boxes show
+// fewer lines of output, then their calls alone, then the first of them
+// and how many more run.
+func TestFitLivePart(t *testing.T) {
+	f := frame{cols: 79, th: newTheme(false), spin: "⠋"}
+	for _, tc := range []struct {
+		name        string
+		boxes, room int
+		want        []string // in the view
+		notWant     []string
+	}{
+		{"all of it fits", 3, 30, []string{"… 7 earlier lines", "out 8", "out 12"}, nil},
+		{"fewer lines of output", 3, 12, []string{"earlier lines", "out 12"}, []string{"out 8"}},
+		{"the calls alone", 4, 5, []string{"$ loop c0", "$ loop c3"}, []string{"out"}},
+		{"and how many more run", 8, 4, []string{"$ loop c0", "$ loop c2", "… 5 more running"}, []string{"$ loop c3", "out"}},
+		{"one line", 8, 1, []string{"… 8 more running"}, []string{"$ loop"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := runningBoxes(t, tc.boxes)
+			view := strings.Join(tr.view(true, f, tc.room), "\n")
+			assert.LessOrEqual(t, lineCount(view), tc.room, "fits:\n%s", view)
+			for _, w := range tc.want {
+				assert.Contains(t, view, w)
+			}
+			for _, w := range tc.notWant {
+				assert.NotContains(t, view, w)
+			}
+		})
+	}
+}
+
+// However many tools run, the whole view fits on the screen with a line
+// to spare, editor and footer included: a taller one would go to the
+// scrollback on every redraw.
+func TestViewFitsTheScreen(t *testing.T) {
+	for _, n := range []int{1, 3, 4, 8, 30} {
+		for _, height := range []int{10, 24, 30} {
+			h := newHarness(t, Options{Tools: definitions(t)})
+			h.m.height = height
+			h.m.transcript = *runningBoxes(t, n)
+			h.m.transcript.tools = h.m.o.Tools
+			h.m.running = true
+			view := h.view()
+			assert.LessOrEqual(t, lineCount(view), height-1, "%d tools in %d rows:\n%s", n, height, view)
+			assert.Contains(t, view, "Esc aborts", "the status line stays")
+			h.m.transcript.toggleExpanded()
+			view = h.view()
+			assert.LessOrEqual(t, lineCount(view), height-1, "%d tools in %d rows, in full:\n%s", n, height, view)
+		}
+	}
+}
