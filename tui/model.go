@@ -85,15 +85,24 @@ func newModel(o Options, th theme) *model {
 	}
 }
 
+// Init starts the spinner's clock and asks for the branch. It prints an
+// empty line first: in a fresh terminal the live part would start on its
+// first row, and a terminal may move the whole screen to its scrollback
+// when the live part is cleared from there to redraw it (tmux's
+// scroll-on-clear), which would leave a copy of it behind.
 func (m *model) Init() tea.Cmd {
-	if m.o.Branch == nil {
-		return tick()
+	cmds := []tea.Cmd{tick()}
+	if m.o.Branch != nil {
+		cmds = append(cmds, m.branch)
 	}
-	return tea.Batch(tick(), func() tea.Msg {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return branchMsg{m.o.Branch(ctx)}
-	})
+	return tea.Sequence(tea.Println(" "), tea.Batch(cmds...)) // (an empty line would not be printed)
+}
+
+// branch asks for the branch of the working directory.
+func (m *model) branch() tea.Msg {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return branchMsg{m.o.Branch(ctx)}
 }
 
 func tick() tea.Cmd {

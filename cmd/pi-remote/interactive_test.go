@@ -359,3 +359,60 @@ func TestInteractiveResizeLeavesNoCopy(t *testing.T) {
 	}
 	tm.keys("C-d")
 }
+
+// Tools running in parallel never make the live part taller than the
+// terminal: the scrollback gets each finished box once, in the order the
+// model asked for them (the first call ends last here), and no copy of
+// the live part (the working line, the footer).
+func TestInteractiveParallelTools(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		tools         int
+		width, height int
+	}{
+		{"4 tools at 80x24", 4, 80, 24},
+		{"3 tools at 80x24", 3, 80, 24},
+		{"8 tools at 80x30", 8, 80, 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var calls []string
+			for i := range tc.tools {
+				// Each call prints its name and a count every half second;
+				// the first runs longest. (Its last line, "A-done", is not
+				// in the call as written.)
+				n := string(rune('A' + i))
+				command := fmt.Sprintf("n=%s; i=0; while [ $i -lt %d ]; do echo $n$i; i=$((i+1)); sleep 0.5; done; echo $n-done", n, 2+2*(tc.tools-i))
+				arg, err := json.Marshal(map[string]string{"command": command})
+				require.NoError(t, err)
+				calls = append(calls, fmt.Sprintf(`{"id":"c%d","name":"bash","arguments":%s}`, i, arg))
+			}
+			scriptDir, err := os.MkdirTemp("", "par")
+			require.NoError(t, err)
+			t.Cleanup(func() { os.RemoveAll(scriptDir) })
+			script := filepath.Join(scriptDir, "s.json")
+			require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"toolCalls":[`+strings.Join(calls, ",")+`]},{"text":"All of them finished."}]}`), 0o644))
+			tm := startTerminal(t, tc.width, tc.height, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL="},
+				"--cwd", dir, "run", "--model", "scripted/"+script, "--session", filepath.Join(t.TempDir(), "s.jsonl"))
+			tm.waitFor("scripted/")
+
+			tm.typeText("run the loops")
+			tm.keys("Enter")
+			tm.waitFor("All of them finished.")
+			time.Sleep(200 * time.Millisecond)
+			all := tm.scrollback()
+			assert.Equal(t, 0, strings.Count(all, "Esc aborts"), "copies of the working line:\n%s", all)
+			assert.Equal(t, 1, strings.Count(all, "ctx 0%"), "copies of the footer:\n%s", all)
+			assert.Equal(t, 1, strings.Count(all, "› run the loops"), "the prompt stays in the scrollback, once")
+			last := -1
+			for i := range tc.tools {
+				done := string(rune('A'+i)) + "-done"
+				assert.Equal(t, 1, strings.Count(all, done), "%s: each box once, whole:\n%s", done, all)
+				at := strings.Index(all, done)
+				assert.Greater(t, at, last, "%s: boxes in the order of the calls:\n%s", done, all)
+				last = at
+			}
+			tm.keys("C-d")
+		})
+	}
+}
