@@ -16,32 +16,40 @@ func (t *transcript) fit(answer, queued []string, f frame, room int) []string {
 	if room <= 0 {
 		return nil
 	}
-	type output struct {
-		text string
-		tail bool
-	}
-	outputs := make([]output, len(t.boxes))
-	for i, b := range t.boxes {
-		outputs[i].text, outputs[i].tail = boxOutput(b, t.tools[b.name], f.th)
-	}
 	details := []int{previewLines, 3, 2, 1, 0}
 	if t.expanded {
 		details = append([]int{detailFull}, details...)
 	}
 	var boxes []string
 	for _, d := range details {
-		boxes = boxes[:0]
+		// (Folded, a box takes a line for its call and one for each line
+		// of its body; in full, at least as many.)
 		n := len(answer) + len(queued)
-		for i, b := range t.boxes {
-			s := layoutToolBox(b, t.tools[b.name], outputs[i].text, outputs[i].tail, f.cols, d, f.spin, f.th)
+		for _, b := range t.boxes {
+			n++
+			if body := b.body(t.tools[b.name], d, f.th); body != "" {
+				n += lineCount(body)
+			}
+		}
+		if n > room {
+			continue
+		}
+		boxes = boxes[:0]
+		n = len(answer) + len(queued)
+		for _, b := range t.boxes {
+			s := layoutToolBox(b, t.tools[b.name], b.body(t.tools[b.name], d, f.th), f.cols, d, f.spin, f.th)
 			boxes = append(boxes, s)
-			n += strings.Count(s, "\n") + 1
+			n += lineCount(s)
 		}
 		if n <= room {
 			return liveParts(answer, boxes, queued)
 		}
 	}
 	// A line a box is still too many.
+	boxes = boxes[:0]
+	for _, b := range t.boxes {
+		boxes = append(boxes, layoutToolBox(b, t.tools[b.name], "", f.cols, 0, f.spin, f.th))
+	}
 	if len(queued) > 1 {
 		queued = []string{f.th.dim.Render("queued: " + plural(len(queued), "message"))}
 	}

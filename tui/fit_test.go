@@ -12,7 +12,7 @@ import (
 
 // runningBoxes is a transcript with n tools running, each with 12 lines
 // of output.
-func runningBoxes(t *testing.T, n int) *transcript {
+func runningBoxes(t testing.TB, n int) *transcript {
 	tr := &transcript{tools: definitions(t)}
 	var output []string
 	for i := 1; i <= 12; i++ {
@@ -75,5 +75,20 @@ func TestViewFitsTheScreen(t *testing.T) {
 			view = h.view()
 			assert.LessOrEqual(t, lineCount(view), height-1, "%d tools in %d rows, in full:\n%s", n, height, view)
 		}
+	}
+}
+
+// The view is drawn on every keystroke: with 8 tools running, each with
+// a long output, at 80x24.
+func BenchmarkViewRunningTools(b *testing.B) {
+	m := newModel(Options{}, newTheme(false))
+	m.transcript = *runningBoxes(b, 8)
+	long := strings.Repeat("a line of output from a busy build step\n", 2000)
+	for _, box := range m.transcript.boxes {
+		box.output = long
+	}
+	m.running = true
+	for b.Loop() {
+		m.View()
 	}
 }

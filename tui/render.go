@@ -55,6 +55,15 @@ type toolBox struct {
 	state    toolState
 	output   string      // the partial result while running
 	result   loop.Result // once done
+
+	// folds are its output folded to a detail (renderToolBox), for the
+	// state and output they were made from: the live part is drawn on
+	// every keystroke, and the output can be long.
+	folds struct {
+		state  toolState
+		output string
+		bodies map[int]string
+	}
 }
 
 // previewLines is how much of a tool's output a folded box shows.
@@ -71,8 +80,30 @@ const detailFull = -1
 // detailFull for all of it, wrapped. The call and the output are shown
 // with their controls as text (termtext).
 func renderToolBox(b *toolBox, def tools.Definition, width, detail int, spin string, th theme) string {
+	return layoutToolBox(b, def, b.body(def, detail, th), width, detail, spin, th)
+}
+
+// body is b's output folded to detail (renderToolBox).
+func (b *toolBox) body(def tools.Definition, detail int, th theme) string {
+	if b.folds.bodies == nil || b.folds.state != b.state || b.folds.output != b.output {
+		b.folds.state, b.folds.output, b.folds.bodies = b.state, b.output, map[int]string{}
+	}
+	if body, ok := b.folds.bodies[detail]; ok {
+		return body
+	}
 	text, tail := boxOutput(b, def, th)
-	return layoutToolBox(b, def, text, tail, width, detail, spin, th)
+	body := text
+	switch {
+	case detail == 0:
+		body = ""
+	case detail > 0 && tail:
+		body = tools.FoldTail(text, detail, th.tools)
+	case detail > 0:
+		body = tools.Fold(text, detail, th.tools)
+	}
+	body = strings.TrimRight(body, "\n")
+	b.folds.bodies[detail] = body
+	return body
 }
 
 // boxOutput is a box's output as text, with controls as text, and
@@ -91,8 +122,8 @@ func boxOutput(b *toolBox, def tools.Definition, th theme) (text string, tail bo
 	return tools.RenderResult(def, b.result, th.tools), false
 }
 
-// layoutToolBox draws a box whose output is text (boxOutput).
-func layoutToolBox(b *toolBox, def tools.Definition, text string, tail bool, width, detail int, spin string, th theme) string {
+// layoutToolBox draws a box with its output folded to detail (body).
+func layoutToolBox(b *toolBox, def tools.Definition, body string, width, detail int, spin string, th theme) string {
 	var mark string
 	switch b.state {
 	case toolPending:
@@ -109,16 +140,7 @@ func layoutToolBox(b *toolBox, def tools.Definition, text string, tail bool, wid
 		call = tools.RenderCall(def, b.args)
 	}
 	lines := []string{mark + " " + th.bold.Render(firstLine(call))}
-	body := text
-	switch {
-	case detail == 0:
-		body = ""
-	case detail > 0 && tail:
-		body = tools.FoldTail(text, detail, th.tools)
-	case detail > 0:
-		body = tools.Fold(text, detail, th.tools)
-	}
-	if body = strings.TrimRight(body, "\n"); body != "" {
+	if body != "" {
 		for _, l := range strings.Split(body, "\n") {
 			lines = append(lines, "  "+l)
 		}

@@ -33,7 +33,7 @@ func golden(t *testing.T, name, got string) {
 	assert.Equal(t, string(want), got)
 }
 
-func definitions(t *testing.T) map[string]tools.Definition {
+func definitions(t testing.TB) map[string]tools.Definition {
 	e := env.New(local.New(), env.Options{Cwd: t.TempDir(), Home: "/"})
 	out := map[string]tools.Definition{}
 	for _, d := range tools.Definitions(e, tools.Options{}) {
