@@ -165,6 +165,12 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 const ctrlCHint = "Ctrl+C again to quit"
 
+// What the status line says after Ctrl+O, until the next key.
+const (
+	foldedNote   = "tool output folded (Ctrl+O shows all of it)"
+	expandedNote = "tool output in full (Ctrl+O folds it)"
+)
+
 // key routes a key: to the approval shown, while one waits; to the
 // picker while one is open; to the model for the keys that act on the
 // run or the program (quit, abort, send) and Ctrl+O, which the editor
@@ -181,6 +187,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		if m.footer.notice == ctrlCHint {
 			m.footer.notice = ""
 		}
+	}
+	if k.String() != "ctrl+o" && (m.footer.notice == foldedNote || m.footer.notice == expandedNote) {
+		m.footer.notice = ""
 	}
 	switch k.String() {
 	case "ctrl+c":
@@ -200,9 +209,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		m.transcript.toggleExpanded()
-		m.footer.notice = "tool output folded (Ctrl+O shows all of it)"
+		m.footer.notice = foldedNote
 		if m.transcript.expanded {
-			m.footer.notice = "tool output in full (Ctrl+O folds it)"
+			m.footer.notice = expandedNote
 		}
 		return nil
 	case "ctrl+g":

@@ -416,3 +416,39 @@ func TestInteractiveParallelTools(t *testing.T) {
 		})
 	}
 }
+
+// Ctrl+O shows all tool output in place: the running box grows on the
+// screen, goes to the scrollback in full, and pressing it again prints
+// nothing again.
+func TestInteractiveCtrlO(t *testing.T) {
+	dir := t.TempDir()
+	command := `i=0; while [ $i -lt 12 ]; do printf 'row%02d\n' $i; i=$((i+1)); sleep 0.25; done`
+	arg, err := json.Marshal(map[string]string{"command": command})
+	require.NoError(t, err)
+	scriptDir, err := os.MkdirTemp("", "ctrlo")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scriptDir) })
+	script := filepath.Join(scriptDir, "s.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"toolCalls":[{"id":"c1","name":"bash","arguments":`+string(arg)+`}]},{"text":"Counted."}]}`), 0o644))
+	tm := startTerminal(t, 80, 30, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL="},
+		"--cwd", dir, "run", "--model", "scripted/"+script, "--session", filepath.Join(t.TempDir(), "s.jsonl"))
+	tm.waitFor("scripted/")
+
+	tm.typeText("count the rows")
+	tm.keys("Enter")
+	tm.waitFor("row07")
+	assert.NotContains(t, tm.screen(), "row00", "folded: the last lines")
+	tm.keys("C-o")
+	tm.waitFor("row00")
+	tm.waitFor("Counted.")
+	all := tm.scrollback()
+	assert.Equal(t, 1, strings.Count(all, "row00"), "the box in full, once:\n%s", all)
+	assert.Equal(t, 1, strings.Count(all, "row11"), "the box in full, once:\n%s", all)
+	tm.keys("C-o")
+	tm.waitFor("tool output folded")
+	tm.keys("C-o")
+	tm.waitFor("tool output in full")
+	all = tm.scrollback()
+	assert.Equal(t, 1, strings.Count(all, "row00"), "nothing printed again:\n%s", all)
+	tm.keys("C-d")
+}
