@@ -15,7 +15,9 @@ import (
 // transcript is the conversation as the terminal shows it. What is
 // finished goes to the scrollback through print; what can still change is
 // live: the answer being written (its thinking folded), the tools that
-// run, and the messages queued for the agent.
+// run (and finished ones waiting for the calls before them), and the
+// messages queued for the agent. The live part is fitted to the rows it
+// is given (fit).
 type transcript struct {
 	tools map[string]tools.Definition // render calls and results
 
