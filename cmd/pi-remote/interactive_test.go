@@ -404,6 +404,7 @@ func TestInteractiveParallelTools(t *testing.T) {
 			assert.Equal(t, 0, strings.Count(all, "Esc aborts"), "copies of the working line:\n%s", all)
 			assert.Equal(t, 1, strings.Count(all, "ctx 0%"), "copies of the footer:\n%s", all)
 			assert.Equal(t, 1, strings.Count(all, "› run the loops"), "the prompt stays in the scrollback, once")
+			assert.Equal(t, tc.tools, strings.Count(all, "✓ $ n="), "each box once, with its call:\n%s", all)
 			last := -1
 			for i := range tc.tools {
 				done := string(rune('A'+i)) + "-done"
