@@ -38,7 +38,8 @@ func TestFitLivePart(t *testing.T) {
 		notWant     []string
 	}{
 		{"all of it fits", 3, 30, []string{"… 7 earlier lines", "out 8", "out 12"}, nil},
-		{"fewer lines of output", 3, 12, []string{"earlier lines", "out 12"}, []string{"out 8"}},
+		{"fewer lines of output", 3, 12, []string{"out 10", "out 12"}, []string{"out 9", "earlier lines"}},
+		{"the last line each", 8, 16, []string{"$ loop c7", "out 12"}, []string{"out 11", "earlier lines"}},
 		{"the calls alone", 4, 5, []string{"$ loop c0", "$ loop c3"}, []string{"out"}},
 		{"and how many more run", 8, 4, []string{"$ loop c0", "$ loop c2", "… 5 more running"}, []string{"$ loop c3", "out"}},
 		{"one line", 8, 1, []string{"… 8 more running"}, []string{"$ loop"}},

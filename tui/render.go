@@ -70,7 +70,8 @@ type toolBox struct {
 const previewLines = 5
 
 // detailFull is the detail of a box with all of its output, wrapped
-// (Ctrl+O); other details are how many lines of it a box shows.
+// (Ctrl+O); other details are how many lines of it a box shows (below
+// previewLines, with no line saying how many it leaves out).
 const detailFull = -1
 
 // renderToolBox draws a call: its state, the call as the tool renders it,
@@ -92,13 +93,24 @@ func (b *toolBox) body(def tools.Definition, detail int, th theme) string {
 		return body
 	}
 	text, tail := boxOutput(b, def, th)
-	body := text
+	body := strings.TrimRight(text, "\n")
 	switch {
+	case detail == detailFull:
 	case detail == 0:
 		body = ""
-	case detail > 0 && tail:
+	case detail < previewLines:
+		// (Shrunk to fit the screen, a box shows lines of output
+		// rather than how many it leaves out.)
+		lines := strings.Split(body, "\n")
+		if len(lines) > detail && tail {
+			lines = lines[len(lines)-detail:]
+		} else if len(lines) > detail {
+			lines = lines[:detail]
+		}
+		body = strings.Join(lines, "\n")
+	case tail:
 		body = tools.FoldTail(text, detail, th.tools)
-	case detail > 0:
+	default:
 		body = tools.Fold(text, detail, th.tools)
 	}
 	body = strings.TrimRight(body, "\n")
