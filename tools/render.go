@@ -81,7 +81,7 @@ func Fold(text string, max int, th Theme) string {
 	if len(lines) <= max {
 		return strings.Join(lines, "\n")
 	}
-	return strings.Join(lines[:max], "\n") + "\n" + th.Dim(fmt.Sprintf("… %d more lines", len(lines)-max))
+	return strings.Join(lines[:max], "\n") + "\n" + th.Dim("… "+Count(len(lines)-max, "more line", "more lines"))
 }
 
 // FoldTail keeps the last max lines of text and says how many came before.
@@ -90,7 +90,15 @@ func FoldTail(text string, max int, th Theme) string {
 	if len(lines) <= max {
 		return strings.Join(lines, "\n")
 	}
-	return th.Dim(fmt.Sprintf("… %d earlier lines", len(lines)-max)) + "\n" + strings.Join(lines[len(lines)-max:], "\n")
+	return th.Dim("… "+Count(len(lines)-max, "earlier line", "earlier lines")) + "\n" + strings.Join(lines[len(lines)-max:], "\n")
+}
+
+// Count is "1 line", "2 lines": n and the word for it.
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // colorDiff colours a diff's added and removed lines.

@@ -104,3 +104,12 @@ func TestRenderedControlsAreText(t *testing.T) {
 	tools.RenderResult(byName["read"], res, th)
 	assert.Equal(t, "kept \x1b[2J", res.Content.Text(), "the result is the model's: unchanged")
 }
+
+// A fold says "1 line", never "1 lines".
+func TestFoldCountsInWords(t *testing.T) {
+	var th tools.Theme
+	assert.Equal(t, "a\n… 1 more line", tools.Fold("a\nb", 1, th))
+	assert.Equal(t, "a\n… 2 more lines", tools.Fold("a\nb\nc", 1, th))
+	assert.Equal(t, "… 1 earlier line\nb", tools.FoldTail("a\nb", 1, th))
+	assert.Equal(t, "0 lines", tools.Count(0, "line", "lines"))
+}

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -153,34 +154,54 @@ func (m *model) compact(focus string) tea.Cmd {
 	})
 }
 
-// hotkeyHelp lists the keys.
-const hotkeyHelp = `Enter                  send; while the agent works: steer it
-Alt+Enter              new line; while the agent works: queue a follow-up
-Shift+Enter, Ctrl+J    new line
-Up, Down               earlier prompts
-Esc                    abort the run (remote commands are killed)
-Ctrl+O                 tool output in full or folded; expand pastes
-Ctrl+G                 edit the prompt in $VISUAL or $EDITOR
-Ctrl+Z, Ctrl+-         undo in the editor
-Ctrl+C                 clear the editor; twice: quit
-Ctrl+D                 quit (on an empty editor)
+// hotkeyHelp lists the keys, then (after a line of its own) the keys of
+// an approval prompt.
+var hotkeyHelp = [][2]string{
+	{"Enter", "send; while the agent works: steer it"},
+	{"Alt+Enter", "new line; while the agent works: queue a follow-up"},
+	{"Shift+Enter, Ctrl+J", "new line"},
+	{"Up, Down", "earlier prompts (from the first or last row of the editor)"},
+	{"Esc", "abort the run (remote commands are killed)"},
+	{"Ctrl+O", "every tool box in full or folded; expand pastes"},
+	{"Ctrl+G", "edit the prompt in $VISUAL or $EDITOR"},
+	{"Ctrl+Z, Ctrl+-", "undo in the editor"},
+	{"Ctrl+C", "clear the editor; twice: quit"},
+	{"Ctrl+D", "quit (on an empty editor)"},
+	{"", "When a tool call waits for your approval:"},
+	{"y", "allow it once"},
+	{"a", "allow it, and the same call, for the rest of the session"},
+	{"n", "deny it; type a reason for the model, Enter sends it"},
+	{"Esc", "deny it"},
+	{"Ctrl+C", "deny it and abort the run"},
+}
 
-When a tool call waits for your approval:
-y                      allow it once
-a                      allow it, and the same call, for the rest of the session
-n                      deny it; type a reason for the model, Enter sends it
-Esc                    deny it
-Ctrl+C                 deny it and abort the run`
-
+// hotkeys lists the keys and the commands in one table, its first column
+// as wide as its widest entry.
 func (m *model) hotkeys(string) tea.Cmd {
-	var lines []string
+	var cmds [][2]string
 	for _, c := range m.commands() {
 		if c.usage != "" {
-			lines = append(lines, fmt.Sprintf("%-22s %s", c.usage, c.help))
+			cmds = append(cmds, [2]string{c.usage, c.help})
 		}
 	}
-	sort.Strings(lines)
-	return m.print(hotkeyHelp + "\n\n" + strings.Join(lines, "\n"))
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i][0] < cmds[j][0] })
+	width := 0
+	for _, row := range append(slices.Clone(hotkeyHelp), cmds...) {
+		width = max(width, len(row[0]))
+	}
+	var b strings.Builder
+	for _, row := range hotkeyHelp {
+		if row[0] == "" {
+			fmt.Fprintf(&b, "\n%s\n", row[1])
+			continue
+		}
+		fmt.Fprintf(&b, "%-*s  %s\n", width, row[0], row[1])
+	}
+	b.WriteString("\n")
+	for _, row := range cmds {
+		fmt.Fprintf(&b, "%-*s  %s\n", width, row[0], row[1])
+	}
+	return m.print(strings.TrimSuffix(b.String(), "\n"))
 }
 
 // copyAnswer copies the last answer's text (OSC 52).

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -249,7 +248,7 @@ func (t *transcript) box(b *toolBox, f frame) string {
 
 // thinkingNote stands for the model's thinking, folded.
 func (t *transcript) thinkingNote(th theme) string {
-	return th.dim.Render(fmt.Sprintf("(thought for %d lines — folded)", t.thought))
+	return th.dim.Render("(thought for " + tools.Count(t.thought, "line", "lines") + " — folded)")
 }
 
 // stableCut is how much of streamed Markdown can no longer change: up to
