@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,4 +30,21 @@ func TestHotkeysAligned(t *testing.T) {
 		assert.Equal(t, column, at, "%q", line)
 	}
 	assert.Positive(t, column)
+}
+
+// The "Ctrl+C again to quit" hint goes when its window does (2 s, its
+// timer's message), not at the next key only; a timer of an earlier
+// window leaves a newer hint alone.
+func TestCtrlCHintEndsWithItsWindow(t *testing.T) {
+	h := newHarness(t, Options{})
+	_, cmd := h.m.Update(ctrlC)
+	require.NotNil(t, cmd, "a timer for the window")
+	require.Contains(t, h.view(), ctrlCHint)
+	first := h.m.lastCtrlC
+	h.do(quitWindowMsg(first.Add(-time.Second)))
+	assert.Contains(t, h.view(), ctrlCHint, "an earlier window's timer")
+	h.do(quitWindowMsg(first))
+	assert.NotContains(t, h.view(), ctrlCHint)
+	assert.False(t, h.do(ctrlC), "the window is over: a Ctrl+C warns again, it does not quit")
+	assert.Contains(t, h.view(), ctrlCHint)
 }

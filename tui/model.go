@@ -159,11 +159,26 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.editor.complete(m.commandNames)
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
+	case quitWindowMsg:
+		// The window for a second Ctrl+C is over: so is its hint.
+		if m.lastCtrlC.Equal(time.Time(msg)) {
+			m.lastCtrlC = time.Time{}
+			if m.footer.notice == ctrlCHint {
+				m.footer.notice = ""
+			}
+		}
+		return m, nil
 	}
 	return m, m.editor.update(msg)
 }
 
 const ctrlCHint = "Ctrl+C again to quit"
+
+// quitWindow is how long a second Ctrl+C quits; quitWindowMsg ends the
+// window opened at that time.
+const quitWindow = 2 * time.Second
+
+type quitWindowMsg time.Time
 
 // What the status line says after Ctrl+O, until the next key.
 const (
@@ -238,12 +253,13 @@ func (m *model) interrupt() tea.Cmd {
 		m.editor.clear()
 		return nil
 	}
-	if !m.lastCtrlC.IsZero() && time.Since(m.lastCtrlC) < 2*time.Second {
+	if !m.lastCtrlC.IsZero() && time.Since(m.lastCtrlC) < quitWindow {
 		return m.quit()
 	}
-	m.lastCtrlC = time.Now()
+	at := time.Now()
+	m.lastCtrlC = at
 	m.footer.notice = ctrlCHint
-	return nil
+	return tea.Tick(quitWindow, func(time.Time) tea.Msg { return quitWindowMsg(at) })
 }
 
 func (m *model) quit() tea.Cmd {
