@@ -48,3 +48,11 @@ func TestCtrlCHintEndsWithItsWindow(t *testing.T) {
 	assert.False(t, h.do(ctrlC), "the window is over: a Ctrl+C warns again, it does not quit")
 	assert.Contains(t, h.view(), ctrlCHint)
 }
+
+// An answer's text is in the terminal's own colour, readable on a light
+// background as on a dark one: not the dark style's grey 252.
+func TestAnswerTextInTheTerminalsColour(t *testing.T) {
+	out := markdown("plain words and **bold** ones", 80, newTheme(true))
+	assert.Contains(t, out, "plain words")
+	assert.NotContains(t, out, "252")
+}

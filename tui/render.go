@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"charm.land/glamour/v2"
+	glamouransi "charm.land/glamour/v2/ansi"
+	"charm.land/glamour/v2/styles"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -201,17 +203,26 @@ func renderUser(text string, width int, th theme) string {
 	return strings.Join(out, "\n")
 }
 
+// answerStyle is Glamour's dark style with the body text in the
+// terminal's own colour: the dark style's grey (252) cannot be read on a
+// light background.
+var answerStyle = func() glamouransi.StyleConfig {
+	s := styles.DarkStyleConfig
+	s.Document.Color = nil
+	return s
+}()
+
 // markdown renders an answer's Markdown for the terminal (code
 // highlighted when in colour), wrapped to width; the text as it is when
 // rendering fails. Controls in the text are shown as text (termtext)
 // before it is rendered.
 func markdown(text string, width int, th theme) string {
 	text = termtext.String(text)
-	style := "notty"
+	style := glamour.WithStandardStyle("notty")
 	if th.color {
-		style = "dark"
+		style = glamour.WithStyles(answerStyle)
 	}
-	r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(max(width-2, 20)), glamour.WithPreservedNewLines())
+	r, err := glamour.NewTermRenderer(style, glamour.WithWordWrap(max(width-2, 20)), glamour.WithPreservedNewLines())
 	if err != nil {
 		return text
 	}
