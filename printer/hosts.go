@@ -1,11 +1,13 @@
 package printer
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/workspace"
@@ -98,16 +100,16 @@ func JobRows(jobs []workspace.Job) []JobRow {
 
 // Jobs writes the jobs as a table; what the hosts said (labels,
 // states, names) is shown with its controls as text.
-func Jobs(out io.Writer, all []JobRow, multi bool) error {
+func Jobs(out io.Writer, all []JobRow, multi bool, width int) error {
 	if len(all) == 0 {
 		fmt.Fprintln(out, "no jobs")
 		return nil
 	}
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	rows := [][]string{{"ID", "STATE", "AGE"}}
 	if multi {
-		fmt.Fprint(w, "HOST\t")
+		rows[0] = append([]string{"HOST"}, rows[0]...)
 	}
-	fmt.Fprintln(w, "ID\tSTATE\tAGE\tCOMMAND")
+	commands := []string{"COMMAND"}
 	for _, j := range all {
 		state := j.State
 		switch {
@@ -118,12 +120,33 @@ func Jobs(out io.Writer, all []JobRow, multi bool) error {
 		case j.State == "lost":
 			state = "lost (its waiter died)"
 		}
+		row := []string{Cell(j.ID), Cell(state), (time.Duration(j.AgeSecs) * time.Second).String()}
 		if multi {
-			fmt.Fprint(w, Cell(j.Host)+"\t")
+			row = append([]string{Cell(j.Host)}, row...)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", Cell(j.ID), Cell(state), (time.Duration(j.AgeSecs) * time.Second).String(), Cell(j.Command))
+		rows = append(rows, row)
+		commands = append(commands, Cell(j.Command))
 	}
-	return w.Flush()
+	// The columns before the command, laid out once to learn their width:
+	// with a width, the command is cut to what is left (at least 12).
+	var lead bytes.Buffer
+	tw := tabwriter.NewWriter(&lead, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for i, line := range strings.Split(strings.TrimSuffix(lead.String(), "\n"), "\n") {
+		command := commands[i]
+		if width > 0 {
+			command = OneLine(command, max(width-utf8.RuneCountInString(line), 12))
+		}
+		if _, err := fmt.Fprintln(out, line+command); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Cell is s as one cell of a table on a terminal: a tab is a space,

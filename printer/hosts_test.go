@@ -3,6 +3,7 @@ package printer
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,7 +26,7 @@ func TestJobsAndCheckShowHostTextSafely(t *testing.T) {
 	require.NoError(t, Jobs(&jobs, []JobRow{
 		{Host: "dev\x1b]0;host\a", ID: "j1", State: "running", Command: "make " + hostileText},
 		{Host: "dev", ID: "j2\x1b[2J", State: "stopped", Why: "killed\x1b]52;c;eA==\a", Code: &code, Command: "sleep 1\tx"},
-	}, true))
+	}, true, 0))
 	assert.Empty(t, termtexttest.Controls(jobs.String()))
 	assert.Contains(t, jobs.String(), "make clip^[]52;c;cm0gLXJmIH4=^G")
 	assert.Contains(t, jobs.String(), "stopped: killed^[]52;c;eA==^G")
@@ -41,4 +42,25 @@ func TestJobsAndCheckShowHostTextSafely(t *testing.T) {
 	Report(&report, workspace.Report{Name: "gpu", Host: "gpu", Error: "ssh: handshake failed: " + hostileText}, true)
 	assert.Empty(t, termtexttest.Controls(report.String()))
 	assert.Contains(t, report.String(), "state:     unreachable: ssh: handshake failed: clip^[]52;c;")
+}
+
+// With a width (the terminal's /jobs), each row fits it: the command is
+// cut, the other columns stay whole; without one (jobs to a pipe) the
+// command is whole.
+func TestJobsFitTheWidth(t *testing.T) {
+	rows := []JobRow{
+		{Host: "devbox", ID: "3f9a0c1e5b7d2468", State: "running", AgeSecs: 3725, Command: "while true; do date; sleep 1; done # " + strings.Repeat("long comment ", 10)},
+		{Host: "gpu", ID: "a1b2c3d4e5f60718", State: "lost", Command: "make train"},
+	}
+	var b strings.Builder
+	require.NoError(t, Jobs(&b, rows, true, 80))
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		assert.LessOrEqual(t, utf8.RuneCountInString(line), 80, "%q", line)
+	}
+	assert.Contains(t, b.String(), "3f9a0c1e5b7d2468  running")
+	assert.Contains(t, b.String(), "1h2m5s  while true; do date; …\n")
+	assert.Contains(t, b.String(), "lost (its waiter died)  0s      make train\n")
+	b.Reset()
+	require.NoError(t, Jobs(&b, rows, true, 0))
+	assert.Contains(t, b.String(), strings.Repeat("long comment ", 9))
 }

@@ -78,7 +78,7 @@ func (m *model) commands() map[string]command {
 		all["new"] = command{"/new", "start a new session", func(m *model, _ string) tea.Cmd { return switchTo(m, c.New) }}
 	}
 	if c.Jobs != nil {
-		all["jobs"] = command{"/jobs", "remote commands that outlive their connection", func(m *model, _ string) tea.Cmd { return m.print(termtext.String(c.Jobs())) }}
+		all["jobs"] = command{"/jobs", "remote commands that outlive their connection", func(m *model, _ string) tea.Cmd { return m.print(termtext.String(c.Jobs(m.cols()))) }}
 	}
 	if c.SetThinking != nil {
 		all["thinking"] = command{"/thinking off|low|medium|high", "the model's reasoning level", func(m *model, arg string) tea.Cmd {

@@ -47,7 +47,7 @@ func TestHostileTextIsShownAsText(t *testing.T) {
 				Commands: Commands{
 					Sessions: func() []Choice { return []Choice{{Label: "11-30 10:00  aaaa  " + hostile, Value: "a"}} },
 					Resume:   func(string) (Agent, string, error) { return nil, "", errors.New("resume: " + hostile) },
-					Jobs:     func() string { return "ID  STATE  COMMAND\nj1  running  " + hostile },
+					Jobs:     func(int) string { return "ID  STATE  COMMAND\nj1  running  " + hostile },
 					Hosts:    func() string { return "dev  down at start: " + hostile },
 				},
 			})

@@ -106,7 +106,7 @@ type Commands struct {
 	Fork   func(entry string) (Agent, string, error)
 	New    func() (Agent, string, error)
 	// Jobs lists the remote jobs (durable commands) of the hosts.
-	Jobs func() string
+	Jobs func(width int) string
 }
 
 // UI is a running terminal.

@@ -53,7 +53,7 @@ the host itself.`,
 			}
 			defer hs.Close()
 			if len(args) == 0 {
-				return listJobs(ctx, io, hs, asJSON)
+				return listJobs(ctx, io, hs, asJSON, 0)
 			}
 			failed := func(err error) error {
 				fmt.Fprintln(io.err, "pi-remote:", termtext.String(err.Error()))
@@ -92,7 +92,8 @@ the host itself.`,
 	return cmd
 }
 
-func listJobs(ctx context.Context, io iostreams, hs workspace.Hosts, asJSON bool) error {
+// listJobs lists the hosts' jobs, a table cut to width columns (0: none).
+func listJobs(ctx context.Context, io iostreams, hs workspace.Hosts, asJSON bool, width int) error {
 	jobs, err := hs.Jobs(ctx)
 	if err != nil {
 		return err
@@ -101,5 +102,5 @@ func listJobs(ctx context.Context, io iostreams, hs workspace.Hosts, asJSON bool
 	if asJSON {
 		return encodeJSON(io.out, all, "  ")
 	}
-	return printer.Jobs(io.out, all, len(hs) > 1)
+	return printer.Jobs(io.out, all, len(hs) > 1, width)
 }

@@ -159,11 +159,11 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 		New: func() (tui.Agent, string, error) {
 			return switchSession(a, w.Where(agent.Where{}), models)
 		},
-		Jobs: func() string {
+		Jobs: func(width int) string {
 			var buf strings.Builder
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := listJobs(ctx, iostreams{out: &buf}, w.Hosts, false); err != nil {
+			if err := listJobs(ctx, iostreams{out: &buf}, w.Hosts, false, width); err != nil {
 				return err.Error()
 			}
 			return strings.TrimRight(buf.String(), "\n")

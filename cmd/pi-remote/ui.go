@@ -156,7 +156,7 @@ func lineCommands(a *runAgent, c tui.Commands, o *runOptions) map[string]printer
 		all["session"] = printer.LineCommand{Usage: "/session", Help: "the session's file, size, cost, and the permissions in force", Run: say(c.Session)}
 	}
 	if c.Jobs != nil {
-		all["jobs"] = printer.LineCommand{Usage: "/jobs", Help: "remote commands that outlive their connection", Run: say(c.Jobs)}
+		all["jobs"] = printer.LineCommand{Usage: "/jobs", Help: "remote commands that outlive their connection", Run: say(func() string { return c.Jobs(0) })}
 	}
 	if c.Export != nil {
 		all["export"] = printer.LineCommand{Usage: "/export [file]", Help: "write the transcript as Markdown (or .html)", Run: func(_ context.Context, file string) (string, error) {
