@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/internal/termtext"
@@ -226,7 +227,10 @@ func (t *transcript) toggleExpanded() {
 func (t *transcript) view(running bool, f frame, room int) []string {
 	var answer []string
 	if live := t.stream[t.streamed:]; strings.TrimSpace(live) != "" {
-		answer = strings.Split(termtext.LastLines(termtext.String(live), 12), "\n")
+		// (Wrapped at the width, words kept whole where they fit: the
+		// paragraph being written shows whole, its last 12 rows.)
+		wrapped := ansi.Wrap(termtext.String(strings.TrimRight(live, "\n")), f.cols, "")
+		answer = strings.Split(termtext.LastLines(wrapped, 12), "\n")
 	} else if t.thinking && running {
 		answer = []string{f.th.dim.Render(f.spin + " thinking…")}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -169,4 +170,31 @@ func TestTranscriptEndRun(t *testing.T) {
 	assert.Contains(t, printed[1], "half an answer")
 	assert.Equal(t, "(not delivered) › and then this", printed[2])
 	assert.Empty(t, tr.view(false, f, 20), "nothing is live any more")
+}
+
+// A paragraph being written shows whole, wrapped at the terminal's width
+// (its last 12 rows), not as one line cut at the edge.
+func TestStreamingParagraphWraps(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.do(tea.WindowSizeMsg{Width: 60, Height: 40})
+	h.do(eventMsg{loop.MessageStart{Message: &loop.AssistantMessage{}}})
+	words := make([]string, 40)
+	for i := range words {
+		words[i] = fmt.Sprintf("word%02d", i)
+	}
+	h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.TextDelta{Delta: strings.Join(words, " ")}}})
+	view := h.view()
+	for _, w := range []string{"word00", "word20", "word39"} {
+		assert.Contains(t, view, w, "the whole paragraph, wrapped")
+	}
+	for _, line := range strings.Split(view, "\n") {
+		assert.LessOrEqual(t, ansi.StringWidth(line), 60, "%q", line)
+	}
+	long := strings.Repeat("abcdefghij", 30) // no space to break at
+	h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.TextDelta{Delta: " " + long}}})
+	view = h.view()
+	assert.Contains(t, view, "abcdefghij")
+	for _, line := range strings.Split(view, "\n") {
+		assert.LessOrEqual(t, ansi.StringWidth(line), 60, "%q", line)
+	}
 }
