@@ -56,7 +56,7 @@ func (m *model) commands() map[string]command {
 		}
 		m.o.Agent = a
 		m.refreshUsage()
-		return m.print(m.th.dim.Render(termtext.String(about)))
+		return tea.Sequence(m.print(m.th.dim.Render(termtext.String(about))), m.replay())
 	}
 	if c.Resume != nil && c.Sessions != nil {
 		all["resume"] = command{"/resume", "continue another session (a picker)", func(m *model, _ string) tea.Cmd {
@@ -69,7 +69,18 @@ func (m *model) commands() map[string]command {
 	if c.Fork != nil && c.ForkPoints != nil {
 		all["fork"] = command{"/fork", "a new session from one of your messages (a picker)", func(m *model, _ string) tea.Cmd {
 			m.picker = &picker{title: "fork from", all: c.ForkPoints(), pick: func(m *model, ch Choice) tea.Cmd {
-				return switchTo(m, func() (Agent, string, error) { return c.Fork(ch.Value) })
+				forked := false
+				cmd := switchTo(m, func() (Agent, string, error) {
+					a, about, err := c.Fork(ch.Value)
+					forked = err == nil
+					return a, about, err
+				})
+				// The message forked from, back in the editor to change
+				// and send.
+				if forked && ch.Text != "" && m.editor.value() == "" {
+					m.editor.setText(ch.Text)
+				}
+				return cmd
 			}}
 			return nil
 		}}

@@ -95,7 +95,7 @@ func (m *model) Init() tea.Cmd {
 	if m.o.Branch != nil {
 		cmds = append(cmds, m.branch)
 	}
-	return tea.Sequence(tea.Println(" "), tea.Batch(cmds...)) // (an empty line would not be printed)
+	return tea.Sequence(tea.Println(" "), m.replay(), tea.Batch(cmds...)) // (an empty line would not be printed)
 }
 
 // branch asks for the branch of the working directory.

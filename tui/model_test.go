@@ -27,7 +27,10 @@ type fakeAgent struct {
 	followUps []string
 	focus     []string
 	release   chan struct{}
+	msgs      []loop.Message // what Messages says (a resumed session's)
 }
+
+func (f *fakeAgent) Messages() []loop.Message { return f.msgs }
 
 func (f *fakeAgent) Prompt(ctx context.Context, prompts ...loop.Message) (agent.Totals, error) {
 	f.mu.Lock()
@@ -279,7 +282,7 @@ func TestSlashCommands(t *testing.T) {
 // from then on.
 func TestPickersSwitchSessions(t *testing.T) {
 	var resumed, forked string
-	other := &fakeAgent{release: make(chan struct{})}
+	other := &fakeAgent{release: make(chan struct{}), msgs: conversation(1)}
 	close(other.release)
 	h := newHarness(t, Options{Commands: Commands{
 		Sessions: func() []Choice {
@@ -287,7 +290,7 @@ func TestPickersSwitchSessions(t *testing.T) {
 		},
 		Resume: func(id string) (Agent, string, error) { resumed = id; return other, "session bbbb", nil },
 		ForkPoints: func() []Choice {
-			return []Choice{{Label: "second prompt", Value: "e2"}, {Label: "first prompt", Value: "e1"}}
+			return []Choice{{Label: "second prompt", Value: "e2", Text: "second prompt"}, {Label: "first prompt", Value: "e1", Text: "first prompt\nwith a second line"}}
 		},
 		Fork:     func(entry string) (Agent, string, error) { forked = entry; return other, "forked", nil },
 		SetModel: func(string) error { return nil },
@@ -306,12 +309,15 @@ func TestPickersSwitchSessions(t *testing.T) {
 	assert.Nil(t, h.m.picker)
 	assert.Equal(t, "bbbb", resumed)
 	assert.Same(t, other, h.m.o.Agent.(*fakeAgent), "prompts go to the resumed session")
+	assert.Contains(t, strings.Join(h.printed, "\n"), "› prompt 0", "its conversation shown again")
 
 	h.typeText("/fork")
 	h.do(enter)
 	h.do(down)
 	h.do(enter)
 	assert.Equal(t, "e1", forked)
+	assert.Equal(t, "first prompt\nwith a second line", h.m.editor.value(), "the message forked from, back in the editor")
+	h.m.editor.clear()
 
 	h.typeText("/model")
 	h.do(enter)

@@ -13,6 +13,9 @@ import (
 type Choice struct {
 	Label string
 	Value string
+	// Text, for /fork, is the message forked from, whole: it goes back in
+	// the editor.
+	Text string
 }
 
 // picker is a list to choose from, shown above the editor: typing

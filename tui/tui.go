@@ -37,6 +37,9 @@ type Agent interface {
 	Usage() agent.Totals
 	ContextTokens() int
 	Model() agent.ModelInfo
+	// Messages are the conversation so far, as the model sees it (a
+	// resumed session's too: the terminal shows it again).
+	Messages() []loop.Message
 }
 
 // Options configure the terminal.

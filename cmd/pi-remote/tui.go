@@ -146,7 +146,7 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 			}
 			var out []tui.Choice
 			for _, p := range session.ForkPoints(entries) {
-				out = append(out, tui.Choice{Value: p.Entry, Label: printer.OneLine(p.Prompt, 80)})
+				out = append(out, tui.Choice{Value: p.Entry, Label: printer.OneLine(p.Prompt, 80), Text: p.Prompt})
 			}
 			return out
 		},
