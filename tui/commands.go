@@ -130,6 +130,20 @@ func (m *model) commands() map[string]command {
 	return all
 }
 
+// describeCommand is what a completion of /name says of the command: its
+// arguments and what it does ("[focus] — summarize …").
+func (m *model) describeCommand(name string) string {
+	c, ok := m.commands()[strings.TrimPrefix(name, "/")]
+	if !ok {
+		return ""
+	}
+	args := strings.TrimSpace(strings.TrimPrefix(c.usage, name))
+	if args != "" {
+		args += " "
+	}
+	return args + "— " + c.help
+}
+
 // commandNames are the slash commands offered for completion.
 func (m *model) commandNames() []string {
 	var names []string

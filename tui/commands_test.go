@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -55,4 +57,25 @@ func TestAnswerTextInTheTerminalsColour(t *testing.T) {
 	out := markdown("plain words and **bold** ones", 80, newTheme(true))
 	assert.Contains(t, out, "plain words")
 	assert.NotContains(t, out, "252")
+}
+
+// Completing a command shows what it takes and does beside it.
+func TestCommandCompletionsSayWhatTheyDo(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.typeText("/comp")
+	view := h.view()
+	assert.Contains(t, view, "▸ /compact  [focus] — summarize")
+	h.m.editor.clear()
+	h.typeText("/h")
+	assert.Contains(t, h.view(), "/hotkeys  — keys and commands")
+}
+
+// A completion with its description never wraps: it is cut to the width.
+func TestCompletionsFitTheWidth(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.do(tea.WindowSizeMsg{Width: 30, Height: 24})
+	h.typeText("/")
+	for _, line := range strings.Split(h.view(), "\n") {
+		assert.LessOrEqual(t, ansi.StringWidth(line), 30, "%q", line)
+	}
 }

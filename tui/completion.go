@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/pi-remote/pi-remote/internal/termtext"
 )
@@ -94,8 +95,16 @@ func (e *editor) endCompletion() {
 }
 
 // completionView lists the completions offered, the highlighted one
-// marked.
-func (e *editor) completionView(th theme) []string {
+// marked, each cut to width (nothing above the editor may wrap).
+func (e *editor) completionView(th theme, width int) []string {
+	lines := e.completionLines(th)
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(l, width, "…")
+	}
+	return lines
+}
+
+func (e *editor) completionLines(th theme) []string {
 	var lines []string
 	for i, c := range e.comps {
 		c = termtext.String(c) // a file name on the host
@@ -103,10 +112,16 @@ func (e *editor) completionView(th theme) []string {
 			lines = append(lines, th.dim.Render(fmt.Sprintf("  … %d more", len(e.comps)-i)))
 			break
 		}
+		about := ""
+		if e.describe != nil && strings.HasPrefix(c, "/") {
+			if d := e.describe(c); d != "" {
+				about = "  " + d
+			}
+		}
 		if i == e.compSel {
-			lines = append(lines, th.accent.Render("▸ "+c)+th.dim.Render("  (Tab)"))
+			lines = append(lines, th.accent.Render("▸ "+c)+th.dim.Render(about+"  (Tab)"))
 		} else {
-			lines = append(lines, th.dim.Render("  "+c))
+			lines = append(lines, th.dim.Render("  "+c+about))
 		}
 	}
 	return lines

@@ -22,6 +22,9 @@ import (
 // (completion.go). The model gives it the keys it does not take itself.
 type editor struct {
 	ta textarea.Model
+	// describe says what a completed /command does (its arguments and
+	// help), shown beside it.
+	describe func(command string) string
 
 	history     []string
 	histPos     int    // len(history) when not browsing

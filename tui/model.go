@@ -78,11 +78,13 @@ type options struct {
 }
 
 func newModel(o Options, th theme) *model {
-	return &model{
+	m := &model{
 		o: options{Options: o}, th: th, width: 80, height: 24,
 		transcript: transcript{tools: o.Tools},
 		editor:     newEditor(o, th),
 	}
+	m.editor.describe = m.describeCommand
+	return m
 }
 
 // Init starts the spinner's clock and asks for the branch. It prints an
@@ -374,7 +376,7 @@ func (m *model) View() tea.View {
 	if m.picker != nil {
 		below = append(below, m.pickerView()...)
 	}
-	below = append(below, m.editor.completionView(m.th)...)
+	below = append(below, m.editor.completionView(m.th, m.cols())...)
 	editor, footer := m.editor.view(), m.footer.view(m.cols(), m.th)
 	// The whole of it fits on the screen, with rows to spare (print).
 	used := m.printRows() + lineCount(editor) + lineCount(footer)
