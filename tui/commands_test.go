@@ -9,6 +9,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/loop"
 )
 
 // /hotkeys is one table: every description starts in the same column,
@@ -78,4 +80,46 @@ func TestCompletionsFitTheWidth(t *testing.T) {
 	for _, line := range strings.Split(h.view(), "\n") {
 		assert.LessOrEqual(t, ansi.StringWidth(line), 30, "%q", line)
 	}
+}
+
+// Ctrl+T shows the model's thinking instead of folding it (and back);
+// Ctrl+L opens the model picker; Shift+Tab steps the thinking level.
+func TestThinkingAndModelKeys(t *testing.T) {
+	var level string
+	h := newHarness(t, Options{Thinking: "off", Commands: Commands{
+		SetModel:    func(string) error { return nil },
+		Models:      func() []Choice { return []Choice{{Label: "openai/gpt-4o", Value: "openai/gpt-4o"}} },
+		SetThinking: func(l string) error { level = l; return nil },
+	}})
+	ctrlT := tea.KeyPressMsg{Code: 't', Mod: tea.ModCtrl}
+	think := func(text string) {
+		h.do(eventMsg{loop.MessageStart{Message: &loop.AssistantMessage{}}})
+		h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.ThinkingDelta{Delta: text}}})
+		h.do(eventMsg{loop.MessageUpdate{Message: &loop.AssistantMessage{}, Delta: &loop.TextDelta{Delta: "answer"}}})
+		h.do(eventMsg{loop.MessageEnd{Message: &loop.AssistantMessage{Content: loop.ContentList{&loop.Thinking{Thinking: text}, &loop.Text{Text: "answer"}}}}})
+	}
+	think("first idea\nsecond idea")
+	out := strings.Join(h.printed, "\n")
+	assert.Contains(t, out, "(thought for 2 lines — folded)")
+	assert.NotContains(t, out, "first idea")
+	h.do(ctrlT)
+	assert.Contains(t, h.view(), "thinking shown")
+	h.printed = nil
+	think("third idea")
+	assert.Contains(t, strings.Join(h.printed, "\n"), "third idea")
+	h.do(ctrlT)
+	h.printed = nil
+	think("fourth idea")
+	assert.NotContains(t, strings.Join(h.printed, "\n"), "fourth idea")
+
+	h.do(tea.KeyPressMsg{Code: 'l', Mod: tea.ModCtrl})
+	require.NotNil(t, h.m.picker, "Ctrl+L opens the model picker")
+	h.do(esc)
+	shiftTab := tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}
+	h.do(shiftTab)
+	assert.Equal(t, "low", level)
+	h.do(shiftTab)
+	h.do(shiftTab)
+	h.do(shiftTab)
+	assert.Equal(t, "off", level, "after high comes off")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -182,11 +183,25 @@ const quitWindow = 2 * time.Second
 
 type quitWindowMsg time.Time
 
-// What the status line says after Ctrl+O, until the next key.
+// What the status line says after Ctrl+O and Ctrl+T, until the next key.
 const (
-	foldedNote   = "tool output folded (Ctrl+O shows all of it)"
-	expandedNote = "tool output in full (Ctrl+O folds it)"
+	foldedNote         = "tool output folded (Ctrl+O shows all of it)"
+	expandedNote       = "tool output in full (Ctrl+O folds it)"
+	thinkingShownNote  = "thinking shown (Ctrl+T folds it)"
+	thinkingFoldedNote = "thinking folded (Ctrl+T shows it)"
 )
+
+// nextThinking is Shift+Tab: the next thinking level (off, low, medium,
+// high, then off), as /thinking LEVEL sets it.
+func (m *model) nextThinking() tea.Cmd {
+	c, ok := m.commands()["thinking"]
+	if !ok || m.running {
+		return nil
+	}
+	levels := agent.ThinkingLevels
+	i := slices.Index(levels, m.footer.thinking) // (none set: off, the first)
+	return c.run(m, levels[(max(i, 0)+1)%len(levels)])
+}
 
 // key routes a key: to the approval shown, while one waits; to the
 // picker while one is open; to the model for the keys that act on the
@@ -206,6 +221,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	if k.String() != "ctrl+o" && (m.footer.notice == foldedNote || m.footer.notice == expandedNote) {
+		m.footer.notice = ""
+	}
+	if k.String() != "ctrl+t" && (m.footer.notice == thinkingShownNote || m.footer.notice == thinkingFoldedNote) {
 		m.footer.notice = ""
 	}
 	switch k.String() {
@@ -231,6 +249,21 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 			m.footer.notice = expandedNote
 		}
 		return nil
+	case "ctrl+t":
+		m.transcript.showThinking = !m.transcript.showThinking
+		m.footer.notice = thinkingFoldedNote
+		if m.transcript.showThinking {
+			m.footer.notice = thinkingShownNote
+		}
+		return nil
+	case "ctrl+l":
+		// (The model picker, as /model with no argument.)
+		if c, ok := m.commands()["model"]; ok && !m.running {
+			return c.run(m, "")
+		}
+		return nil
+	case "shift+tab":
+		return m.nextThinking()
 	case "ctrl+g":
 		cmd, err := m.editor.external()
 		if err != nil {

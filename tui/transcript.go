@@ -24,8 +24,10 @@ type transcript struct {
 	stream       string // the answer being written
 	streamed     int    // how much of stream is in the scrollback
 	thought      int    // lines of thinking in the answer being written
+	thoughtText  string // that thinking
 	thoughtShown bool
 	thinking     bool // the model is thinking (no text yet)
+	showThinking bool // Ctrl+T: thinking shown, not folded
 	// boxes are the calls not in the scrollback yet, in call order:
 	// pending, running, and finished ones that wait for those before them.
 	boxes    []*toolBox
@@ -53,7 +55,7 @@ func (t *transcript) event(e loop.Event, f frame) tea.Cmd {
 	case loop.MessageStart:
 		if _, ok := e.Message.(*loop.AssistantMessage); ok {
 			t.thinking = true
-			t.stream, t.streamed, t.thought, t.thoughtShown = "", 0, 0, false
+			t.stream, t.streamed, t.thought, t.thoughtText, t.thoughtShown = "", 0, 0, "", false
 		}
 	case loop.MessageUpdate:
 		return t.delta(e.Delta, f)
@@ -92,15 +94,15 @@ func (t *transcript) event(e loop.Event, f frame) tea.Cmd {
 func (t *transcript) delta(d loop.StreamEvent, f frame) tea.Cmd {
 	switch d := d.(type) {
 	case *loop.ThinkingDelta:
-		t.thought += strings.Count(d.Delta, "\n")
-		if t.thought == 0 && d.Delta != "" {
-			t.thought = 1
+		t.thoughtText += d.Delta
+		if s := strings.TrimSpace(t.thoughtText); s != "" {
+			t.thought = strings.Count(s, "\n") + 1
 		}
 	case *loop.TextDelta:
 		t.thinking = false
 		var cmds []tea.Cmd
 		if t.thought > 0 && !t.thoughtShown {
-			cmds = append(cmds, f.print(t.thinkingNote(f.th)))
+			cmds = append(cmds, f.print(t.thinkingNote(f)))
 			t.thoughtShown = true
 		}
 		t.stream += d.Delta
@@ -140,11 +142,12 @@ func (t *transcript) answer(msg *loop.AssistantMessage, f frame) tea.Cmd {
 		case *loop.Thinking:
 			if t.thought == 0 && strings.TrimSpace(c.Thinking) != "" {
 				t.thought = strings.Count(strings.TrimSpace(c.Thinking), "\n") + 1
+				t.thoughtText = c.Thinking
 			}
 		}
 	}
 	if t.thought > 0 && !t.thoughtShown {
-		out = append(out, t.thinkingNote(f.th))
+		out = append(out, t.thinkingNote(f))
 	}
 	for _, c := range msg.ToolCalls() {
 		if t.findBox(c.ID) == nil && msg.StopReason != loop.StopLength {
@@ -233,6 +236,12 @@ func (t *transcript) view(running bool, f frame, room int) []string {
 		answer = strings.Split(termtext.LastLines(wrapped, 12), "\n")
 	} else if t.thinking && running {
 		answer = []string{f.th.dim.Render(f.spin + " thinking…")}
+		if t.showThinking && strings.TrimSpace(t.thoughtText) != "" {
+			thought := ansi.Wrap(termtext.String(strings.TrimSpace(t.thoughtText)), f.cols, "")
+			for _, l := range strings.Split(termtext.LastLines(thought, 6), "\n") {
+				answer = append(answer, f.th.dim.Render(l))
+			}
+		}
 	}
 	var queued []string
 	for _, q := range t.queued {
@@ -250,9 +259,13 @@ func (t *transcript) box(b *toolBox, f frame) string {
 	return renderToolBox(b, t.tools[b.name], f.cols, detail, f.spin, f.th)
 }
 
-// thinkingNote stands for the model's thinking, folded.
-func (t *transcript) thinkingNote(th theme) string {
-	return th.dim.Render("(thought for " + tools.Count(t.thought, "line", "lines") + " — folded)")
+// thinkingNote stands for the model's thinking: folded, or with Ctrl+T
+// the thinking itself, dim.
+func (t *transcript) thinkingNote(f frame) string {
+	if t.showThinking && strings.TrimSpace(t.thoughtText) != "" {
+		return f.th.dim.Render(ansi.Wrap(termtext.String(strings.TrimSpace(t.thoughtText)), f.cols, ""))
+	}
+	return f.th.dim.Render("(thought for " + tools.Count(t.thought, "line", "lines") + " — folded)")
 }
 
 // stableCut is how much of streamed Markdown can no longer change: up to
