@@ -195,6 +195,8 @@ var hotkeyHelp = [][2]string{
 	{"Ctrl+Z, Ctrl+-", "undo in the editor"},
 	{"Ctrl+C", "clear the editor; twice: quit"},
 	{"Ctrl+D", "quit (on an empty editor)"},
+	{"!COMMAND", "run COMMAND on the default host; its output goes with your next prompt"},
+	{"!!COMMAND", "run it, its output kept out of the model's context"},
 	{"", "When a tool call waits for your approval:"},
 	{"y", "allow it once"},
 	{"a", "allow it, and the same call, for the rest of the session"},

@@ -14,6 +14,7 @@ import (
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/tools"
 )
 
 // Messages from the agent's goroutines to the program.
@@ -23,6 +24,8 @@ type (
 		err error
 		// compact: the end of a /compact, not of a run
 		compact bool
+		// shell: the output of a !command to go with the next prompt
+		shell string
 	}
 	tickMsg   struct{}
 	branchMsg struct{ branch string }
@@ -69,7 +72,11 @@ type model struct {
 	running   bool
 	cancel    context.CancelFunc
 	lastCtrlC time.Time
-	quitting  bool
+	// shellOutputs are the outputs of !commands that go with the next
+	// prompt.
+	shellOutputs []string
+	inShell      bool // a !command runs (not the agent)
+	quitting     bool
 }
 
 // options are Options with the agent.
@@ -315,6 +322,19 @@ func (m *model) submit(followUp bool) tea.Cmd {
 	if strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "//") {
 		return m.command(text)
 	}
+	if strings.HasPrefix(text, "!") {
+		return m.shell(text)
+	}
+	if m.inShell {
+		m.editor.setText(text)
+		return m.fail(errors.New("the !command runs: wait for it, or Esc to kill it"))
+	}
+	if len(m.shellOutputs) > 0 && !m.running {
+		// (The !commands' outputs go with the prompt, the model's
+		// context from then on, as the person's own words would.)
+		text = strings.Join(m.shellOutputs, "\n\n") + "\n\n" + text
+		m.shellOutputs = nil
+	}
 	msg := loop.NewUserText(text)
 	if m.running {
 		if followUp {
@@ -344,8 +364,12 @@ func (m *model) start(work func(context.Context) doneMsg) tea.Cmd {
 // done ends a run: what was live goes to the scrollback, then how it
 // ended.
 func (m *model) done(d doneMsg) tea.Cmd {
-	m.running, m.cancel = false, nil
+	m.running, m.cancel, m.inShell = false, nil, false
 	m.footer.notice = ""
+	if d.shell != "" && d.err == nil {
+		m.shellOutputs = append(m.shellOutputs, d.shell)
+		m.footer.notice = tools.Count(len(m.shellOutputs), "command's output goes", "commands' outputs go") + " with your next prompt"
+	}
 	cmds := m.transcript.endRun(m.frame())
 	switch {
 	case d.err == nil:

@@ -110,6 +110,11 @@ type Commands struct {
 	New    func() (Agent, string, error)
 	// Jobs lists the remote jobs (durable commands) of the hosts.
 	Jobs func(width int) string
+	// Shell runs the person's own command (!cmd) with bash on the
+	// default host, no permission asked, its tool events shown as a
+	// call's; it returns the output and whether it failed. ctx ends it
+	// (Esc), killing the command.
+	Shell func(ctx context.Context, command string) (output string, failed bool)
 }
 
 // UI is a running terminal.

@@ -173,3 +173,15 @@ func fuzzyGlob(query string) string {
 	}
 	return b.String()
 }
+
+// Shell runs the person's own command (the terminal's !cmd) with bash on
+// the default host, outside the conversation: no permission is asked and
+// no hook runs (the person typed it), its tool events go to emit.
+func (w *Workspace) Shell(ctx context.Context, command string, emit func(loop.Event)) *loop.ToolResultMessage {
+	raw, err := json.Marshal(map[string]any{"command": command})
+	if err != nil {
+		return &loop.ToolResultMessage{ToolName: "bash", Content: loop.ContentList{&loop.Text{Text: err.Error()}}, IsError: true}
+	}
+	defs := tools.WrapAll(tools.Definitions(w.Hosts[0].Env, tools.Options{}))
+	return tools.Call(ctx, loop.Config{Tools: defs}, "bash", raw, emit)
+}

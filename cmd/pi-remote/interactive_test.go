@@ -453,3 +453,51 @@ func TestInteractiveCtrlO(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(all, "row00"), "nothing printed again:\n%s", all)
 	tm.keys("C-d")
 }
+
+// In a real terminal, !COMMAND runs on the host and its output reaches
+// the model with the next prompt; !!COMMAND's does not; Ctrl+T, Ctrl+L and
+// Shift+Tab act as /hotkeys says.
+func TestInteractiveShellAndKeys(t *testing.T) {
+	dir := t.TempDir()
+	scriptDir, err := os.MkdirTemp("", "sh")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scriptDir) })
+	script := filepath.Join(scriptDir, "s.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"text":"Seen it."}]}`), 0o644))
+	file := filepath.Join(t.TempDir(), "s.jsonl")
+	tm := startTerminal(t, 100, 30, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL="},
+		"--cwd", dir, "run", "--model", "scripted/"+script, "--session", file)
+	tm.waitFor("scripted/")
+
+	tm.typeText("!echo from-the-shell-$((6*7))")
+	tm.keys("Enter")
+	tm.waitFor("from-the-shell-42")
+	tm.waitFor("output goes with your next prompt")
+	tm.typeText("!!echo kept-out-$((2+2))")
+	tm.keys("Enter")
+	tm.waitFor("kept-out-4")
+	tm.typeText("look at that")
+	tm.keys("Enter")
+	tm.waitFor("Seen it.")
+	_, entries, err := session.Branch(file)
+	require.NoError(t, err)
+	var prompt string
+	for _, e := range entries {
+		if u, ok := e.Message.(*loop.UserMessage); ok {
+			prompt = u.Content.Text()
+		}
+	}
+	assert.Contains(t, prompt, "echo from-the-shell-$((6*7))")
+	assert.Contains(t, prompt, "from-the-shell-42")
+	assert.NotContains(t, prompt, "kept-out")
+	assert.True(t, strings.HasSuffix(prompt, "look at that"), prompt)
+
+	tm.keys("S-Tab")
+	tm.waitFor("thinking: low")
+	tm.keys("C-t")
+	tm.waitFor("thinking shown")
+	tm.keys("C-l")
+	tm.waitFor("model (now scripted/")
+	tm.keys("Escape")
+	tm.keys("C-d")
+}

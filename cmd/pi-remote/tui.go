@@ -159,6 +159,10 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 		New: func() (tui.Agent, string, error) {
 			return switchSession(a, w.Where(agent.Where{}), models)
 		},
+		Shell: func(ctx context.Context, command string) (string, bool) {
+			m := w.Shell(ctx, command, a.out.Emit)
+			return m.Content.Text(), m.IsError
+		},
 		Jobs: func(width int) string {
 			var buf strings.Builder
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
