@@ -123,3 +123,24 @@ func TestThinkingAndModelKeys(t *testing.T) {
 	h.do(shiftTab)
 	assert.Equal(t, "off", level, "after high comes off")
 }
+
+// A code line wider than the terminal goes on under itself, indented as
+// it was: code reads by its indentation. Tabs are 4 spaces.
+func TestWrappedCodeKeepsItsIndentation(t *testing.T) {
+	md := "```go\nfunc main() {\n\tif veryLongConditionName && anotherVeryLongConditionName && yetAnotherOne {\n\t\treturn\n\t}\n}\n```"
+	out := ansi.Strip(markdown(md, 60, newTheme(false)))
+	var cond, rest int
+	for _, line := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, ansi.StringWidth(line), 60, "%q", line)
+		if strings.Contains(line, "if veryLong") {
+			cond = strings.Index(line, "if")
+		}
+		if strings.Contains(line, "yetAnotherOne") {
+			rest = len(line) - len(strings.TrimLeft(line, " "))
+		}
+	}
+	require.Positive(t, cond)
+	assert.Equal(t, cond+2, rest, "the continuation is indented under its line:\n%s", out)
+	assert.NotContains(t, out, "\t")
+	assert.Equal(t, "a\n```\n    x\n```\nb\tc", wrapCode("a\n```\n\tx\n```\nb\tc", 40), "only code blocks change")
+}

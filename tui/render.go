@@ -217,7 +217,7 @@ var answerStyle = func() glamouransi.StyleConfig {
 // rendering fails. Controls in the text are shown as text (termtext)
 // before it is rendered.
 func markdown(text string, width int, th theme) string {
-	text = termtext.String(text)
+	text = wrapCode(termtext.String(text), max(width-6, 20))
 	style := glamour.WithStandardStyle("notty")
 	if th.color {
 		style = glamour.WithStyles(answerStyle)
@@ -247,3 +247,45 @@ func markdown(text string, width int, th theme) string {
 // trailingBlank is the padding at the end of a rendered line: spaces,
 // each perhaps in its own colour.
 var trailingBlank = regexp.MustCompile(`(\x1b\[[0-9;]*m| )+$`)
+
+// wrapCode readies the code blocks of Markdown text for a terminal width
+// columns wide: tabs become 4 spaces, and a line longer than width goes
+// on under itself, indented as it was and 2 more, where Glamour would
+// start its continuation at the block's left edge and lose the
+// indentation that code reads by.
+func wrapCode(text string, width int) string {
+	lines := strings.Split(text, "\n")
+	var out []string
+	fence := ""
+	for _, line := range lines {
+		trimmed := strings.TrimLeft(line, " ")
+		switch {
+		case fence == "" && (strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~")):
+			fence = trimmed[:3]
+			out = append(out, line)
+			continue
+		case fence != "" && strings.HasPrefix(trimmed, fence):
+			fence = ""
+			out = append(out, line)
+			continue
+		case fence == "":
+			out = append(out, line)
+			continue
+		}
+		line = strings.ReplaceAll(line, "\t", "    ")
+		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+		for first := true; ansi.StringWidth(line) > width; first = false {
+			cut := ansi.Truncate(line, width, "")
+			if first || strings.TrimSpace(cut) != "" {
+				out = append(out, cut)
+			}
+			rest := strings.TrimPrefix(line, cut)
+			line = indent + "  " + rest
+			if ansi.StringWidth(indent)+2 >= width {
+				line = rest // (indented past the width: no room to keep it)
+			}
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
