@@ -132,6 +132,9 @@ func TestWrappedCodeKeepsItsIndentation(t *testing.T) {
 	var cond, rest int
 	for _, line := range strings.Split(out, "\n") {
 		assert.LessOrEqual(t, ansi.StringWidth(line), 60, "%q", line)
+		if strings.TrimSpace(line) != "" {
+			assert.True(t, strings.HasPrefix(line, "    "), "every row of the block indented: %q", line)
+		}
 		if strings.Contains(line, "if veryLong") {
 			cond = strings.Index(line, "if")
 		}
@@ -143,4 +146,30 @@ func TestWrappedCodeKeepsItsIndentation(t *testing.T) {
 	assert.Equal(t, cond+2, rest, "the continuation is indented under its line:\n%s", out)
 	assert.NotContains(t, out, "\t")
 	assert.Equal(t, "a\n```\n    x\n```\nb\tc", wrapCode("a\n```\n\tx\n```\nb\tc", 40), "only code blocks change")
+}
+
+// A table is as wide as its cells need, not the terminal; when it does
+// not fit, its widest columns narrow and their cells wrap, headers
+// included (never cut to "…"); a table in a code block stays code.
+func TestTablesFit(t *testing.T) {
+	md := "| Package | Description of what it does | Lines of code | Owner |\n|---|:---|---:|---|\n" +
+		"| ops/ssh | the ssh backend and its pool of command servers | 7490 | lead |\n| `tui` | **the** terminal | 3000 | helper |\n\nafter"
+	out := ansi.Strip(markdown(md, 60, newTheme(false)))
+	for _, line := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, ansi.StringWidth(line), 60, "%q", line)
+	}
+	assert.NotContains(t, out, "…")
+	for _, word := range []string{"Description", "does", "Lines of", "command servers", "tui", "the terminal"} {
+		assert.Contains(t, out, word)
+	}
+	assert.NotContains(t, out, "**")
+	assert.Contains(t, out, "after")
+
+	small := ansi.Strip(markdown("| a | b |\n|---|---|\n| 1 | 2 |", 80, newTheme(false)))
+	for _, line := range strings.Split(small, "\n") {
+		assert.Less(t, ansi.StringWidth(line), 12, "a small table stays small: %q", line)
+	}
+	code := "```\n| a | b |\n|---|---|\n```"
+	parts, isTable := splitTables(code)
+	assert.Equal(t, []bool{false}, isTable, "%q", parts)
 }

@@ -217,7 +217,22 @@ var answerStyle = func() glamouransi.StyleConfig {
 // rendering fails. Controls in the text are shown as text (termtext)
 // before it is rendered.
 func markdown(text string, width int, th theme) string {
-	text = wrapCode(termtext.String(text), max(width-6, 20))
+	text = wrapCode(termtext.String(text), max(width-8, 20))
+	parts, isTable := splitTables(text)
+	var out []string
+	for i, p := range parts {
+		switch {
+		case isTable[i]:
+			out = append(out, renderTable(p, width, th))
+		case strings.TrimSpace(p) != "":
+			out = append(out, glamourRender(p, width, th))
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// glamourRender renders Markdown with Glamour, its padding taken off.
+func glamourRender(text string, width int, th theme) string {
 	style := glamour.WithStandardStyle("notty")
 	if th.color {
 		style = glamour.WithStyles(answerStyle)
