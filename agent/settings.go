@@ -54,6 +54,9 @@ type Settings struct {
 	// Hooks are local commands run before and after tool calls, by event
 	// (PreToolUse, PostToolUse).
 	Hooks map[string][]HookMatcher `json:"hooks,omitempty"`
+	// Theme is the terminal's: "auto" (the background asked for, the
+	// default), "dark" or "light".
+	Theme string `json:"theme,omitempty"`
 }
 
 // LoadedSettings are the settings in force and what the project's file
@@ -211,6 +214,10 @@ func projectKeys() []projectKey {
 		{
 			Key: "compaction", Untrusted: always,
 			set: func(s Settings) bool { return s.Compaction != nil }, clear: func(s *Settings) { s.Compaction = nil },
+		},
+		{
+			Key: "theme", Untrusted: always,
+			set: func(s Settings) bool { return s.Theme != "" }, clear: func(s *Settings) { s.Theme = "" },
 		},
 		{
 			Key: "reattachTimeout", Untrusted: always,
@@ -427,6 +434,11 @@ func lineAt(data []byte, offset int64) int {
 // validate checks the values JSON cannot; on error it says which key
 // (for the line) and why.
 func (s Settings) validate() (string, error) {
+	switch s.Theme {
+	case "", "auto", "dark", "light":
+	default:
+		return "theme", fmt.Errorf("theme %q: want auto, dark or light", s.Theme)
+	}
 	if s.Thinking != "" && !validThinking(s.Thinking) {
 		return "thinking", fmt.Errorf("thinking %q: want off, low, medium or high", s.Thinking)
 	}
@@ -466,6 +478,7 @@ func (s Settings) over(o Settings) Settings {
 		return a
 	}
 	s.Model, s.BaseURL, s.Thinking, s.ReattachTimeout = pick(s.Model, o.Model), pick(s.BaseURL, o.BaseURL), pick(s.Thinking, o.Thinking), pick(s.ReattachTimeout, o.ReattachTimeout)
+	s.Theme = pick(s.Theme, o.Theme)
 	if o.Tools != nil {
 		s.Tools = o.Tools
 	}

@@ -115,6 +115,7 @@ func TestProjectKeysCoverEverySetting(t *testing.T) {
 			ReattachTimeout: "1m", Models: map[string]ModelInfo{"openai/x": {Window: 2000}}, TrustedProjects: []string{"/x"},
 			Permissions: &PermissionSettings{Mode: "ask", Allow: []string{"read"}, Ask: []string{"bash"}, Deny: []string{"write"}},
 			Hooks:       map[string][]HookMatcher{"PreToolUse": {{Command: "true"}}},
+			Theme:       "light",
 		}
 	}
 	fieldsOf := func(s Settings) map[string]any {
@@ -269,4 +270,14 @@ func TestSettingsInTheHomeDirectory(t *testing.T) {
 	assert.Empty(t, l.Ignored)
 	assert.Equal(t, "", l.ProjectFile)
 	assert.Equal(t, SettingsFile(home), l.UserFile)
+}
+
+// "theme" is auto, dark or light; another value names the file and line.
+func TestSettingsTheme(t *testing.T) {
+	_, err := parseSettings([]byte("{\n  \"theme\": \"blue\"\n}"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `2: theme "blue": want auto, dark or light`)
+	s, err := parseSettings([]byte(`{"theme": "light"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "light", s.Theme)
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"image/color"
 	"strings"
 	"testing"
 	"time"
@@ -172,4 +173,22 @@ func TestTablesFit(t *testing.T) {
 	code := "```\n| a | b |\n|---|---|\n```"
 	parts, isTable := splitTables(code)
 	assert.Equal(t, []bool{false}, isTable, "%q", parts)
+}
+
+// With "theme": "auto" the terminal's background decides the answer's
+// style (a light one gets Glamour's light style); "dark" and "light" hold
+// whatever the terminal says.
+func TestThemeFollowsTheBackground(t *testing.T) {
+	white := tea.BackgroundColorMsg{Color: color.RGBA{R: 0xff, G: 0xff, B: 0xff, A: 0xff}}
+	black := tea.BackgroundColorMsg{Color: color.RGBA{A: 0xff}}
+	m := newModel(Options{Theme: "auto"}, newTheme(true))
+	m.Update(white)
+	assert.True(t, m.th.light)
+	heading := markdown("## Title and `code`", 60, m.th)
+	m.Update(black)
+	assert.False(t, m.th.light)
+	assert.NotEqual(t, heading, markdown("## Title and `code`", 60, m.th), "the light style is another")
+	dark := newModel(Options{Theme: "dark"}, newTheme(true))
+	dark.Update(white)
+	assert.False(t, dark.th.light, "a theme set holds")
 }

@@ -105,6 +105,11 @@ func (m *model) Init() tea.Cmd {
 	if m.o.Branch != nil {
 		cmds = append(cmds, m.branch)
 	}
+	if m.th.color && (m.o.Theme == "" || m.o.Theme == "auto") {
+		// (The answer's style follows the background: see
+		// BackgroundColorMsg.)
+		cmds = append(cmds, func() tea.Msg { return tea.RequestBackgroundColor() })
+	}
 	return tea.Sequence(tea.Println(" "), m.replay(), tea.Batch(cmds...)) // (an empty line would not be printed)
 }
 
@@ -169,6 +174,11 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.editor.complete(m.commandNames)
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
+	case tea.BackgroundColorMsg:
+		if m.o.Theme == "" || m.o.Theme == "auto" {
+			m.th.light = !msg.IsDark()
+		}
+		return m, nil
 	case quitWindowMsg:
 		// The window for a second Ctrl+C is over: so is its hint.
 		if m.lastCtrlC.Equal(time.Time(msg)) {

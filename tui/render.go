@@ -20,6 +20,7 @@ import (
 // terminals and tests.
 type theme struct {
 	color                                  bool
+	light                                  bool // a light background: Glamour's light style
 	dim, bold, accent, ok, warn, bad, user lipgloss.Style
 	tools                                  tools.Theme
 }
@@ -203,13 +204,14 @@ func renderUser(text string, width int, th theme) string {
 	return strings.Join(out, "\n")
 }
 
-// answerStyle is Glamour's dark style with the body text in the
-// terminal's own colour: the dark style's grey (252) cannot be read on a
-// light background.
-var answerStyle = func() glamouransi.StyleConfig {
-	s := styles.DarkStyleConfig
-	s.Document.Color = nil
-	return s
+// answerStyle and answerLightStyle are Glamour's dark and light styles
+// with the body text in the terminal's own colour: the dark style's grey
+// (252) cannot be read on a light background, nor the light one's (234)
+// on a dark one, whichever the detection took.
+var answerStyle, answerLightStyle = func() (glamouransi.StyleConfig, glamouransi.StyleConfig) {
+	dark, light := styles.DarkStyleConfig, styles.LightStyleConfig
+	dark.Document.Color, light.Document.Color = nil, nil
+	return dark, light
 }()
 
 // markdown renders an answer's Markdown for the terminal (code
@@ -234,7 +236,10 @@ func markdown(text string, width int, th theme) string {
 // glamourRender renders Markdown with Glamour, its padding taken off.
 func glamourRender(text string, width int, th theme) string {
 	style := glamour.WithStandardStyle("notty")
-	if th.color {
+	switch {
+	case th.color && th.light:
+		style = glamour.WithStyles(answerLightStyle)
+	case th.color:
 		style = glamour.WithStyles(answerStyle)
 	}
 	r, err := glamour.NewTermRenderer(style, glamour.WithWordWrap(max(width-2, 20)), glamour.WithPreservedNewLines())

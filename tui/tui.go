@@ -72,6 +72,9 @@ type Options struct {
 	Current func(ctx context.Context, host, path string) (string, bool)
 	// Color turns colour on (off for NO_COLOR and dumb terminals).
 	Color bool
+	// Theme is "dark", "light", or "auto" (or ""): the terminal's
+	// background asked for, dark when it does not say.
+	Theme string
 	// In and Out are the terminal (default stdin and stdout).
 	In  io.Reader
 	Out io.Writer
@@ -130,7 +133,9 @@ type UI struct {
 // New prepares the terminal; Emit may be used as soon as it exists (the
 // events wait for Run).
 func New(o Options) *UI {
-	m := newModel(o, newTheme(o.Color))
+	th := newTheme(o.Color)
+	th.light = o.Theme == "light"
+	m := newModel(o, th)
 	if o.Width > 0 {
 		m.width = o.Width
 		m.editor.setWidth(o.Width)

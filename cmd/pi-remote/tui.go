@@ -44,6 +44,7 @@ func newTUI(ios iostreams, g *globalOptions, o *runOptions, w *workspace.Workspa
 		Branch:       w.GitBranch,
 		Current:      currentText(w),
 		Color:        useColor(ios.out),
+		Theme:        g.settings.Theme,
 		In:           ios.in,
 		Out:          ios.out,
 	})
