@@ -9,8 +9,8 @@ import (
 
 // BenchmarkTerminalUIKeystroke measures how soon a keystroke reaches the
 // screen in the terminal interface (keystrokeTimes: 20 keys, through
-// tmux's control mode), on an empty session and on a long one (500
-// messages) in the same run: the long session should cost about what the
+// tmux's control mode), on an empty session and on long ones (500 and
+// 800 messages) in the same run: the long session should cost about what the
 // empty one does, and its median stay well under 50 ms. (This figure was
 // a bound inside TestTerminalUIKeystrokeLatency, which a loaded machine
 // could miss; the test, TestTerminalUIKeystrokesInALongSession, keeps the
@@ -29,6 +29,7 @@ func runKeystrokeBenchmark(b *testing.B) {
 	}{
 		{"empty session (the baseline)", 0},
 		{"long session: 500 messages", 250},
+		{"long session: 800 messages", 400},
 	}
 	var report strings.Builder
 	fmt.Fprintln(&report, "## A keystroke to the screen (ms; 20 keys, one at a time)")
