@@ -3,6 +3,7 @@ package env
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/pi-remote/pi-remote/canonpath"
@@ -37,6 +38,10 @@ type mutationQueue struct {
 	tails map[canonpath.Key]*slot
 	last  chan struct{}            // closed once the latest reservation has entered its queue
 	keys  map[string]canonpath.Key // remembered keys of absolute paths
+
+	// unfinished are the reservations not finished yet, in the order they
+	// were taken: what a later Barrier waits for (order.go).
+	unfinished []*Reservation
 }
 
 // rememberedMax bounds the remembered keys; past it they are all forgotten.
@@ -62,6 +67,9 @@ type Reservation struct {
 
 	released bool // guarded by q.mu
 	once     sync.Once
+
+	finished   chan struct{} // closed once the mutation is over (Do returned, or Release)
+	finishOnce sync.Once
 }
 
 // Reserve resolves p (as by Resolve) and takes the next place in the
@@ -79,8 +87,9 @@ func (e *ExecutionEnv) Reserve(ctx context.Context, p string) (*Reservation, err
 
 func (e *ExecutionEnv) reserve(ctx context.Context, abs string) *Reservation {
 	q := &e.queue
-	r := &Reservation{q: q, s: &slot{done: make(chan struct{})}, e: e, abs: abs, entered: make(chan struct{})}
+	r := &Reservation{q: q, s: &slot{done: make(chan struct{})}, e: e, abs: abs, entered: make(chan struct{}), finished: make(chan struct{})}
 	q.mu.Lock()
+	q.unfinished = append(q.unfinished, r)
 	before := q.last
 	q.last = r.entered
 	key, remembered := q.keys[abs]
@@ -136,6 +145,7 @@ func (r *Reservation) Key() canonpath.Key {
 // If ctx ends while waiting, Do releases and returns ctx's error without
 // running fn.
 func (r *Reservation) Do(ctx context.Context, fn func(canonical string) error) error {
+	defer r.finish()
 	err := r.do(ctx, fn)
 	// (ErrMoved comes from fn, which ran once the reservation had entered
 	// its queue: only then is r.remembered settled. A Do that gave up
@@ -151,7 +161,9 @@ func (r *Reservation) Do(ctx context.Context, fn func(canonical string) error) e
 	if r.pinned {
 		return err
 	}
-	return r.e.reserve(ctx, r.abs).do(ctx, fn)
+	again := r.e.reserve(ctx, r.abs)
+	defer again.finish()
+	return again.do(ctx, fn)
 }
 
 // Pin commits the reservation's mutation to its key, for a caller that
@@ -165,7 +177,7 @@ func (r *Reservation) Do(ctx context.Context, fn func(canonical string) error) e
 func (r *Reservation) Pin() { r.pinned = true }
 
 func (r *Reservation) do(ctx context.Context, fn func(canonical string) error) error {
-	defer r.Release()
+	defer r.release()
 	if err := r.wait(ctx); err != nil {
 		return err
 	}
@@ -211,6 +223,14 @@ func (r *Reservation) wait(ctx context.Context) error {
 // Release gives up the place in the queue. It is idempotent, and may come
 // before the reservation has entered its queue (it then never does).
 func (r *Reservation) Release() {
+	r.release()
+	r.finish()
+}
+
+// release gives up the place in the file's queue; finish ends the
+// mutation for the barriers after it. Do keeps them apart: a mutation run
+// again under a new key (ErrMoved) leaves its first place but is not over.
+func (r *Reservation) release() {
 	r.once.Do(func() {
 		r.q.mu.Lock()
 		defer r.q.mu.Unlock()
@@ -219,6 +239,15 @@ func (r *Reservation) Release() {
 		if r.q.tails[r.key] == r.s {
 			delete(r.q.tails, r.key)
 		}
+	})
+}
+
+func (r *Reservation) finish() {
+	r.finishOnce.Do(func() {
+		r.q.mu.Lock()
+		r.q.unfinished = slices.DeleteFunc(r.q.unfinished, func(p *Reservation) bool { return p == r })
+		r.q.mu.Unlock()
+		close(r.finished)
 	})
 }
 
