@@ -42,9 +42,10 @@ func bashTool(e *env.ExecutionEnv, opts Options) Definition {
 		Description: fmt.Sprintf("Run a shell command in the working directory (bash when the host has it, otherwise sh). "+
 			"stdin is closed and there is no terminal, so interactive programs fail instead of waiting. stdout and stderr are merged. "+
 			"Returns the last %d lines or %dKB of output; when more was produced, the full output is saved to a file on the same host and its path is given. "+
-			"Default timeout %s, at most %s. Background jobs started with & keep running after the command returns.",
+			"Default timeout %s, at most %s. Background jobs started with & keep running after the command returns."+batchOrder,
 			MaxLines, MaxBytes/1024, opts.BashTimeout, opts.MaxBashTimeout),
 		PromptSnippet: "Execute shell commands (ls, grep, git, build and test tools, ...)",
+		Admit:         admitAfterAll(e),
 		PromptGuidelines: []string{
 			"Use bash for running programs, builds, tests and git; do not use it to read or edit files when read, edit or write can.",
 		},

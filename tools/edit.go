@@ -82,7 +82,7 @@ func editTool(e *env.ExecutionEnv) Definition {
 		Name: "edit",
 		Description: "Edit a file by replacing exact text. Each edits[i].oldText must match exactly one region of the original file " +
 			"(whitespace included); all edits are matched against the original and applied together, so they must not overlap. " +
-			"Line endings and a UTF-8 BOM are kept. For several changes to one file, send one edit call with several edits.",
+			"Line endings and a UTF-8 BOM are kept. For several changes to one file, send one edit call with several edits." + batchOrder,
 		PromptSnippet: "Make precise replacements in files",
 		PromptGuidelines: []string{
 			"Read a file before editing it; copy oldText exactly from what read returned.",

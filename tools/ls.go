@@ -33,8 +33,9 @@ func lsTool(e *env.ExecutionEnv) Definition {
 	return define(Definition{
 		Name: "ls",
 		Description: fmt.Sprintf("List a directory. Entries are sorted case-insensitively, dotfiles included; directories end with '/'. "+
-			"Returns at most %d entries (change with limit) or %dKB.", defaultLsLimit, MaxBytes/1024),
+			"Returns at most %d entries (change with limit) or %dKB."+batchOrder, defaultLsLimit, MaxBytes/1024),
 		PromptSnippet: "List directory contents",
+		Admit:         admitUnder(e),
 		RenderCall:    func(args json.RawMessage) string { return renderPathCall("ls", args) },
 	}, func(ctx context.Context, in lsInput, _ func(loop.Result)) (loop.Result, error) {
 		p := in.Path

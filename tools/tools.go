@@ -193,6 +193,9 @@ func define[In any](d Definition, run func(ctx context.Context, in In, onUpdate 
 		if onUpdate == nil {
 			onUpdate = func(loop.Result) {}
 		}
+		if err := awaitBarrier(ctx); err != nil {
+			return loop.ErrorResult("Tool call aborted."), nil
+		}
 		return run(ctx, in, onUpdate)
 	}
 	if d.Label == "" {

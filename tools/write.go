@@ -54,7 +54,7 @@ func writeTool(e *env.ExecutionEnv) Definition {
 	return define(Definition{
 		Name: "write",
 		Description: "Write content to a file, creating it (and its parent directories) or replacing it entirely. " +
-			"The write is atomic and keeps the mode of an existing file.",
+			"The write is atomic and keeps the mode of an existing file." + batchOrder,
 		PromptSnippet:    "Create or overwrite files",
 		PromptGuidelines: []string{"Use write only for new files or complete rewrites; use edit for changes to existing files."},
 		Admit:            admitPath(e),

@@ -58,6 +58,8 @@ func Run(t *testing.T, h Harness) {
 		{"SameFileEditsApplyInCallOrder", testSameFileEditsApplyInCallOrder},
 		{"NoLostUpdates", testNoLostUpdates},
 		{"EnvironmentsHaveSeparateQueues", testEnvironmentsHaveSeparateQueues},
+		{"BatchSeesEarlierMutations", testBatchSeesEarlierMutations},
+		{"IndependentCallsDoNotWait", testIndependentCallsDoNotWait},
 		{"BadInputLeavesFilesAlone", testBadInputLeavesFilesAlone},
 		{"Grep", testGrep},
 		{"Find", testFind},
@@ -76,6 +78,7 @@ func RunQueue(t *testing.T, h Harness) {
 	t.Run("SameFileEditsApplyInCallOrder", func(t *testing.T) { testSameFileEditsApplyInCallOrder(t, h) })
 	t.Run("NoLostUpdates", func(t *testing.T) { testNoLostUpdates(t, h) })
 	t.Run("EnvironmentsHaveSeparateQueues", func(t *testing.T) { testEnvironmentsHaveSeparateQueues(t, h) })
+	t.Run("BatchSeesEarlierMutations", func(t *testing.T) { testBatchSeesEarlierMutations(t, h) })
 }
 
 // fixture is an environment rooted in a fresh directory.
