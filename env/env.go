@@ -3,9 +3,11 @@
 // One ExecutionEnv is one host: its operations (an ops backend), its working
 // directory and home, path resolution (relative paths, "~", "@" prefixes,
 // Unicode space variants), canonical path keys, the host's capabilities
-// (bash, rg, fd), and its own file mutation queue. Behaviour that must be
-// identical on every host lives here once; backends stay thin. Tools never
-// import a backend, os or os/exec: everything goes through an ExecutionEnv.
+// (bash, rg, fd), and its own file mutation queue, with the barriers that
+// order reads and commands after the mutations reserved before them.
+// Behaviour that must be identical on every host lives here once; backends
+// stay thin. Tools never import a backend, os or os/exec: everything goes
+// through an ExecutionEnv.
 //
 // An ExecutionEnv is safe for concurrent use.
 package env

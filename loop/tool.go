@@ -40,8 +40,8 @@ type Tool struct {
 
 	// Admit, optional, runs during the in-order prepare stage, after
 	// validation and BeforeToolCall. Resources it claims (a place in a
-	// file's mutation queue) are therefore claimed in call order even though
-	// execution is parallel. Its value reaches Execute through the context
+	// file's mutation queue, or one after the mutations before it) are
+	// therefore claimed in call order even though execution is parallel. Its value reaches Execute through the context
 	// (AdmissionFrom). release, if non-nil, is called exactly once, after
 	// Execute returns or when the call never executes.
 	Admit func(ctx context.Context, args json.RawMessage) (admission any, release func(), err error)
