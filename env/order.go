@@ -19,7 +19,7 @@ import (
 // shell command may touch any file. A Barrier under a path (AfterUnder)
 // waits for the earlier mutations of that path, or, for a directory, of
 // anything below it. Mutations count from any caller that reserved before,
-// not only from the same batch.
+// not only from the same batch, once admitted (Reservation.Hold).
 //
 // Overlap is first decided on the spelling: a mutation whose absolute path
 // is the barrier's path or below it. Another spelling of the same file (a
@@ -127,12 +127,16 @@ func under(p, dir string) bool {
 	return strings.HasPrefix(p, dir) && p[len(dir)] == '/'
 }
 
-// snapshot is the reservations not finished yet, in order.
+// snapshot is the reservations not finished yet, in order, but for those
+// held (Hold).
 func (q *mutationQueue) snapshot() []*Reservation {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.unfinished) == 0 {
-		return nil
+	var out []*Reservation
+	for _, r := range q.unfinished {
+		if !r.held {
+			out = append(out, r)
+		}
 	}
-	return append([]*Reservation(nil), q.unfinished...)
+	return out
 }

@@ -50,7 +50,7 @@ func TestBarrierWaitsForEarlierOverlappingMutations(t *testing.T) {
 	b := e.AfterUnder(ctx, "d")
 	require.NoError(t, r.Do(ctx, func(string) error { return nil }))
 	require.NoError(t, b.Wait(ctx), "over once the mutation is")
-	assert.False(t, waits(t, e.After()), "nothing left to wait for")
+	assert.Empty(t, e.After().before, "finished mutations are forgotten")
 }
 
 // A mutation given up without running (Release) ends the wait too.
@@ -61,4 +61,17 @@ func TestBarrierReleasedReservation(t *testing.T) {
 	b := e.After()
 	r.Release()
 	require.NoError(t, b.Wait(t.Context()))
+}
+
+// A reservation held for a decision is not waited for by the barriers taken
+// meanwhile; once admitted, it is by the later ones.
+func TestBarrierSkipsHeldReservation(t *testing.T) {
+	e := New(local.New(), Options{Cwd: t.TempDir(), Home: "/"})
+	r, err := e.Reserve(t.Context(), "f")
+	require.NoError(t, err)
+	defer r.Release()
+	admitted := r.Hold()
+	assert.False(t, waits(t, e.After()), "held for a decision")
+	admitted()
+	assert.True(t, waits(t, e.After()), "admitted")
 }

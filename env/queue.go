@@ -33,6 +33,9 @@ import (
 // anything is written; Do then forgets it and runs the mutation again in
 // the queue of the key the host gives now (calls admitted after it may then
 // go first: the files changed under the batch).
+//
+// The queue also keeps its unfinished reservations in order, for the
+// barriers that order the calls which do not mutate (order.go).
 type mutationQueue struct {
 	mu    sync.Mutex
 	tails map[canonpath.Key]*slot
@@ -70,6 +73,7 @@ type Reservation struct {
 
 	finished   chan struct{} // closed once the mutation is over (Do returned, or Release)
 	finishOnce sync.Once
+	held       bool // guarded by q.mu; set by Hold until its call is admitted
 }
 
 // Reserve resolves p (as by Resolve) and takes the next place in the
@@ -164,6 +168,23 @@ func (r *Reservation) Do(ctx context.Context, fn func(canonical string) error) e
 	again := r.e.reserve(ctx, r.abs)
 	defer again.finish()
 	return again.do(ctx, fn)
+}
+
+// Hold marks the reservation as not admitted yet — its call waits for a
+// decision, a person's approval — until the function returned is called.
+// Barriers taken meanwhile (After, AfterUnder) do not wait for it: a
+// command another front end sends while a person decides on a write need
+// not wait for that person. Calls of the same batch are admitted in order,
+// so they never see a held reservation before theirs.
+func (r *Reservation) Hold() (admitted func()) {
+	r.q.mu.Lock()
+	r.held = true
+	r.q.mu.Unlock()
+	return func() {
+		r.q.mu.Lock()
+		r.held = false
+		r.q.mu.Unlock()
+	}
 }
 
 // Pin commits the reservation's mutation to its key, for a caller that

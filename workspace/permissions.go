@@ -55,7 +55,16 @@ func guard(h *Host, defs []tools.Definition, gate *permission.Gate) []tools.Defi
 				c.Path = canonical(ctx, h.Env, admission, in.Path)
 				c.Cwd = cwd.get(ctx)
 			}
-			if err := gate.Check(ctx, c, args); err != nil {
+			// (While a person decides, the call is not admitted: a
+			// command sent meanwhile by another front end does not wait
+			// for it. env.Barrier.)
+			admitted := func() {}
+			if r, ok := admission.(*env.Reservation); ok {
+				admitted = r.Hold()
+			}
+			err := gate.Check(ctx, c, args)
+			admitted()
+			if err != nil {
 				if release != nil {
 					release()
 				}
