@@ -58,9 +58,12 @@ func (rawHTMLAsText) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
 
 // htmlPage lays out an HTML export: text rendered from Markdown, code and
 // outputs wrapped (no horizontal scrolling), long outputs and thinking
-// folded, edits as coloured diffs.
+// folded, edits as coloured diffs. Its content security policy lets the
+// page run no script and load nothing from elsewhere (an image the model
+// linked would tell a server the page was read).
 var htmlPage = template.Must(template.New("session").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>Session {{.Header.ID}}</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"><title>Session {{.Header.ID}}</title>
 <style>
 body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.45}
 section{border-left:4px solid #ccc;padding:.2rem 1rem;margin:1rem 0;overflow-wrap:anywhere}

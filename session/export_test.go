@@ -92,3 +92,17 @@ func TestMarkdownExportShowsCallsAsTheyRead(t *testing.T) {
 	assert.Contains(t, md, "<details><summary>30 lines</summary>\n\n```\nline 0\n")
 	assert.Contains(t, md, "| beta | **ready** |")
 }
+
+// The exported page runs nothing and loads nothing from elsewhere: the
+// model's links keep no javascript: target, its HTML is text, and the
+// page's policy forbids scripts and remote images.
+func TestHTMLExportIsInert(t *testing.T) {
+	var b strings.Builder
+	require.NoError(t, HTML(&b, Header{ID: "x"}, []Entry{{Message: loop.NewUserText(
+		"[x](javascript:alert(1)) <img src=x onerror=alert(1)> ![t](http://127.0.0.1:9/track.png)\n\n<div onclick=x>block</div>")}}))
+	page := b.String()
+	assert.NotContains(t, page, "javascript:")
+	assert.NotContains(t, page, "<img src=x")
+	assert.NotContains(t, page, "<div onclick")
+	assert.Contains(t, page, `content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"`)
+}
