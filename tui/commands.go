@@ -56,7 +56,9 @@ func (m *model) commands() map[string]command {
 		}
 		m.o.Agent = a
 		m.refreshUsage()
-		return tea.Sequence(m.print(m.th.dim.Render(termtext.String(about))), m.replay())
+		// (What was said, then which session it is: the line nearest
+		// the editor.)
+		return tea.Sequence(m.replay(), m.print(m.th.dim.Render(termtext.String(about))))
 	}
 	if c.Resume != nil && c.Sessions != nil {
 		all["resume"] = command{"/resume", "continue another session (a picker)", func(m *model, _ string) tea.Cmd {

@@ -192,3 +192,19 @@ func TestThemeFollowsTheBackground(t *testing.T) {
 	dark.Update(white)
 	assert.False(t, dark.th.light, "a theme set holds")
 }
+
+// A long user message (a paste) shows its first 30 rows in the
+// scrollback and says how many more went to the model.
+func TestLongUserMessageFolds(t *testing.T) {
+	lines := make([]string, 200)
+	for i := range lines {
+		lines[i] = "pasted line"
+	}
+	out := renderUser("read this:\n"+strings.Join(lines, "\n"), 80, newTheme(false))
+	rows := strings.Split(out, "\n")
+	assert.Len(t, rows, 31)
+	assert.Equal(t, "› read this:", rows[0])
+	assert.Equal(t, "  … 171 more lines (sent whole)", rows[30])
+	short := renderUser("one\ntwo", 80, newTheme(false))
+	assert.Equal(t, "› one\n  two", short)
+}

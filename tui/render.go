@@ -201,8 +201,22 @@ func renderUser(text string, width int, th theme) string {
 			out = append(out, th.user.Render(prefix)+w)
 		}
 	}
+	// A long message (a paste) shows its start: it went to the model
+	// whole, and printing hundreds of rows a few at a time, as the
+	// scrollback takes them, would keep the terminal busy for seconds.
+	if len(out) > userFoldRows {
+		more := len(out) - userShownRows
+		out = append(out[:userShownRows], th.dim.Render("  … "+tools.Count(more, "more line", "more lines")+" (sent whole)"))
+	}
 	return strings.Join(out, "\n")
 }
+
+// A user message longer than userFoldRows rows shows its first
+// userShownRows.
+const (
+	userFoldRows  = 40
+	userShownRows = 30
+)
 
 // answerStyle and answerLightStyle are Glamour's dark and light styles
 // with the body text in the terminal's own colour: the dark style's grey
