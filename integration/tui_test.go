@@ -17,83 +17,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/integration/sshd"
+	"github.com/pi-remote/pi-remote/internal/tmuxtest"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/session"
 )
 
-// terminal is pi-remote running in a real terminal: a tmux session of its
-// own (a private server), driven with send-keys and read with
-// capture-pane.
-type terminal struct {
-	t      testing.TB
-	socket string
-}
-
 // startTerminal runs the pi-remote binary with args in a width×height
 // terminal, with env added to the environment.
-func startTerminal(t testing.TB, width, height int, env []string, args ...string) *terminal {
+func startTerminal(t testing.TB, width, height int, env []string, args ...string) *tmuxtest.Terminal {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed; .ci/run installs it")
-		}
-		t.Skip("tmux is not installed")
-	}
-	tm := &terminal{t: t, socket: fmt.Sprintf("pi-remote-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
-	command := []string{"env", "TERM=xterm-256color"}
-	command = append(command, env...)
-	command = append(command, binary)
-	command = append(command, args...)
-	var quoted []string
-	for _, c := range command {
-		quoted = append(quoted, "'"+strings.ReplaceAll(c, "'", `'\''`)+"'")
-	}
-	tm.tmux("new-session", "-d", "-s", "main", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), strings.Join(quoted, " "))
-	tm.tmux("set-option", "-t", "main", "remain-on-exit", "on")
-	tm.tmux("set-option", "-t", "main", "history-limit", "50000")
-	t.Cleanup(func() { exec.Command("tmux", "-L", tm.socket, "kill-server").Run() })
-	return tm
-}
-
-func (tm *terminal) tmux(args ...string) string {
-	tm.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", tm.socket}, args...)...).CombinedOutput()
-	require.NoError(tm.t, err, "tmux %v: %s", args, out)
-	return string(out)
-}
-
-// keys sends keys by tmux's names (Enter, Escape, M-Enter, C-c).
-func (tm *terminal) keys(keys ...string) {
-	tm.tmux(append([]string{"send-keys", "-t", "main"}, keys...)...)
-}
-
-// typeText types text as it is.
-func (tm *terminal) typeText(text string) { tm.tmux("send-keys", "-t", "main", "-l", text) }
-
-// paste pastes text as a terminal does (bracketed).
-func (tm *terminal) paste(text string) {
-	tm.t.Helper()
-	f := filepath.Join(tm.t.TempDir(), "paste")
-	require.NoError(tm.t, os.WriteFile(f, []byte(text), 0o644))
-	tm.tmux("load-buffer", "-b", "p", f)
-	tm.tmux("paste-buffer", "-p", "-b", "p", "-t", "main")
-}
-
-func (tm *terminal) screen() string { return tm.tmux("capture-pane", "-p", "-t", "main") }
-func (tm *terminal) scrollback() string {
-	return tm.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "main")
-}
-
-// waitFor waits until the screen shows text.
-func (tm *terminal) waitFor(text string) {
-	tm.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(tm.screen(), text) {
-		if time.Now().After(deadline) {
-			tm.t.Fatalf("the screen never showed %q:\n%s", text, tm.screen())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return tmuxtest.Start(t, width, height, append(append(env, binary), args...)...)
 }
 
 // lastUserText is the last user message of a recorded OpenAI request.
@@ -148,69 +81,69 @@ func TestTerminalUI(t *testing.T) {
 	editor := filepath.Join(t.TempDir(), "editor")
 	require.NoError(t, os.WriteFile(editor, []byte("#!/bin/sh\nprintf 'written in the editor\\n' > \"$1\"\n"), 0o755))
 	tm := startTerminal(t, 100, 40, []string{"HOME=" + home, "PI_REMOTE_MODEL=", "OPENAI_API_KEY=x", "VISUAL=" + editor}, args...)
-	tm.waitFor("openai/fake-1")
+	tm.WaitFor("openai/fake-1")
 
 	// Ctrl+G: the prompt goes through $VISUAL and comes back.
-	tm.typeText("a draft")
-	tm.keys("C-g")
-	tm.waitFor("› written in the editor")
-	tm.keys("C-c")
+	tm.Type("a draft")
+	tm.Keys("C-g")
+	tm.WaitFor("› written in the editor")
+	tm.Keys("C-c")
 
-	tm.typeText("hi")
-	tm.keys("Enter")
-	tm.waitFor("Hello from the model.")
+	tm.Type("hi")
+	tm.Keys("Enter")
+	tm.WaitFor("Hello from the model.")
 
-	tm.typeText("change the mode")
-	tm.keys("Enter")
-	tm.waitFor("Changed the mode.")
+	tm.Type("change the mode")
+	tm.Keys("Enter")
+	tm.WaitFor("Changed the mode.")
 	b, err := os.ReadFile(filepath.Join(dir, "app.conf"))
 	require.NoError(t, err)
 	assert.Equal(t, "mode = y\n", string(b))
-	screen := tm.screen()
+	screen := tm.Screen()
 	assert.Contains(t, screen, "✓ edit app.conf")
 	assert.Contains(t, screen, "checked-on-host")
 
 	// Esc during a long command: the remote process goes.
-	tm.typeText("run the long one")
-	tm.keys("Enter")
+	tm.Type("run the long one")
+	tm.Keys("Enter")
 	require.Eventually(t, func() bool { return len(psMatching(t, "sleep "+marker)) > 0 }, 20*time.Second, 20*time.Millisecond, "the command runs")
-	tm.keys("Escape")
-	tm.waitFor("aborted")
+	tm.Keys("Escape")
+	tm.WaitFor("aborted")
 	require.Eventually(t, func() bool { return len(psMatching(t, "sleep "+marker)) == 0 }, 10*time.Second, 50*time.Millisecond, "the remote process is gone")
 
 	// A steering message typed while a tool runs goes in before the next
 	// turn.
-	tm.typeText("run the slow one")
-	tm.keys("Enter")
-	tm.waitFor("sleep 2; echo slow-done")
-	tm.typeText("and mind the logs")
-	tm.keys("Enter")
-	tm.waitFor("queued: and mind the logs")
-	tm.waitFor("Steered as asked.")
+	tm.Type("run the slow one")
+	tm.Keys("Enter")
+	tm.WaitFor("sleep 2; echo slow-done")
+	tm.Type("and mind the logs")
+	tm.Keys("Enter")
+	tm.WaitFor("queued: and mind the logs")
+	tm.WaitFor("Steered as asked.")
 	require.Len(t, fake.got(), 6)
 	assert.Equal(t, "and mind the logs", lastUserText(fake.got()[5]), "delivered after the tool batch, before the next turn")
 
-	tm.typeText("/compact keep the mode")
-	tm.keys("Enter")
-	tm.waitFor("context compacted")
+	tm.Type("/compact keep the mode")
+	tm.Keys("Enter")
+	tm.WaitFor("context compacted")
 	assert.Contains(t, fmt.Sprint(fake.got()[6]["messages"]), "keep the mode", "the focus goes to the summary request")
 
-	tm.typeText("/model openai/fake-2")
-	tm.keys("Enter")
-	tm.waitFor("openai/fake-2 ·")
+	tm.Type("/model openai/fake-2")
+	tm.Keys("Enter")
+	tm.WaitFor("openai/fake-2 ·")
 
 	// @ completes paths on the host.
-	tm.typeText("show @app")
-	tm.waitFor("▸ @app.conf")
-	tm.keys("Tab")
-	tm.waitFor("› show @app.conf")
-	tm.keys("C-c")
+	tm.Type("show @app")
+	tm.WaitFor("▸ @app.conf")
+	tm.Keys("Tab")
+	tm.WaitFor("› show @app.conf")
+	tm.Keys("C-c")
 
-	tm.typeText("first line")
-	tm.keys("M-Enter")
-	tm.typeText("second line")
-	tm.keys("Enter")
-	tm.waitFor("Got two lines.")
+	tm.Type("first line")
+	tm.Keys("M-Enter")
+	tm.Type("second line")
+	tm.Keys("Enter")
+	tm.WaitFor("Got two lines.")
 	assert.Equal(t, "first line\nsecond line", lastUserText(fake.got()[7]))
 	assert.Equal(t, "fake-2", fake.got()[7]["model"], "/model switched the model")
 
@@ -218,15 +151,15 @@ func TestTerminalUI(t *testing.T) {
 	for i := 1; i <= 200; i++ {
 		lines = append(lines, fmt.Sprintf("pasted line %d", i))
 	}
-	tm.typeText("read this: ")
-	tm.paste(strings.Join(lines, "\n"))
-	tm.waitFor("[paste #1: 200 lines]")
-	tm.keys("Enter")
-	tm.waitFor("Got the paste.")
+	tm.Type("read this: ")
+	tm.Paste(strings.Join(lines, "\n"))
+	tm.WaitFor("[paste #1: 200 lines]")
+	tm.Keys("Enter")
+	tm.WaitFor("Got the paste.")
 	assert.Equal(t, "read this: "+strings.Join(lines, "\n"), lastUserText(fake.got()[8]), "the paste goes out whole")
 
 	// The scrollback holds the whole transcript, in order.
-	all := tm.scrollback()
+	all := tm.Scrollback()
 	last := -1
 	for _, want := range []string{"› hi", "Hello from the model.", "› change the mode", "✓ edit app.conf", "Changed the mode.",
 		"› run the long one", "aborted", "› run the slow one", "slow-done", "› and mind the logs", "Steered as asked.",
@@ -237,22 +170,22 @@ func TestTerminalUI(t *testing.T) {
 	}
 
 	// /new starts an empty session; /resume goes back to the first one.
-	tm.typeText("/new")
-	tm.keys("Enter")
-	tm.waitFor("(0 messages in context)")
-	tm.typeText("/resume")
-	tm.keys("Enter")
-	tm.waitFor("resume a session")
-	tm.waitFor("▸ ")
-	assert.Contains(t, tm.screen(), "hi", "the first session, by its first prompt")
-	tm.keys("Enter")
+	tm.Type("/new")
+	tm.Keys("Enter")
+	tm.WaitFor("(0 messages in context)")
+	tm.Type("/resume")
+	tm.Keys("Enter")
+	tm.WaitFor("resume a session")
+	tm.WaitFor("▸ ")
+	assert.Contains(t, tm.Screen(), "hi", "the first session, by its first prompt")
+	tm.Keys("Enter")
 	resumed := regexp.MustCompile(`\(([1-9][0-9]*) messages in context\)`)
-	require.Eventually(t, func() bool { return resumed.MatchString(tm.screen()) }, 20*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return resumed.MatchString(tm.Screen()) }, 20*time.Second, 20*time.Millisecond,
 		"the resumed session has the first one's messages")
 
 	t.Logf("scrollback:\n%s", all)
-	tm.keys("C-d")
-	require.Eventually(t, func() bool { return strings.Contains(tm.screen(), "session: ") }, 10*time.Second, 20*time.Millisecond, "Ctrl+D quits")
+	tm.Keys("C-d")
+	require.Eventually(t, func() bool { return strings.Contains(tm.Screen(), "session: ") }, 10*time.Second, 20*time.Millisecond, "Ctrl+D quits")
 }
 
 // A long session (500 messages) takes keystrokes: each of 20 reaches the
@@ -296,9 +229,9 @@ func keystrokeTimes(tb testing.TB, pairs int) []time.Duration {
 	script := filepath.Join(scriptDir, "script.json")
 	require.NoError(tb, os.WriteFile(script, []byte(`{"turns":[{"text":"ok"}]}`), 0o644))
 	tm := startTerminal(tb, 100, 30, []string{"HOME=" + home, "PI_REMOTE_MODEL="}, "--cwd", dir, "run", "--model", "scripted/"+script, "--session", file)
-	tm.waitFor("scripted/")
+	tm.WaitFor("scripted/")
 
-	ctl := exec.Command("tmux", "-L", tm.socket, "-C", "attach-session", "-t", "main")
+	ctl := exec.Command("tmux", "-L", tm.Socket, "-C", "attach-session", "-t", "main")
 	in, err := ctl.StdinPipe()
 	require.NoError(tb, err)
 	out, err := ctl.StdoutPipe()
@@ -337,7 +270,7 @@ func keystrokeTimes(tb testing.TB, pairs int) []time.Duration {
 		}
 		took = append(took, time.Since(start))
 	}
-	tm.waitFor("› abcdefghijklmnopqrst")
+	tm.WaitFor("› abcdefghijklmnopqrst")
 	slices.Sort(took)
 	return took
 }
@@ -360,21 +293,21 @@ func TestTerminalUIDefaultHost(t *testing.T) {
 	args := append([]string{"--host", "here=local"}, flags...)
 	args = append(args, "run", "--model", "openai/fake-1", "--base-url", api.URL+"/v1")
 	tm := startTerminal(t, 120, 40, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL=", "OPENAI_API_KEY=x"}, args...)
-	tm.waitFor("here ● there ●")
+	tm.WaitFor("here ● there ●")
 
-	tm.typeText("where are you")
-	tm.keys("Enter")
-	tm.waitFor("Ran it.")
-	assert.Contains(t, tm.screen(), "where:local")
+	tm.Type("where are you")
+	tm.Keys("Enter")
+	tm.WaitFor("Ran it.")
+	assert.Contains(t, tm.Screen(), "where:local")
 
-	tm.typeText("/hosts there")
-	tm.keys("Enter")
-	tm.waitFor("default host: there")
-	tm.waitFor("there ● here ●")
-	tm.typeText("and now")
-	tm.keys("Enter")
-	tm.waitFor("Ran it again.")
-	assert.Contains(t, tm.screen(), "where:127.0.0.1", "the call ran on the new default host")
+	tm.Type("/hosts there")
+	tm.Keys("Enter")
+	tm.WaitFor("default host: there")
+	tm.WaitFor("there ● here ●")
+	tm.Type("and now")
+	tm.Keys("Enter")
+	tm.WaitFor("Ran it again.")
+	assert.Contains(t, tm.Screen(), "where:127.0.0.1", "the call ran on the new default host")
 	system := func(i int) string { return fake.got()[i]["messages"].([]any)[0].(map[string]any)["content"].(string) }
 	assert.Contains(t, system(0), `without it the tool acts on "here"`)
 	assert.Contains(t, system(2), `without it the tool acts on "there"`, "the system prompt names the new default")

@@ -102,16 +102,16 @@ func TestQuitMidRunSavesQuietly(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "s.jsonl")
 	tm := startTerminal(t, 120, 30, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL="},
 		"--cwd", dir, "run", "--model", "scripted/"+script, "--session", file)
-	tm.waitFor("scripted/")
-	tm.typeText("sleep a while")
-	tm.keys("Enter")
+	tm.WaitFor("scripted/")
+	tm.Type("sleep a while")
+	tm.Keys("Enter")
 	require.Eventually(t, func() bool { return procRunning(marker) }, 20*time.Second, 20*time.Millisecond, "the command runs")
-	tm.keys("C-c")
-	tm.keys("C-c")
+	tm.Keys("C-c")
+	tm.Keys("C-c")
 	require.Eventually(t, func() bool {
-		return strings.TrimSpace(tm.tmux("display-message", "-p", "-t", "main", "#{pane_dead}")) == "1"
+		return strings.TrimSpace(tm.Tmux("display-message", "-p", "-t", "main", "#{pane_dead}")) == "1"
 	}, 20*time.Second, 20*time.Millisecond, "pi-remote exits")
-	out := tm.scrollback()
+	out := tm.Scrollback()
 	assert.Contains(t, out, "session: "+file)
 	assert.NotContains(t, out, "already closed")
 	assert.NotContains(t, out, "unsaved")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,7 +18,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/env"
-	"github.com/pi-remote/pi-remote/internal/shellquote"
+	"github.com/pi-remote/pi-remote/internal/tmuxtest"
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/ops/local"
@@ -136,63 +135,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// terminal is pi-remote (this test binary as main) running in a real
-// terminal: a tmux server of its own, driven with send-keys and read with
-// capture-pane.
-type terminal struct {
-	t      *testing.T
-	socket string
-}
-
-// startTerminal runs pi-remote with args in a width×height terminal, with
-// env added to the environment.
-func startTerminal(t *testing.T, width, height int, env []string, args ...string) *terminal {
+// startTerminal runs pi-remote (this test binary as main) with args in a
+// width×height terminal, with env added to the environment.
+func startTerminal(t *testing.T, width, height int, env []string, args ...string) *tmuxtest.Terminal {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed; .ci/run installs it")
-		}
-		t.Skip("tmux is not installed")
-	}
-	tm := &terminal{t: t, socket: fmt.Sprintf("pi-remote-cmd-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
-	command := append([]string{"env", "TERM=xterm-256color", asMain + "=1"}, env...)
-	command = append(append(command, os.Args[0]), args...)
-	tm.tmux("new-session", "-d", "-s", "main", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), shellquote.Join(command...))
-	tm.tmux("set-option", "-t", "main", "remain-on-exit", "on")
-	tm.tmux("set-option", "-t", "main", "history-limit", "50000")
-	t.Cleanup(func() { exec.Command("tmux", "-L", tm.socket, "kill-server").Run() })
-	return tm
-}
-
-func (tm *terminal) tmux(args ...string) string {
-	tm.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", tm.socket}, args...)...).CombinedOutput()
-	require.NoError(tm.t, err, "tmux %v: %s", args, out)
-	return string(out)
-}
-
-// keys sends keys by tmux's names (Enter, Escape, C-c); typeText types
-// text as it is.
-func (tm *terminal) keys(keys ...string) {
-	tm.tmux(append([]string{"send-keys", "-t", "main"}, keys...)...)
-}
-func (tm *terminal) typeText(text string) { tm.tmux("send-keys", "-t", "main", "-l", text) }
-
-func (tm *terminal) screen() string { return tm.tmux("capture-pane", "-p", "-t", "main") }
-func (tm *terminal) scrollback() string {
-	return tm.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "main")
-}
-
-// waitFor waits until the screen shows text.
-func (tm *terminal) waitFor(text string) {
-	tm.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(tm.screen(), text) {
-		if time.Now().After(deadline) {
-			tm.t.Fatalf("the screen never showed %q:\n%s", text, tm.screen())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return tmuxtest.Start(t, width, height, append(append(append([]string{asMain + "=1"}, env...), os.Args[0]), args...)...)
 }
 
 // In ask mode, the terminal asks before a write and shows how it would
@@ -218,23 +165,23 @@ func TestInteractiveApproval(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "s.jsonl")
 	tm := startTerminal(t, 120, 30, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL="},
 		"--cwd", dir, "--permissions", "ask", "run", "--model", "scripted/"+script, "--session", file)
-	tm.waitFor("scripted/")
+	tm.WaitFor("scripted/")
 
-	tm.typeText("write the notes")
-	tm.keys("Enter")
-	tm.waitFor("approve write on local?")
-	screen := tm.screen()
+	tm.Type("write the notes")
+	tm.Keys("Enter")
+	tm.WaitFor("approve write on local?")
+	screen := tm.Screen()
 	assert.Contains(t, screen, "host local asks before write")
 	assert.Contains(t, screen, "the file's content would change:")
 	assert.Contains(t, screen, "- old notes")
 	assert.Contains(t, screen, "+ fresh")
 	assert.Contains(t, screen, "+ notes ^[[2J", "the model's escape sequence is shown as text")
 	assert.Contains(t, screen, "y allow once · a always (this session) · n deny… · Esc deny")
-	tm.keys("n")
-	tm.waitFor("reason ›")
-	tm.typeText("keep the old notes")
-	tm.keys("Enter")
-	tm.waitFor("Understood, left alone.")
+	tm.Keys("n")
+	tm.WaitFor("reason ›")
+	tm.Type("keep the old notes")
+	tm.Keys("Enter")
+	tm.WaitFor("Understood, left alone.")
 	b, err := os.ReadFile(notes)
 	require.NoError(t, err)
 	assert.Equal(t, "old notes\n", string(b), "denied: the file is untouched")
@@ -250,28 +197,28 @@ func TestInteractiveApproval(t *testing.T) {
 	assert.True(t, denied.IsError)
 	assert.Contains(t, denied.Content.Text(), "Denied by the user: keep the old notes")
 
-	tm.typeText("write them now")
-	tm.keys("Enter")
-	tm.waitFor("approve write on local?")
-	tm.keys("a")
-	tm.waitFor("Wrote it twice.")
+	tm.Type("write them now")
+	tm.Keys("Enter")
+	tm.WaitFor("approve write on local?")
+	tm.Keys("a")
+	tm.WaitFor("Wrote it twice.")
 	b, err = os.ReadFile(notes)
 	require.NoError(t, err)
 	assert.Equal(t, "kept\n", string(b))
 	// (Had the second call asked, nobody would have answered.)
-	all := tm.scrollback()
+	all := tm.Scrollback()
 	assert.Equal(t, 2, strings.Count(all, "✓ write notes.txt"), "both calls ran")
 	assert.Equal(t, 1, strings.Count(all, "allowed for the rest of this session: write"), "asked once:\n%s", all)
 
-	tm.typeText("/session")
-	tm.keys("Enter")
-	tm.waitFor("(this session)")
-	screen = tm.screen()
+	tm.Type("/session")
+	tm.Keys("Enter")
+	tm.WaitFor("(this session)")
+	screen = tm.Screen()
 	assert.Contains(t, screen, "local  ask        (--permissions)")
 	canonical, err := filepath.EvalSymlinks(notes)
 	require.NoError(t, err)
 	assert.Contains(t, screen, "allow  local:write("+filepath.ToSlash(canonical)+")  (this session)")
-	tm.keys("C-d")
+	tm.Keys("C-d")
 }
 
 // In a real terminal, a prompt longer than the terminal is wide is shown
@@ -288,23 +235,23 @@ func TestInteractiveWrappedEditor(t *testing.T) {
 	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"text":"unused"}]}`), 0o644))
 	tm := startTerminal(t, 100, 30, []string{"HOME=" + home, "PI_REMOTE_MODEL="},
 		"--cwd", dir, "run", "--model", "scripted/"+script, "--session", filepath.Join(t.TempDir(), "s.jsonl"))
-	tm.waitFor("scripted/")
+	tm.WaitFor("scripted/")
 	var words []string
 	for i := range 30 {
 		words = append(words, fmt.Sprintf("w%03d", i))
 	}
-	tm.typeText(strings.Join(words, " ")) // 149 columns
-	tm.waitFor("w029")
-	assert.Contains(t, tm.screen(), "› w000 w001", "the line's start is shown with its end")
-	tm.keys("Up")
-	tm.typeText("X")
-	tm.waitFor("X")
-	screen := tm.screen()
+	tm.Type(strings.Join(words, " ")) // 149 columns
+	tm.WaitFor("w029")
+	assert.Contains(t, tm.Screen(), "› w000 w001", "the line's start is shown with its end")
+	tm.Keys("Up")
+	tm.Type("X")
+	tm.WaitFor("X")
+	screen := tm.Screen()
 	assert.NotContains(t, screen, "an earlier prompt", "Up inside the line stays in it")
 	assert.Contains(t, screen, "w029", "the line is still there")
-	tm.keys("Home", "Up")
-	tm.waitFor("an earlier prompt")
-	tm.keys("C-d")
+	tm.Keys("Home", "Up")
+	tm.WaitFor("an earlier prompt")
+	tm.Keys("C-d")
 }
 
 // Made narrower, a terminal rewraps the prompt being written; the
@@ -325,24 +272,24 @@ func TestInteractiveResizeLeavesNoCopy(t *testing.T) {
 	require.NoError(t, os.WriteFile(script, turn, 0o644))
 	tm := startTerminal(t, 100, 20, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL="},
 		"--cwd", dir, "run", "--model", "scripted/"+script, "--session", filepath.Join(t.TempDir(), "s.jsonl"))
-	tm.waitFor("scripted/")
+	tm.WaitFor("scripted/")
 	// An answer that fills the screen: the live part is at its bottom, as
 	// it is once a conversation is under way.
-	tm.typeText("go")
-	tm.keys("Enter")
-	tm.waitFor("answer line 28")
+	tm.Type("go")
+	tm.Keys("Enter")
+	tm.WaitFor("answer line 28")
 	var words []string
 	for i := range 30 {
 		words = append(words, fmt.Sprintf("w%03d", i))
 	}
-	tm.typeText(strings.Join(words, " ")) // 149 columns: two rows
-	tm.waitFor("w029")
+	tm.Type(strings.Join(words, " ")) // 149 columns: two rows
+	tm.WaitFor("w029")
 	for _, width := range []int{70, 50} {
-		tm.tmux("resize-window", "-t", "main", "-x", fmt.Sprint(width), "-y", "20")
+		tm.Tmux("resize-window", "-t", "main", "-x", fmt.Sprint(width), "-y", "20")
 		// Redrawn: the terminal's rewrapped rows fill it to the last
 		// column, the program's never do.
 		require.Eventually(t, func() bool {
-			screen := tm.screen()
+			screen := tm.Screen()
 			i := strings.LastIndex(screen, "› w000")
 			if i < 0 || !strings.Contains(screen[i:], "w029") {
 				return false
@@ -354,10 +301,10 @@ func TestInteractiveResizeLeavesNoCopy(t *testing.T) {
 			}
 			return true
 		}, 5*time.Second, 20*time.Millisecond, "redrawn at %d columns", width)
-		require.Eventually(t, func() bool { return strings.Count(tm.scrollback(), "w000") == 1 }, 5*time.Second, 20*time.Millisecond,
-			"at %d columns the prompt is on the screen once and in the scrollback never:\n%s", width, tm.scrollback())
+		require.Eventually(t, func() bool { return strings.Count(tm.Scrollback(), "w000") == 1 }, 5*time.Second, 20*time.Millisecond,
+			"at %d columns the prompt is on the screen once and in the scrollback never:\n%s", width, tm.Scrollback())
 	}
-	tm.keys("C-d")
+	tm.Keys("C-d")
 }
 
 // Tools running in parallel never make the live part taller than the
@@ -394,13 +341,15 @@ func TestInteractiveParallelTools(t *testing.T) {
 			require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"toolCalls":[`+strings.Join(calls, ",")+`]},{"text":"All of them finished."}]}`), 0o644))
 			tm := startTerminal(t, tc.width, tc.height, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL="},
 				"--cwd", dir, "run", "--model", "scripted/"+script, "--session", filepath.Join(t.TempDir(), "s.jsonl"))
-			tm.waitFor("scripted/")
+			tm.WaitFor("scripted/")
 
-			tm.typeText("run the loops")
-			tm.keys("Enter")
-			tm.waitFor("All of them finished.")
-			time.Sleep(200 * time.Millisecond)
-			all := tm.scrollback()
+			tm.Type("run the loops")
+			tm.Keys("Enter")
+			tm.WaitFor("All of them finished.")
+			// (The run's end redraws the live part without its working
+			// line: then the scrollback is whole.)
+			require.Eventually(t, func() bool { return !strings.Contains(tm.Screen(), "Esc aborts") }, 10*time.Second, 20*time.Millisecond)
+			all := tm.Scrollback()
 			assert.Equal(t, 0, strings.Count(all, "Esc aborts"), "copies of the working line:\n%s", all)
 			assert.Equal(t, 1, strings.Count(all, "ctx 0%"), "copies of the footer:\n%s", all)
 			assert.Equal(t, 1, strings.Count(all, "› run the loops"), "the prompt stays in the scrollback, once")
@@ -413,7 +362,7 @@ func TestInteractiveParallelTools(t *testing.T) {
 				assert.Greater(t, at, last, "%s: boxes in the order of the calls:\n%s", done, all)
 				last = at
 			}
-			tm.keys("C-d")
+			tm.Keys("C-d")
 		})
 	}
 }
@@ -433,25 +382,25 @@ func TestInteractiveCtrlO(t *testing.T) {
 	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"toolCalls":[{"id":"c1","name":"bash","arguments":`+string(arg)+`}]},{"text":"Counted."}]}`), 0o644))
 	tm := startTerminal(t, 80, 30, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL="},
 		"--cwd", dir, "run", "--model", "scripted/"+script, "--session", filepath.Join(t.TempDir(), "s.jsonl"))
-	tm.waitFor("scripted/")
+	tm.WaitFor("scripted/")
 
-	tm.typeText("count the rows")
-	tm.keys("Enter")
-	tm.waitFor("row07")
-	assert.NotContains(t, tm.screen(), "row00", "folded: the last lines")
-	tm.keys("C-o")
-	tm.waitFor("row00")
-	tm.waitFor("Counted.")
-	all := tm.scrollback()
+	tm.Type("count the rows")
+	tm.Keys("Enter")
+	tm.WaitFor("row07")
+	assert.NotContains(t, tm.Screen(), "row00", "folded: the last lines")
+	tm.Keys("C-o")
+	tm.WaitFor("row00")
+	tm.WaitFor("Counted.")
+	all := tm.Scrollback()
 	assert.Equal(t, 1, strings.Count(all, "row00"), "the box in full, once:\n%s", all)
 	assert.Equal(t, 1, strings.Count(all, "row11"), "the box in full, once:\n%s", all)
-	tm.keys("C-o")
-	tm.waitFor("tool output folded")
-	tm.keys("C-o")
-	tm.waitFor("tool output in full")
-	all = tm.scrollback()
+	tm.Keys("C-o")
+	tm.WaitFor("tool output folded")
+	tm.Keys("C-o")
+	tm.WaitFor("tool output in full")
+	all = tm.Scrollback()
 	assert.Equal(t, 1, strings.Count(all, "row00"), "nothing printed again:\n%s", all)
-	tm.keys("C-d")
+	tm.Keys("C-d")
 }
 
 // In a real terminal, !COMMAND runs on the host and its output reaches
@@ -467,18 +416,18 @@ func TestInteractiveShellAndKeys(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "s.jsonl")
 	tm := startTerminal(t, 100, 30, []string{"HOME=" + t.TempDir(), "PI_REMOTE_MODEL="},
 		"--cwd", dir, "run", "--model", "scripted/"+script, "--session", file)
-	tm.waitFor("scripted/")
+	tm.WaitFor("scripted/")
 
-	tm.typeText("!echo from-the-shell-$((6*7))")
-	tm.keys("Enter")
-	tm.waitFor("from-the-shell-42")
-	tm.waitFor("output goes with your next prompt")
-	tm.typeText("!!echo kept-out-$((2+2))")
-	tm.keys("Enter")
-	tm.waitFor("kept-out-4")
-	tm.typeText("look at that")
-	tm.keys("Enter")
-	tm.waitFor("Seen it.")
+	tm.Type("!echo from-the-shell-$((6*7))")
+	tm.Keys("Enter")
+	tm.WaitFor("from-the-shell-42")
+	tm.WaitFor("output goes with your next prompt")
+	tm.Type("!!echo kept-out-$((2+2))")
+	tm.Keys("Enter")
+	tm.WaitFor("kept-out-4")
+	tm.Type("look at that")
+	tm.Keys("Enter")
+	tm.WaitFor("Seen it.")
 	_, entries, err := session.Branch(file)
 	require.NoError(t, err)
 	var prompt string
@@ -492,12 +441,12 @@ func TestInteractiveShellAndKeys(t *testing.T) {
 	assert.NotContains(t, prompt, "kept-out")
 	assert.True(t, strings.HasSuffix(prompt, "look at that"), prompt)
 
-	tm.keys("S-Tab")
-	tm.waitFor("thinking: low")
-	tm.keys("C-t")
-	tm.waitFor("thinking shown")
-	tm.keys("C-l")
-	tm.waitFor("model (now scripted/")
-	tm.keys("Escape")
-	tm.keys("C-d")
+	tm.Keys("S-Tab")
+	tm.WaitFor("thinking: low")
+	tm.Keys("C-t")
+	tm.WaitFor("thinking shown")
+	tm.Keys("C-l")
+	tm.WaitFor("model (now scripted/")
+	tm.Keys("Escape")
+	tm.Keys("C-d")
 }
