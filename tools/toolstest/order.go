@@ -72,17 +72,7 @@ func testIndependentCallsDoNotWait(t *testing.T, h Harness) {
 	f := newFixture(t, h)
 	f.write("held/a.txt", "old\n")
 	f.write("free/b.txt", "b\n")
-	held := make(chan struct{})
-	release := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- f.env.Mutate(t.Context(), "held/a.txt", func(string) error {
-			close(held)
-			<-release
-			return nil
-		})
-	}()
-	<-held
+	release := holdMutation(t, f.env, "held/a.txt")
 	// A batch that waited for the held mutation would never end.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -111,8 +101,7 @@ func testIndependentCallsDoNotWait(t *testing.T, h Harness) {
 		t.Fatal("calls overlapping a mutation under way finished before it")
 	case <-time.After(100 * time.Millisecond):
 	}
-	close(release)
-	require.NoError(t, <-done)
+	release()
 	for id, tr := range results(<-waiting) {
 		require.False(t, tr.IsError, "%s: %s", id, text(tr))
 	}

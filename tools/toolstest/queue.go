@@ -87,17 +87,7 @@ func testEnvironmentsHaveSeparateQueues(t *testing.T, h Harness) {
 	f := newFixture(t, h)
 	f.write("same.txt", "a\n")
 	other := env.New(h.New(t), env.Options{Name: "other", Cwd: f.root, Home: f.root})
-	held := make(chan struct{})
-	release := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- f.env.Mutate(t.Context(), "same.txt", func(string) error {
-			close(held)
-			<-release
-			return nil
-		})
-	}()
-	<-held
+	release := holdMutation(t, f.env, "same.txt")
 	// The first queue is held until the test lets go of it: a write that
 	// waited for it would never end. (A new connection on a loaded CI
 	// machine took more than the 5 s this allowed before.)
@@ -118,8 +108,7 @@ func testEnvironmentsHaveSeparateQueues(t *testing.T, h Harness) {
 		t.Fatalf("write in the held environment finished early: %s", text(m))
 	case <-time.After(100 * time.Millisecond):
 	}
-	close(release)
-	require.NoError(t, <-done)
+	release()
 	m := <-sameDone
 	require.False(t, m.IsError)
 	assert.Equal(t, "c\n", f.read("same.txt"))
@@ -161,5 +150,25 @@ func testBadInputLeavesFilesAlone(t *testing.T, h Harness) {
 			}
 			assert.ElementsMatch(t, []string{"home", "keep.txt"}, names, "no stray files")
 		})
+	}
+}
+
+// holdMutation holds a mutation of path in e's queue until release is
+// called (release waits for it to end).
+func holdMutation(t *testing.T, e *env.ExecutionEnv, path string) (release func()) {
+	t.Helper()
+	held, let := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Mutate(t.Context(), path, func(string) error {
+			close(held)
+			<-let
+			return nil
+		})
+	}()
+	<-held
+	return func() {
+		close(let)
+		require.NoError(t, <-done)
 	}
 }
