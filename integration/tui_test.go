@@ -120,6 +120,7 @@ func TestTerminalUI(t *testing.T) {
 	tm.Keys("Enter")
 	tm.WaitFor("queued: and mind the logs")
 	tm.WaitFor("Steered as asked.")
+	tm.WaitGone("working —") // (a command waits for the run's end)
 	require.Len(t, fake.got(), 6)
 	assert.Equal(t, "and mind the logs", lastUserText(fake.got()[5]), "delivered after the tool batch, before the next turn")
 
@@ -156,6 +157,7 @@ func TestTerminalUI(t *testing.T) {
 	tm.WaitFor("[paste #1: 200 lines]")
 	tm.Keys("Enter")
 	tm.WaitFor("Got the paste.")
+	tm.WaitGone("working —")
 	assert.Equal(t, "read this: "+strings.Join(lines, "\n"), lastUserText(fake.got()[8]), "the paste goes out whole")
 
 	// The scrollback holds the whole transcript, in order.
@@ -299,6 +301,7 @@ func TestTerminalUIDefaultHost(t *testing.T) {
 	tm.Keys("Enter")
 	tm.WaitFor("Ran it.")
 	assert.Contains(t, tm.Screen(), "where:local")
+	tm.WaitGone("working —")
 
 	tm.Type("/hosts there")
 	tm.Keys("Enter")

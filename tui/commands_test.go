@@ -123,6 +123,15 @@ func TestThinkingAndModelKeys(t *testing.T) {
 	h.do(shiftTab)
 	h.do(shiftTab)
 	assert.Equal(t, "off", level, "after high comes off")
+
+	// During a run both say they wait, rather than doing nothing unseen.
+	h.m.running = true
+	h.do(shiftTab)
+	assert.Equal(t, "off", level, "the level does not change mid-run")
+	assert.Contains(t, h.view(), "Shift+Tab waits until the run ends")
+	h.do(tea.KeyPressMsg{Code: 'l', Mod: tea.ModCtrl})
+	assert.Nil(t, h.m.picker)
+	assert.Contains(t, h.view(), "Ctrl+L waits until the run ends")
 }
 
 // A code line wider than the terminal goes on under itself, indented as

@@ -212,7 +212,11 @@ const (
 // high, then off), as /thinking LEVEL sets it.
 func (m *model) nextThinking() tea.Cmd {
 	c, ok := m.commands()["thinking"]
-	if !ok || m.running {
+	if !ok {
+		return nil
+	}
+	if m.running {
+		m.footer.notice = "Shift+Tab waits until the run ends (Esc aborts it)"
 		return nil
 	}
 	levels := agent.ThinkingLevels
@@ -275,10 +279,15 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case "ctrl+l":
 		// (The model picker, as /model with no argument.)
-		if c, ok := m.commands()["model"]; ok && !m.running {
-			return c.run(m, "")
+		c, ok := m.commands()["model"]
+		switch {
+		case !ok:
+			return nil
+		case m.running:
+			m.footer.notice = "Ctrl+L waits until the run ends (Esc aborts it)"
+			return nil
 		}
-		return nil
+		return c.run(m, "")
 	case "shift+tab":
 		return m.nextThinking()
 	case "ctrl+g":

@@ -210,6 +210,7 @@ func TestInteractiveApproval(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(all, "✓ write notes.txt"), "both calls ran")
 	assert.Equal(t, 1, strings.Count(all, "allowed for the rest of this session: write"), "asked once:\n%s", all)
 
+	tm.WaitGone("working —")
 	tm.Type("/session")
 	tm.Keys("Enter")
 	tm.WaitFor("(this session)")
@@ -441,6 +442,7 @@ func TestInteractiveShellAndKeys(t *testing.T) {
 	assert.NotContains(t, prompt, "kept-out")
 	assert.True(t, strings.HasSuffix(prompt, "look at that"), prompt)
 
+	tm.WaitGone("working —") // (Shift+Tab and Ctrl+L wait for the run's end)
 	tm.Keys("S-Tab")
 	tm.WaitFor("thinking: low")
 	tm.Keys("C-t")

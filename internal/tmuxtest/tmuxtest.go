@@ -89,3 +89,15 @@ func (tm *Terminal) WaitFor(text string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// WaitGone waits until the screen no longer shows text (20 s at most).
+func (tm *Terminal) WaitGone(text string) {
+	tm.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Contains(tm.Screen(), text) {
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("the screen still shows %q:\n%s", text, tm.Screen())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
