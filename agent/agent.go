@@ -35,7 +35,8 @@ type Options struct {
 	// Config is the loop's configuration (model, tools, system prompt);
 	// its BeforeTurn, Steering and FollowUp belong to the session.
 	Config loop.Config
-	// Model is what the session knows of Config.Model (Models.Lookup).
+	// Model is what the session knows of Config.Model (Models.Lookup);
+	// a zero Window is DefaultWindow.
 	Model ModelInfo
 	// Compaction settings; zero values take the defaults.
 	Compaction CompactionSettings
@@ -82,6 +83,7 @@ type Session struct {
 // New starts a session from opts.Context.
 func New(opts Options) *Session {
 	opts.Compaction = opts.Compaction.withDefaults()
+	opts.Model = opts.Model.withDefaults()
 	if opts.Emit == nil {
 		opts.Emit = func(loop.Event) {}
 	}
@@ -191,12 +193,22 @@ func (s *Session) SetTools(tools []loop.Tool, prompt func(active []loop.Tool) st
 	s.opts.Config.Tools, s.opts.Config.SystemPrompt = tools, prompt
 }
 
-// SetModel switches the model for the next run (not during one).
+// SetModel switches the model for the next run (not during one); a zero
+// info.Window is DefaultWindow.
 func (s *Session) SetModel(m loop.Model, info ModelInfo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.opts.Config.Model = m
-	s.opts.Model = info
+	s.opts.Model = info.withDefaults()
+}
+
+// withDefaults is info with DefaultWindow when it has no window: without
+// one, every conversation would be over the compaction threshold.
+func (info ModelInfo) withDefaults() ModelInfo {
+	if info.Window <= 0 {
+		info.Window = DefaultWindow
+	}
+	return info
 }
 
 // Model is what the session knows of its model (its window as learnt from

@@ -386,3 +386,15 @@ func TestSteerAndFollowUp(t *testing.T) {
 	second := m.requests[1].Messages
 	assert.Equal(t, "steered", second[len(second)-1].(*loop.UserMessage).Content.Text())
 }
+
+// A program that knows nothing of its model (the zero ModelInfo) gets
+// DefaultWindow: its session does not compact a short conversation.
+func TestZeroModelInfoTakesTheDefaultWindow(t *testing.T) {
+	m := &fakeModel{limit: 1 << 30, turns: 1}
+	s := New(Options{Config: loop.Config{Model: m, Tools: []loop.Tool{bigRead()}}, Emit: func(loop.Event) {}})
+	defer s.Close()
+	_, err := s.Prompt(t.Context(), loop.NewUserText("go"))
+	require.NoError(t, err)
+	assert.Empty(t, m.summaries, "nothing to compact in a short conversation")
+	assert.Equal(t, DefaultWindow, s.Model().Window)
+}
