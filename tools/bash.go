@@ -37,7 +37,7 @@ type BashDetails struct {
 const updateInterval = 250 * time.Millisecond
 
 func bashTool(e *env.ExecutionEnv, opts Options) Definition {
-	return define(Definition{
+	return Define(Definition{
 		Name: "bash",
 		Description: fmt.Sprintf("Run a shell command in the working directory (bash when the host has it, otherwise sh). "+
 			"stdin is closed and there is no terminal, so interactive programs fail instead of waiting. stdout and stderr are merged. "+

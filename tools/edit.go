@@ -78,7 +78,7 @@ func prepareEditArgs(args json.RawMessage) (json.RawMessage, error) {
 }
 
 func editTool(e *env.ExecutionEnv) Definition {
-	return define(Definition{
+	return Define(Definition{
 		Name: "edit",
 		Description: "Edit a file by replacing exact text. Each edits[i].oldText must match exactly one region of the original file " +
 			"(whitespace included); all edits are matched against the original and applied together, so they must not overlap. " +
@@ -89,7 +89,7 @@ func editTool(e *env.ExecutionEnv) Definition {
 			"Keep oldText as short as possible while still unique.",
 		},
 		PrepareArguments: prepareEditArgs,
-		Admit:            admitPath(e),
+		Admit:            AdmitPath(e),
 		RenderCall:       func(args json.RawMessage) string { return renderPathCall("edit", args) },
 		RenderResult: func(res loop.Result, th Theme) string {
 			if d, ok := res.Details.(EditDetails); ok && d.Diff != "" {
@@ -112,7 +112,7 @@ func runEdit(ctx context.Context, e *env.ExecutionEnv, in editInput) (loop.Resul
 	}
 	var details EditDetails
 	var mErr *matchError
-	err = mutate(ctx, e, in.Path, func(canonical string) error {
+	err = Mutate(ctx, e, in.Path, func(canonical string) error {
 		for attempt := 0; ; attempt++ {
 			original, err := e.ReadFile(ctx, abs)
 			if err != nil {

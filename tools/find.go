@@ -34,13 +34,14 @@ type FindDetails struct {
 const defaultFindLimit = 1000
 
 func findTool(e *env.ExecutionEnv) Definition {
-	return define(Definition{
+	return Define(Definition{
 		Name: "find",
 		Description: fmt.Sprintf("Find files by glob pattern on the host. Respects .gitignore and .ignore, includes hidden files, skips .git and node_modules "+
 			"(with fd when the host has it, otherwise find(1)). Returns paths relative to the search directory, one per line, sorted; "+
 			"at most %d results by default (change with limit) or %dKB."+batchOrder, defaultFindLimit, MaxBytes/1024),
 		PromptSnippet: "Find files by glob pattern",
-		Admit:         admitUnder(e),
+		ReadOnly:      true,
+		Admit:         AdmitUnder(e),
 		RenderCall:    func(args json.RawMessage) string { return renderPathCall("find", args) },
 	}, func(ctx context.Context, in findInput, _ func(loop.Result)) (loop.Result, error) {
 		return runFind(ctx, e, in)

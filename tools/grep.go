@@ -49,13 +49,14 @@ var errNewlineInName = errors.New("file name holds a newline")
 var rgOnlySyntax = regexp.MustCompile(`\\[dDwWsSbB]|\(\?`)
 
 func grepTool(e *env.ExecutionEnv) Definition {
-	return define(Definition{
+	return Define(Definition{
 		Name: "grep",
 		Description: fmt.Sprintf("Search file contents on the host. Respects .gitignore and .ignore, includes hidden files, skips binary files, .git and node_modules. "+
 			"Uses ripgrep (Rust regex syntax) when the host has it, otherwise grep -E (POSIX extended regex: no \\d, \\w or lookaround). Output lines are 'path:LINE: text' for matches and 'path-LINE- text' for context, with paths relative to the searched directory. "+
 			"Returns at most %d matches by default (change with limit) or %dKB; long lines are cut at %d characters."+batchOrder, defaultGrepLimit, MaxBytes/1024, MaxGrepLine),
 		PromptSnippet: "Search file contents for patterns",
-		Admit:         admitUnder(e),
+		ReadOnly:      true,
+		Admit:         AdmitUnder(e),
 		RenderCall:    func(args json.RawMessage) string { return renderPathCall("grep", args) },
 	}, func(ctx context.Context, in grepInput, _ func(loop.Result)) (loop.Result, error) {
 		return runGrep(ctx, e, in)

@@ -30,12 +30,13 @@ type LsDetails struct {
 const defaultLsLimit = 500
 
 func lsTool(e *env.ExecutionEnv) Definition {
-	return define(Definition{
+	return Define(Definition{
 		Name: "ls",
 		Description: fmt.Sprintf("List a directory. Entries are sorted case-insensitively, dotfiles included; directories end with '/'. "+
 			"Returns at most %d entries (change with limit) or %dKB."+batchOrder, defaultLsLimit, MaxBytes/1024),
 		PromptSnippet: "List directory contents",
-		Admit:         admitUnder(e),
+		ReadOnly:      true,
+		Admit:         AdmitUnder(e),
 		RenderCall:    func(args json.RawMessage) string { return renderPathCall("ls", args) },
 	}, func(ctx context.Context, in lsInput, _ func(loop.Result)) (loop.Result, error) {
 		p := in.Path

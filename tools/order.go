@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/loop"
@@ -10,7 +11,7 @@ import (
 
 // Calls in one batch see the writes and edits before them on the same host:
 // a call that does not mutate takes an env.Barrier in the loop's in-order
-// prepare stage (never waiting there), and define's Execute waits on it
+// prepare stage (never waiting there), and Define's Execute waits on it
 // before the tool runs.
 
 // batchOrder ends every tool's description.
@@ -24,9 +25,13 @@ func admitAfterAll(e *env.ExecutionEnv) func(ctx context.Context, args json.RawM
 	}
 }
 
-// admitUnder orders a call after the mutations admitted before it of its
-// "path" argument or below it (the working directory when there is none).
-func admitUnder(e *env.ExecutionEnv) func(ctx context.Context, args json.RawMessage) (any, func(), error) {
+// AdmitUnder is the Admit of a tool that reads its "path" argument (a
+// file, or a directory and what is below it), as read, grep, find and ls
+// do: the call runs after the mutations reserved before it of that path
+// or below it (the working directory when there is none), so it sees the
+// writes and edits before it in its batch. Define's Execute does the
+// waiting.
+func AdmitUnder(e *env.ExecutionEnv) func(ctx context.Context, args json.RawMessage) (any, func(), error) {
 	return func(ctx context.Context, args json.RawMessage) (any, func(), error) {
 		var in struct {
 			Path string `json:"path"`
@@ -40,6 +45,42 @@ func admitUnder(e *env.ExecutionEnv) func(ctx context.Context, args json.RawMess
 		}
 		return e.AfterUnder(ctx, in.Path), nil, nil
 	}
+}
+
+// AdmitPath is the Admit of a tool that changes the file its "path"
+// argument names, as edit and write do: in the loop's in-order prepare
+// stage it reserves that file's next place in e's mutation queue (an
+// env.Reservation) without waiting, so that the mutations of one file in
+// a batch apply in call order and different files proceed in parallel.
+// The tool's Execute then runs its change through Mutate. A path that
+// does not resolve fails the call with an error result.
+func AdmitPath(e *env.ExecutionEnv) func(ctx context.Context, args json.RawMessage) (any, func(), error) {
+	return func(ctx context.Context, args json.RawMessage) (any, func(), error) {
+		var in struct {
+			Path string `json:"path"`
+		}
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, nil, err
+		}
+		r, err := e.Reserve(ctx, in.Path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("invalid path %q: %w", in.Path, err)
+		}
+		return r, r.Release, nil
+	}
+}
+
+// Mutate runs fn holding p's place in e's mutation queue: the place
+// AdmitPath reserved when the call came through the loop, else the next
+// one (env.ExecutionEnv.Mutate), so a tool called directly is queued too.
+// fn gets the canonical path its write passes on
+// (ops.WriteOptions.Canonical), so that the write checks it still names
+// the file the queue is for.
+func Mutate(ctx context.Context, e *env.ExecutionEnv, p string, fn func(canonical string) error) error {
+	if r, ok := loop.AdmissionFrom(ctx).(*env.Reservation); ok {
+		return r.Do(ctx, fn)
+	}
+	return e.Mutate(ctx, p, fn)
 }
 
 // awaitBarrier waits, when the call was admitted behind a barrier, for the

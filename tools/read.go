@@ -44,12 +44,13 @@ const (
 )
 
 func readTool(e *env.ExecutionEnv) Definition {
-	return define(Definition{
+	return Define(Definition{
 		Name: "read",
 		Description: fmt.Sprintf("Read the contents of a file. Text files are returned as they are, up to %d lines or %dKB, whichever comes first; "+
 			"use offset and limit to page through longer files. Images (png, jpeg, gif, webp) are returned as images. Other binary files are described, not dumped."+batchOrder, MaxLines, MaxBytes/1024),
 		PromptSnippet: "Read file contents",
-		Admit:         admitUnder(e),
+		ReadOnly:      true,
+		Admit:         AdmitUnder(e),
 		PromptGuidelines: []string{
 			"Use read to look at files instead of cat or sed.",
 		},

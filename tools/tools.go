@@ -20,29 +20,56 @@ import (
 	"github.com/pi-remote/pi-remote/loop"
 )
 
-// Definition is the product-side description of a tool: everything the loop
-// needs plus prompt metadata and terminal renderers.
+// Definition is the product-side description of a tool: everything the
+// loop needs (see loop.Tool for the fields they share), plus what the
+// product adds around it — the tool's lines in the system prompt, whether
+// it changes its host (for the permission gate), and how a terminal shows
+// its calls and results. The loop, the system prompt and the renderers
+// take a definition as it is: a tool of a program's own (see Define)
+// needs no change anywhere else.
 type Definition struct {
-	Name        string
-	Label       string
+	// Name is what the model calls the tool by; Label is how a person
+	// sees it (Define sets it to Name when empty).
+	Name  string
+	Label string
+	// Description tells the model what the tool does.
 	Description string
 	// PromptSnippet is the tool's one-line entry in the system prompt's
-	// tool list.
+	// tool list (the description's first sentence when empty).
 	PromptSnippet string
 	// PromptGuidelines are added to the system prompt while the tool is
 	// active.
 	PromptGuidelines []string
-	Parameters       json.RawMessage
-	Strict           bool
-	ExecutionMode    loop.ExecutionMode
+	// Parameters is the JSON Schema of the arguments object (Define
+	// reflects it from the input struct).
+	Parameters json.RawMessage
+	// Strict asks the provider for constrained sampling where it has it.
+	Strict bool
+	// ExecutionMode loop.Sequential runs every batch holding this tool one
+	// call at a time; empty is parallel.
+	ExecutionMode loop.ExecutionMode
+	// ReadOnly says that the tool changes nothing on its host (read, grep,
+	// find and ls). The permission gate then runs it where a host is
+	// read-only or asks before changes. The zero value is the safe one: a
+	// tool that does not say so is taken to change its host, refused on a
+	// read-only host and asked about on an asking one, like write and edit.
+	ReadOnly bool
 
+	// PrepareArguments, Validate, Admit and Execute are the loop's stages
+	// (loop.Tool); Define fills Validate and Execute from a typed input
+	// struct, and AdmitPath is the Admit of a tool that changes a file.
 	PrepareArguments func(args json.RawMessage) (json.RawMessage, error)
 	Validate         func(args json.RawMessage) (json.RawMessage, error)
 	Admit            func(ctx context.Context, args json.RawMessage) (any, func(), error)
 	Execute          func(ctx context.Context, callID string, args json.RawMessage, onUpdate func(loop.Result)) (loop.Result, error)
 
 	// RenderCall and RenderResult show the call and its result in a
-	// terminal. Nil means a generic rendering.
+	// terminal (the print mode's lines, the terminal UI's tool box). Nil
+	// means a generic rendering: the name and the arguments' JSON; the
+	// result's text folded to FoldLines lines. The arguments are the
+	// model's, validated; RenderCall (see RenderCall the function) and the
+	// result's text have terminal controls shown as text before a
+	// renderer's output reaches the terminal.
 	RenderCall   func(args json.RawMessage) string
 	RenderResult func(res loop.Result, th Theme) string
 }
@@ -178,10 +205,26 @@ func firstSentence(s string) string {
 	return s
 }
 
-// define completes a definition from a typed input struct: the schema is
-// reflected once, arguments are validated against it, and Execute decodes
-// them into In.
-func define[In any](d Definition, run func(ctx context.Context, in In, onUpdate func(loop.Result)) (loop.Result, error)) Definition {
+// Define completes a definition from a typed input struct In and the
+// function that runs the tool, the way every built-in tool is made:
+//
+//   - Parameters is In's JSON Schema, reflected once per type by
+//     github.com/invopop/jsonschema: fields named by their json tags,
+//     described by jsonschema_description tags, constrained by jsonschema
+//     tags ("minItems=1"); a field without omitempty is required, and
+//     unknown fields are refused.
+//   - Validate checks the model's arguments against it, after turning
+//     strings into the numbers and booleans the schema asks for ("5" to 5),
+//     and names each bad field in the error the model reads.
+//   - Execute decodes the arguments into In, waits, when the call was
+//     admitted behind an env.Barrier, for the mutations before it, and
+//     calls run; onUpdate is never nil there.
+//   - Label is the name when empty.
+//
+// run reports a failure the model can act on as a result with IsError
+// (loop.ErrorResult) and keeps a Go error for an infrastructure failure;
+// either way the loop goes on. d's other fields are kept as they are.
+func Define[In any](d Definition, run func(ctx context.Context, in In, onUpdate func(loop.Result)) (loop.Result, error)) Definition {
 	d.Parameters = schemaFor[In]()
 	v := newArgValidator(d.Parameters)
 	d.Validate = v.validate

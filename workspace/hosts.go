@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -180,9 +181,24 @@ func (hs Hosts) Lost(ctx context.Context) bool {
 // an optional host argument. With a gate, every call passes it (see
 // guard); nil is no policy (the tool command: the person's own call).
 func (hs Hosts) Definitions(gate *permission.Gate) ([]tools.Definition, error) {
+	return hs.definitions(gate, nil)
+}
+
+// definitions are the built-in tools of every host and those extra makes
+// for it (Options.Tools), behind gate.
+func (hs Hosts) definitions(gate *permission.Gate, extra func(*env.ExecutionEnv) []tools.Definition) ([]tools.Definition, error) {
 	var all []tools.Host
 	for _, h := range hs {
-		all = append(all, tools.Host{Name: h.Name, Defs: guard(h, tools.Definitions(h.Env, tools.Options{}), gate)})
+		defs := tools.Definitions(h.Env, tools.Options{})
+		if extra != nil {
+			for _, d := range extra(h.Env) {
+				if d.Name == "" || slices.ContainsFunc(defs, func(o tools.Definition) bool { return o.Name == d.Name }) {
+					return nil, fmt.Errorf("a tool named %q is there already (or the name is empty): give each tool its own name", d.Name)
+				}
+				defs = append(defs, d)
+			}
+		}
+		all = append(all, tools.Host{Name: h.Name, Defs: guard(h, defs, gate)})
 	}
 	return tools.ForHosts(all)
 }

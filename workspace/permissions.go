@@ -27,9 +27,9 @@ func guard(h *Host, defs []tools.Definition, gate *permission.Gate) []tools.Defi
 	cwd := &canonicalCwd{e: h.Env}
 	out := make([]tools.Definition, len(defs))
 	for i, d := range defs {
-		admit, name := d.Admit, d.Name
+		admit, name, readOnly := d.Admit, d.Name, d.ReadOnly
 		d.Admit = func(ctx context.Context, args json.RawMessage) (any, func(), error) {
-			if gate.Quiet(h.Name, name) {
+			if gate.Quiet(h.Name, name, readOnly) {
 				if admit == nil {
 					return nil, nil, nil
 				}
@@ -50,7 +50,7 @@ func guard(h *Host, defs []tools.Definition, gate *permission.Gate) []tools.Defi
 					return nil, nil, err
 				}
 			}
-			c := permission.Call{Host: h.Name, Tool: name, Command: in.Command, CallID: loop.CallIDFrom(ctx)}
+			c := permission.Call{Host: h.Name, Tool: name, ReadOnly: readOnly, Command: in.Command, CallID: loop.CallIDFrom(ctx)}
 			if name != "bash" {
 				c.Path = canonical(ctx, h.Env, admission, in.Path)
 				c.Cwd = cwd.get(ctx)
@@ -136,9 +136,9 @@ func (c *canonicalCwd) get(ctx context.Context) string {
 func modeNote(m permission.Mode) string {
 	switch m {
 	case permission.Ask:
-		return "ask: write, edit and bash wait for the user's approval, who may refuse; reads run"
+		return "ask: write, edit, bash and the other tools that change files wait for the user's approval, who may refuse; reads run"
 	case permission.ReadOnly:
-		return "read-only: write and edit are refused; bash runs only commands the user's allow rules name"
+		return "read-only: write, edit and the other tools that change files are refused; bash runs only commands the user's allow rules name"
 	}
 	return "auto: every call runs"
 }

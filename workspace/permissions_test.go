@@ -161,7 +161,7 @@ func TestSystemPromptTellsHostModes(t *testing.T) {
 		return w.Config.SystemPrompt(w.Config.Tools)
 	}
 	prompt := open(permission.Policy{Mode: permission.Ask, Hosts: map[string]permission.Mode{"a": permission.ReadOnly}})
-	assert.Contains(t, prompt, `Permission mode on "a": read-only: write and edit are refused`)
-	assert.Contains(t, prompt, `Permission mode on "b": ask: write, edit and bash wait for the user's approval`)
+	assert.Contains(t, prompt, `Permission mode on "a": read-only: write, edit and the other tools that change files are refused`)
+	assert.Contains(t, prompt, `Permission mode on "b": ask: write, edit, bash and the other tools that change files wait for the user's approval`)
 	assert.NotContains(t, open(permission.Policy{}), "Permission mode")
 }

@@ -1,8 +1,8 @@
 // Package workspace opens what an agent session works on, the same way
 // for every front end (print, json, interactive, rpc, mcp, tool, check,
 // jobs): the hosts and their connections (OpenHosts: which host is the
-// default, what an unreachable one means), the tools over them, the
-// system prompt (hosts described, project context files from the default
+// default, what an unreachable one means), the tools over them (the
+// built-in ones and a program's own, Options.Tools), the system prompt (hosts described, project context files from the default
 // host), the permission gate and the settings' hooks around each call,
 // and the session identity that names a host's session files;
 // and what a front end asks of the hosts themselves: a report of each
@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/tools"
 )
@@ -46,6 +47,16 @@ type Options struct {
 	// after it (agent.Hooks says how). The front end tells them the
 	// session (SetSessionID) and where their notices go (SetNotice).
 	Hooks map[string][]agent.HookMatcher
+	// Tools, when set, adds a program's own tools to the built-in ones
+	// (tools.Define makes one). It is called for each host with the
+	// host's environment, where the tools it returns act, whenever the
+	// workspace builds its tools (Open, SetDefault), and returns the same
+	// tools, in the same order, each time. Nothing else changes for them:
+	// the system prompt lists the active ones, front ends render them
+	// with their renderers, the permission gate and the hooks decide
+	// their calls, and with several hosts each takes the "host" argument.
+	// A tool named like another is a *UsageError.
+	Tools func(e *env.ExecutionEnv) []tools.Definition
 }
 
 // Workspace is the hosts of a session with their tools and the loop
@@ -68,6 +79,7 @@ type Workspace struct {
 	now   time.Time
 	intro string
 	hooks *hookRunner
+	extra func(*env.ExecutionEnv) []tools.Definition // Options.Tools
 }
 
 // Open builds the workspace over hosts (from OpenHosts), which it then
@@ -75,12 +87,12 @@ type Workspace struct {
 // in the system prompt; project context comes from the default (first)
 // host's working directory.
 func Open(ctx context.Context, hosts Hosts, o Options) (*Workspace, error) {
-	w := &Workspace{Hosts: hosts, intro: o.Intro, Gate: o.Gate}
+	w := &Workspace{Hosts: hosts, intro: o.Intro, Gate: o.Gate, extra: o.Tools}
 	fail := func(err error) (*Workspace, error) {
 		hosts.Close()
 		return nil, err
 	}
-	defs, err := hosts.Definitions(o.Gate)
+	defs, err := hosts.definitions(o.Gate, o.Tools)
 	if err != nil {
 		return fail(&UsageError{Err: err})
 	}
@@ -181,7 +193,7 @@ func (hs Hosts) where() string {
 // build makes the tools and the system prompt for w's hosts (new values,
 // never changing ones a running prompt may use).
 func (w *Workspace) build() error {
-	defs, err := w.Hosts.Definitions(w.Gate)
+	defs, err := w.Hosts.definitions(w.Gate, w.extra)
 	if err != nil {
 		return err
 	}

@@ -87,8 +87,9 @@ func (g *Gate) Policy() Policy {
 
 // Quiet says whether no call of tool on host can be asked about or
 // refused (the mode runs it and no rule names the tool there): the gate
-// then needs no canonical path, and costs nothing.
-func (g *Gate) Quiet(host, tool string) bool {
+// then needs no canonical path, and costs nothing. readOnly is the tool's
+// Call.ReadOnly.
+func (g *Gate) Quiet(host, tool string, readOnly bool) bool {
 	if g == nil {
 		return true
 	}
@@ -96,7 +97,7 @@ func (g *Gate) Quiet(host, tool string) bool {
 	defer g.mu.Unlock()
 	tool = strings.ToLower(tool)
 	mode := g.policy.HostMode(host)
-	if mode == ReadOnly && (tool == "write" || tool == "edit" || tool == "bash") || mode == Ask && changes(tool) {
+	if !readOnly && (mode == ReadOnly || mode == Ask) {
 		return false
 	}
 	for _, rules := range [][]Rule{g.policy.Deny, g.policy.Ask} {

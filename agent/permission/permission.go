@@ -17,11 +17,12 @@ type Mode string
 const (
 	// Auto runs every call (Pi's default).
 	Auto Mode = "auto"
-	// Ask has calls that change something (write, edit, bash) wait for a
-	// person's decision; reads run.
+	// Ask has calls that change something (write, edit, bash, and any
+	// tool not read-only: Call.ReadOnly) wait for a person's decision;
+	// reads run.
 	Ask Mode = "ask"
-	// ReadOnly refuses write and edit, and bash unless a rule allows the
-	// command.
+	// ReadOnly refuses write, edit and every other tool not read-only,
+	// and bash unless a rule allows the command.
 	ReadOnly Mode = "read-only"
 )
 
@@ -34,16 +35,6 @@ func ParseMode(s string) (Mode, error) {
 		return ReadOnly, nil
 	}
 	return "", fmt.Errorf("permission mode %q: want auto, ask or read-only", s)
-}
-
-// changes says whether a tool changes something on its host: what Ask
-// asks for.
-func changes(tool string) bool {
-	switch tool {
-	case "write", "edit", "bash":
-		return true
-	}
-	return false
 }
 
 // A Rule is one allow, ask or deny rule: [HOST:]TOOL[(PATTERN)].
@@ -121,6 +112,12 @@ func (p Policy) HostMode(host string) Mode {
 type Call struct {
 	Host string
 	Tool string
+	// ReadOnly says that the tool changes nothing on its host
+	// (tools.Definition.ReadOnly: read, grep, find, ls). A tool that does
+	// not say so is taken to change its host: a read-only host refuses it,
+	// as it refuses write and edit, and an asking host asks. (bash is
+	// decided on its command line.)
+	ReadOnly bool
 	// Command is bash's command line.
 	Command string
 	// Path is the canonical path of a path tool's target (absolute,
@@ -155,8 +152,9 @@ type Decision struct {
 	Reason string
 }
 
-// Decide decides a call: a deny rule refuses it; read-only refuses write
-// and edit, and bash unless allow rules let the line through; a person's
+// Decide decides a call: a deny rule refuses it; read-only refuses a tool
+// that changes its host (not Call.ReadOnly: write, edit, a program's own
+// tool), and bash unless allow rules let the line through; a person's
 // "always for this session" answer lets an identical call run; then an
 // ask rule asks, whatever the mode; then the host's mode decides, an allow
 // rule letting through what it would ask for. A bash line is decided
@@ -169,7 +167,7 @@ func (p Policy) Decide(c Call) Decision {
 	if r, ok := p.first(p.Deny, c, tool); ok {
 		return Decision{Refuse, r.Text, "denied by rule `" + r.Text + "`"}
 	}
-	if mode == ReadOnly && (tool == "write" || tool == "edit") {
+	if mode == ReadOnly && tool != "bash" && !c.ReadOnly {
 		return Decision{Refuse, "", "host " + c.Host + " is read-only: " + tool + " is refused"}
 	}
 	// A person's "always for this session" answered this very call.
@@ -186,7 +184,7 @@ func (p Policy) Decide(c Call) Decision {
 		return Decision{AskPerson, r.Text, "rule `" + r.Text + "` asks for approval"}
 	}
 	switch {
-	case mode == Ask && changes(tool) && !allowed:
+	case mode == Ask && !c.ReadOnly && !allowed:
 		return Decision{AskPerson, "", "host " + c.Host + " asks before " + tool}
 	}
 	return Decision{Run, rule, ""}

@@ -50,7 +50,7 @@ func TestDecide(t *testing.T) {
 	p := Policy{
 		Mode:  Ask,
 		Hosts: map[string]Mode{"prod": ReadOnly, "lab": Auto},
-		Allow: rules(t, "bash(git status*)", "bash(go test *)", "bash(npm run test:*)", "edit(src/**)", "prod:bash(systemctl status *)", "write(/tmp/*)"),
+		Allow: rules(t, "bash(git status*)", "bash(go test *)", "bash(npm run test:*)", "edit(src/**)", "prod:bash(systemctl status *)", "write(/tmp/*)", "changelog(/tmp/*)"),
 		Ask:   rules(t, "bash(git push*)", "lab:write(**/deploy.yaml)"),
 		Deny:  rules(t, "bash(rm -rf *)", "write(**/.env)", "read(/etc/shadow)"),
 	}
@@ -62,7 +62,7 @@ func TestDecide(t *testing.T) {
 		rule string
 	}{
 		// The session's mode, ask: changes wait, reads run.
-		{"ask: a read runs", Call{Host: "dev", Tool: "read", Path: cwd + "/a"}, Run, ""},
+		{"ask: a read runs", Call{Host: "dev", Tool: "read", ReadOnly: true, Path: cwd + "/a"}, Run, ""},
 		{"ask: a write asks", Call{Host: "dev", Tool: "write", Path: cwd + "/a", Cwd: cwd}, AskPerson, ""},
 		{"ask: an allowed edit runs", Call{Host: "dev", Tool: "edit", Path: cwd + "/src/x/y.go", Cwd: cwd}, Run, "edit(src/**)"},
 		{"ask: an edit outside the rule asks", Call{Host: "dev", Tool: "edit", Path: cwd + "/docs/y.md", Cwd: cwd}, AskPerson, ""},
@@ -88,7 +88,7 @@ func TestDecide(t *testing.T) {
 		{"deny sees a quoted spelling", Call{Host: "lab", Tool: "bash", Command: "'rm' -rf /"}, Refuse, "bash(rm -rf *)"},
 		{"deny on a path", Call{Host: "lab", Tool: "write", Path: "/srv/app/.env", Cwd: cwd}, Refuse, "write(**/.env)"},
 		{"deny on a path at the root", Call{Host: "lab", Tool: "write", Path: "/.env", Cwd: cwd}, Refuse, "write(**/.env)"},
-		{"deny on a read", Call{Host: "lab", Tool: "read", Path: "/etc/shadow"}, Refuse, "read(/etc/shadow)"},
+		{"deny on a read", Call{Host: "lab", Tool: "read", ReadOnly: true, Path: "/etc/shadow"}, Refuse, "read(/etc/shadow)"},
 		{"ask beats allow", Call{Host: "dev", Tool: "bash", Command: "git status; git push"}, AskPerson, "bash(git push*)"},
 		{"ask in auto", Call{Host: "lab", Tool: "bash", Command: "git push origin main"}, AskPerson, "bash(git push*)"},
 
@@ -99,7 +99,18 @@ func TestDecide(t *testing.T) {
 		{"read-only host: bash refused", Call{Host: "prod", Tool: "bash", Command: "ls /"}, Refuse, ""},
 		{"read-only host: a host rule allows its command", Call{Host: "prod", Tool: "bash", Command: "systemctl status nginx"}, Run, "prod:bash(systemctl status *)"},
 		{"read-only host: a session rule too", Call{Host: "prod", Tool: "bash", Command: "git status"}, Run, "bash(git status*)"},
-		{"read-only host: reads run", Call{Host: "prod", Tool: "grep", Path: "/var/log"}, Run, ""},
+		{"read-only host: reads run", Call{Host: "prod", Tool: "grep", ReadOnly: true, Path: "/var/log"}, Run, ""},
+
+		// A program's own tool is decided on what its definition says:
+		// one that does not say it is read-only is taken to change its
+		// host.
+		{"read-only host: a custom tool refused", Call{Host: "prod", Tool: "changelog", Path: cwd + "/CHANGES", Cwd: cwd}, Refuse, ""},
+		{"read-only host: a read-only custom tool runs", Call{Host: "prod", Tool: "count_lines", ReadOnly: true, Path: cwd + "/CHANGES", Cwd: cwd}, Run, ""},
+		{"ask: a custom tool asks", Call{Host: "dev", Tool: "changelog", Path: cwd + "/CHANGES", Cwd: cwd}, AskPerson, ""},
+		{"ask: a read-only custom tool runs", Call{Host: "dev", Tool: "count_lines", ReadOnly: true, Path: cwd + "/CHANGES", Cwd: cwd}, Run, ""},
+		{"auto host: a custom tool runs", Call{Host: "lab", Tool: "changelog", Path: cwd + "/CHANGES", Cwd: cwd}, Run, ""},
+		{"ask: an allow rule names a custom tool", Call{Host: "dev", Tool: "changelog", Path: "/tmp/CHANGES", Cwd: cwd}, Run, "changelog(/tmp/*)"},
+		{"read-only host: an allow rule does not open a custom tool", Call{Host: "prod", Tool: "changelog", Path: "/tmp/CHANGES", Cwd: cwd}, Refuse, ""},
 		{"a host rule is that host's", Call{Host: "dev", Tool: "bash", Command: "systemctl status nginx"}, AskPerson, ""},
 		{"a host's ask rule", Call{Host: "lab", Tool: "write", Path: "/srv/deploy.yaml", Cwd: cwd}, AskPerson, "lab:write(**/deploy.yaml)"},
 		{"another host's ask rule", Call{Host: "dev", Tool: "write", Path: "/tmp/deploy.yaml", Cwd: cwd}, Run, "write(/tmp/*)"},
@@ -247,12 +258,14 @@ func TestGate(t *testing.T) {
 	err = g.Check(cctx, Call{Host: "dev", Tool: "edit", Path: "/srv/b"}, nil)
 	assert.ErrorIs(t, err, context.Canceled)
 
-	assert.True(t, g.Quiet("dev", "read"))
-	assert.False(t, g.Quiet("dev", "write"))
-	assert.False(t, g.Quiet("lab", "bash"), "a deny rule names bash everywhere")
-	assert.True(t, NewGate(Policy{}).Quiet("dev", "write"))
+	assert.True(t, g.Quiet("dev", "read", true))
+	assert.False(t, g.Quiet("dev", "write", false))
+	assert.False(t, g.Quiet("dev", "changelog", false), "a tool not read-only is asked about")
+	assert.True(t, g.Quiet("dev", "count_lines", true))
+	assert.False(t, g.Quiet("lab", "bash", false), "a deny rule names bash everywhere")
+	assert.True(t, NewGate(Policy{}).Quiet("dev", "write", false))
 	var none *Gate
-	assert.True(t, none.Quiet("dev", "bash"))
+	assert.True(t, none.Quiet("dev", "bash", false))
 }
 
 func TestParseDecision(t *testing.T) {
