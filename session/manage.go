@@ -62,7 +62,10 @@ func List(root string) ([]Info, error) {
 	return out, nil
 }
 
-// Describe reads one session file's header and entries.
+// Describe reads one session file's header and entries. Messages,
+// Compactions and FirstPrompt are those of the current branch (the one
+// Open continues); Usage and Calls count every answer in the file, on
+// every branch: each was paid for.
 func Describe(path string) (Info, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -83,25 +86,35 @@ func Describe(path string) (Info, error) {
 		return Info{}, fmt.Errorf("%s: not a session file", path)
 	}
 	info := Info{Path: path, ID: h.ID, Host: h.Host, Cwd: h.Cwd, Created: h.Created, LastActivity: st.ModTime(), Bytes: st.Size(), Usage: map[string]loop.Usage{}}
+	// What the branch walk needs of each entry.
+	type brief struct {
+		parent     string
+		compaction bool
+		user       bool
+		prompt     string
+	}
+	entries := map[string]brief{}
+	leaf := ""
 	for sc.Scan() {
 		var e entry
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue // a torn last line
 		}
+		b := brief{parent: parentOf(e)}
 		switch e.Type {
+		case "leaf":
+			leaf = b.parent
+			continue
 		case "compaction":
-			info.Compactions++
+			b.compaction = true
 		case "message":
-			info.Messages++
 			m, err := loop.UnmarshalMessage(e.Message)
 			if err != nil {
-				continue
+				break
 			}
 			switch m := m.(type) {
 			case *loop.UserMessage:
-				if info.FirstPrompt == "" {
-					info.FirstPrompt = m.Content.Text()
-				}
+				b.user, b.prompt = true, m.Content.Text()
 			case *loop.AssistantMessage:
 				if m.Usage != nil {
 					info.Calls++
@@ -113,7 +126,28 @@ func Describe(path string) (Info, error) {
 					info.Usage[m.Model] = u
 				}
 			}
+		default:
+			continue
 		}
+		entries[e.ID] = b
+		leaf = e.ID
+	}
+	// From the leaf to the root (at most one step per entry: a file
+	// whose parents loop ends the walk).
+	for id, steps := leaf, 0; id != "" && steps <= len(entries); steps++ {
+		b, ok := entries[id]
+		if !ok {
+			break
+		}
+		if b.compaction {
+			info.Compactions++
+		} else {
+			info.Messages++
+		}
+		if b.user {
+			info.FirstPrompt = b.prompt
+		}
+		id = b.parent
 	}
 	return info, sc.Err()
 }
@@ -179,17 +213,20 @@ func FindEntry(root, prefix string) (string, error) {
 	return "", fmt.Errorf("entry %q is in %d sessions: name the one to fork", prefix, len(found))
 }
 
-// Entry is one entry of a session's branch, for export: a message, or a
-// compaction (Summary set).
+// Entry is one entry of a session, for export and /tree: a message, or
+// a compaction (Summary set).
 type Entry struct {
-	ID        string
+	ID string
+	// ParentID is the entry before it on its branch ("" for the first).
+	ParentID  string
 	Timestamp time.Time
 	Message   loop.Message
 	Summary   string
 }
 
-// Branch reads the whole branch that ends at the last entry of path (every
-// message, compacted or not), and the header.
+// Branch reads the whole current branch of path (every message,
+// compacted or not), and the header: the one that ends at the last
+// entry written, or where a leaf entry after it moved the branch's end.
 func Branch(path string) (Header, []Entry, error) {
 	f, err := readEntries(path)
 	if err != nil {
@@ -200,17 +237,35 @@ func Branch(path string) (Header, []Entry, error) {
 	if err != nil {
 		return Header{}, nil, fmt.Errorf("%s: %v", path, err)
 	}
-	var out []Entry
-	for _, e := range branch {
-		x := Entry{ID: e.ID, Timestamp: e.Timestamp, Summary: e.Summary}
+	out, err := exported(branch)
+	if err != nil {
+		return Header{}, nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return h, out, nil
+}
+
+// exported are es as Entry values.
+func exported(es []entry) ([]Entry, error) {
+	out := make([]Entry, 0, len(es))
+	for _, e := range es {
+		x := Entry{ID: e.ID, ParentID: parentOf(e), Timestamp: e.Timestamp, Summary: e.Summary}
 		if e.Type == "message" {
+			var err error
 			if x.Message, err = loop.UnmarshalMessage(e.Message); err != nil {
-				return Header{}, nil, fmt.Errorf("%s: entry %s: %v", path, e.ID, err)
+				return nil, fmt.Errorf("entry %s: %v", e.ID, err)
 			}
 		}
 		out = append(out, x)
 	}
-	return h, out, nil
+	return out, nil
+}
+
+// parentOf is e's parent's id, "" for none.
+func parentOf(e entry) string {
+	if e.ParentID == nil {
+		return ""
+	}
+	return *e.ParentID
 }
 
 // Fork starts a new session file in dir from the branch of src that ends
@@ -254,12 +309,15 @@ func Fork(src, entryID, dir string) (string, error) {
 	return path, nil
 }
 
-// file is a session file as read: its header, its entries by id, the id
-// of the last one, and how many bytes hold whole lines (a torn last line,
-// from a crash mid-write, is after them).
+// file is a session file as read: its header, its entries by id and in
+// the file's order, the id of the current branch's last entry (the leaf:
+// the last entry written, or the one a later leaf entry names; "" for
+// none), and how many bytes hold whole lines (a torn last line, from a
+// crash mid-write, is after them).
 type file struct {
 	header  Header
 	entries map[string]entry
+	order   []string
 	last    string
 	good    int
 	size    int
@@ -291,8 +349,20 @@ func readEntries(path string) (file, error) {
 			}
 			return file{}, fmt.Errorf("%s:%d: %v", path, i+2, err)
 		}
-		if e.Type != "message" && e.Type != "compaction" {
+		switch e.Type {
+		case "message", "compaction":
+		case "leaf":
+			target := parentOf(e)
+			if _, ok := f.entries[target]; target != "" && !ok {
+				return file{}, fmt.Errorf("%s:%d: the leaf entry names no earlier entry %s", path, i+2, target)
+			}
+			f.last = target
 			continue
+		default:
+			continue // a later version's kind of entry
+		}
+		if _, dup := f.entries[e.ID]; !dup {
+			f.order = append(f.order, e.ID)
 		}
 		f.entries[e.ID] = e
 		f.last = e.ID
@@ -307,6 +377,9 @@ func branchTo(entries map[string]entry, leaf string) ([]entry, error) {
 		e, ok := entries[id]
 		if !ok {
 			return nil, fmt.Errorf("entry %s has no parent entry %s", leaf, id)
+		}
+		if len(branch) == len(entries) {
+			return nil, fmt.Errorf("the parents of entry %s go round in a loop", leaf)
 		}
 		branch = append(branch, e)
 		id = ""

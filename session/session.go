@@ -4,10 +4,21 @@
 // entry). Each entry is written and flushed as it happens: an abort or a
 // crash loses nothing that was said.
 //
+// The current branch ends at the last message or compaction entry
+// written, unless a leaf entry came after it: {"type":"leaf","id":…,
+// "parentId":TARGET,…} says that the branch now ends at TARGET (null: it
+// is empty), and the next entry is TARGET's child (MoveLeaf). Nothing is
+// rewritten to go back in a conversation: the branch left stays in the
+// file. Readers skip entry types they do not know; one that predates
+// leaf entries continues from the last entry written. A torn last line
+// (a crash mid-write) is ignored, a torn leaf entry too: the branch is
+// then the one before it.
+//
 // It also reads the files back for the front ends: listings (List,
-// OfHost), branches and their fork points (Branch, ForkPoints), forks
-// (Fork) and transcripts (Markdown, HTML, ExportFile); and it keeps the
-// prompts typed in the terminal (LoadHistory, AppendHistory).
+// OfHost), branches and their fork points (Branch, ForkPoints), the whole
+// tree (Tree), forks (Fork) and transcripts (Markdown, HTML, ExportFile);
+// and it keeps the prompts typed in the terminal (LoadHistory,
+// AppendHistory).
 package session
 
 import (
@@ -43,10 +54,11 @@ type Header struct {
 	ForkedFrom string `json:"forkedFrom,omitempty"`
 }
 
-// entry is one line after the header: a message, or a compaction (the
-// summary that stands for the branch's messages before FirstKeptID).
+// entry is one line after the header: a message, a compaction (the
+// summary that stands for the branch's messages before FirstKeptID), or
+// a leaf entry (the current branch now ends at its parent).
 type entry struct {
-	Type      string          `json:"type"` // "message" or "compaction"
+	Type      string          `json:"type"` // "message", "compaction" or "leaf"
 	ID        string          `json:"id"`
 	ParentID  *string         `json:"parentId"`
 	Timestamp time.Time       `json:"timestamp"`
@@ -95,7 +107,7 @@ type Session struct {
 	path   string
 	f      *os.File
 	header Header
-	leaf   string // id of the last entry, the parent of the next
+	leaf   string // id of the current branch's last entry, the parent of the next
 }
 
 // Create starts a new session file at path (its directory is created).
@@ -123,8 +135,8 @@ func Create(path string, h Header) (*Session, error) {
 }
 
 // Open reopens a session to continue it: it returns the context of the
-// branch that ends at the last entry (rebuilt from its latest compaction,
-// if any, without summarizing again), and appends after that entry. A torn
+// current branch (rebuilt from its latest compaction, if any, without
+// summarizing again), and appends after that branch's last entry. A torn
 // last line (a crash mid-write) is ignored.
 func Open(path string) (*Session, Context, error) {
 	file, err := readEntries(path)
@@ -203,7 +215,8 @@ func (s *Session) Path() string { return s.path }
 // Header is the session's header.
 func (s *Session) Header() Header { return s.header }
 
-// Append writes m as a child of the last entry and returns its entry's id.
+// Append writes m as a child of the current branch's last entry and
+// returns its entry's id.
 func (s *Session) Append(m loop.Message) (string, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -214,8 +227,8 @@ func (s *Session) Append(m loop.Message) (string, error) {
 	return e.ID, err
 }
 
-// AppendCompaction writes a compaction entry as a child of the last entry
-// and returns its id and time (SummaryMessage's).
+// AppendCompaction writes a compaction entry as a child of the current
+// branch's last entry and returns its id and time (SummaryMessage's).
 func (s *Session) AppendCompaction(c Compaction) (string, time.Time, error) {
 	e := entry{Type: "compaction", Summary: c.Summary, FirstKeptID: c.FirstKeptID, TokensBefore: c.TokensBefore}
 	err := s.append(&e)
