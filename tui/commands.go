@@ -87,6 +87,9 @@ func (m *model) commands() map[string]command {
 			return nil
 		}}
 	}
+	if c.Tree != nil && c.Navigate != nil {
+		all["tree"] = command{"/tree", "the session as a tree: go on from any message (Esc Esc: your last one)", treeCommand}
+	}
 	if c.New != nil {
 		all["new"] = command{"/new", "start a new session", func(m *model, _ string) tea.Cmd { return switchTo(m, c.New) }}
 	}
@@ -189,6 +192,7 @@ var hotkeyHelp = [][2]string{
 	{"Shift+Enter, Ctrl+J", "new line"},
 	{"Up, Down", "earlier prompts (from the first or last row of the editor)"},
 	{"Esc", "abort the run (remote commands are killed)"},
+	{"Esc Esc", "on an empty editor: /tree at your last message, to edit and send again"},
 	{"Ctrl+O", "every tool box in full or folded; expand pastes"},
 	{"Ctrl+T", "the model's thinking shown or folded"},
 	{"Ctrl+L", "pick the model (as /model)"},

@@ -72,6 +72,7 @@ type model struct {
 	running   bool
 	cancel    context.CancelFunc
 	lastCtrlC time.Time
+	lastEsc   time.Time // an Esc on an empty editor: a second one soon opens /tree
 	// shellOutputs are the outputs of !commands that go with the next
 	// prompt.
 	shellOutputs []string
@@ -235,6 +236,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	if m.picker != nil {
 		return m.pickerKey(k)
 	}
+	if k.String() != "esc" && k.String() != "alt+esc" {
+		m.lastEsc = time.Time{}
+	}
 	if k.String() != "ctrl+c" {
 		m.lastCtrlC = time.Time{}
 		if m.footer.notice == ctrlCHint {
@@ -254,11 +258,21 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		if m.editor.value() == "" {
 			return m.quit()
 		}
-	case "esc":
+	case "esc", "alt+esc":
+		// (Two Esc that reach the program in one read are one key,
+		// Alt+Esc: over ssh, or typed fast.)
 		if m.running && m.cancel != nil {
 			m.cancel()
 			m.footer.notice = "aborting…"
 			return nil
+		}
+		if !m.running && m.editor.value() == "" {
+			if k.String() == "alt+esc" {
+				m.lastEsc = time.Now()
+			}
+			if cmd := m.escTree(); cmd != nil || m.picker != nil {
+				return cmd
+			}
 		}
 	case "ctrl+o":
 		if m.editor.showPastes() {

@@ -90,6 +90,7 @@ func (m *model) pickerView() []string {
 	start := 0
 	if p.sel >= maxPicker {
 		start = p.sel - maxPicker + 1
+		lines = append(lines, m.th.dim.Render(fmt.Sprintf("  … %d more above", start)))
 	}
 	for i := start; i < len(shown) && i < start+maxPicker; i++ {
 		// (A label may be a session's first prompt.)

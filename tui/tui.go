@@ -12,8 +12,9 @@
 // tool calls; render.go draws messages and tool boxes), and the footer
 // (footer.go: the status line and the info line with hosts, model,
 // tokens and cost). The slash commands are in commands.go, the picker
-// they open in picker.go; a tool call waiting for the person's decision
-// (UI.Ask) is shown by approval.go, in the editor's place.
+// they open in picker.go (tree.go lays out /tree, the session's
+// branches); a tool call waiting for the person's decision (UI.Ask) is
+// shown by approval.go, in the editor's place.
 package tui
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/session"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -111,6 +113,12 @@ type Commands struct {
 	Resume func(id string) (Agent, string, error)
 	Fork   func(entry string) (Agent, string, error)
 	New    func() (Agent, string, error)
+	// Tree is every entry of the session's file, on every branch
+	// (session.Tree's: in the order written), and the current branch's
+	// last one; Navigate makes the current branch end at an entry (""
+	// before the first), the agent's context that branch's (/tree).
+	Tree     func() ([]session.Entry, string, error)
+	Navigate func(entry string) error
 	// Jobs lists the remote jobs (durable commands) of the hosts.
 	Jobs func(width int) string
 	// Shell runs the person's own command (!cmd) with bash on the

@@ -160,6 +160,11 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 		New: func() (tui.Agent, string, error) {
 			return switchSession(a, w.Where(agent.Where{}), models)
 		},
+		Tree: func() ([]session.Entry, string, error) {
+			_, entries, leaf, err := session.Tree(a.path)
+			return entries, leaf, err
+		},
+		Navigate: func(entry string) error { return a.s.Navigate(entry) },
 		Shell: func(ctx context.Context, command string) (string, bool) {
 			m := w.Shell(ctx, command, a.out.Emit)
 			return m.Content.Text(), m.IsError
