@@ -99,6 +99,13 @@ func TestMoveLeaf(t *testing.T) {
 	assert.Equal(t, ids[1], all[2].ParentID, "the branch left stays")
 	assert.Equal(t, ids[1], all[4].ParentID)
 
+	md := filepath.Join(t.TempDir(), "s.md")
+	require.NoError(t, ExportFile(path, md))
+	out := readFile(t, md)
+	assert.Contains(t, out, "second, again")
+	assert.NotContains(t, out, "second\n", "the export is the current branch's")
+	assert.NotContains(t, out, "\ntwo\n")
+
 	// A fork from the moved branch has its entries, not the branch left.
 	forked, err := Fork(path, again, t.TempDir())
 	require.NoError(t, err)

@@ -104,6 +104,9 @@ func treeLabel(e session.Entry) string {
 		if m.ErrorMessage != "" {
 			parts = append(parts, "[error] "+clip(m.ErrorMessage))
 		}
+		if len(parts) == 0 {
+			parts = append(parts, "[no text]") // (thinking only, or cut short)
+		}
 		return "assistant: " + strings.Join(parts, " ")
 	case *loop.ToolResultMessage:
 		mark := "✓"

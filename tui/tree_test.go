@@ -118,6 +118,27 @@ func TestTreePickerShowsTheBranches(t *testing.T) {
 	assert.Empty(t, ts.moves, "Esc closes, nothing moved")
 }
 
+// Each kind of entry says what it is on its line.
+func TestTreeLabels(t *testing.T) {
+	for _, tc := range []struct {
+		e    session.Entry
+		want string
+	}{
+		{session.Entry{Message: loop.NewUserText("  fix\n the   build ")}, "user: fix the build"},
+		{session.Entry{Message: said("Done.")}, "assistant: Done."},
+		{session.Entry{Message: &loop.AssistantMessage{Content: loop.ContentList{&loop.Text{Text: "Reading."},
+			&loop.ToolCall{Name: "read", Arguments: []byte(`{"path":"a.go"}`)}, &loop.ToolCall{Name: "ls", Arguments: []byte(`{}`)}}}},
+			"assistant: Reading. → read a.go → ls"},
+		{session.Entry{Message: &loop.AssistantMessage{StopReason: loop.StopError, ErrorMessage: "rate limited"}}, "assistant: [error] rate limited"},
+		{session.Entry{Message: &loop.AssistantMessage{Content: loop.ContentList{&loop.Thinking{Thinking: "hmm"}}}}, "assistant: [no text]"},
+		{session.Entry{Message: &loop.ToolResultMessage{ToolName: "bash", IsError: true, Content: loop.ContentList{&loop.Text{Text: "exit 1"}}}}, "result: ✗ bash exit 1"},
+		{session.Entry{Summary: "goal: fix it\nprogress: none"}, "[compaction] goal: fix it progress: none"},
+	} {
+		assert.Equal(t, tc.want, treeLabel(tc.e))
+	}
+	assert.Equal(t, len("user: ")+200, ansi.StringWidth(treeLabel(session.Entry{Message: loop.NewUserText(strings.Repeat("x", 500))})), "cut to 200 columns after the role")
+}
+
 // A long session scrolls in the picker, the current end in sight; at 50
 // columns no row wraps.
 func TestTreePickerLongAndNarrow(t *testing.T) {
