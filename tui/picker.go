@@ -19,13 +19,28 @@ type Choice struct {
 }
 
 // picker is a list to choose from, shown above the editor: typing
-// filters it, Up/Down move, Enter picks, Esc closes.
+// filters it, Up/Down (PgUp/PgDn: a screenful) move, Enter picks, Esc
+// closes.
 type picker struct {
 	title  string
 	all    []Choice
 	filter string
 	sel    int
+	top    int // the first of the choices shown (a long list scrolls)
 	pick   func(m *model, c Choice) tea.Cmd
+}
+
+// window is the first of n choices to show so that the selection is
+// among them: top, unless that leaves the selection out.
+func (p *picker) window(n int) int {
+	top := p.top
+	if p.sel < top {
+		top = p.sel
+	}
+	if p.sel >= top+maxPicker {
+		top = p.sel - maxPicker + 1
+	}
+	return max(0, min(top, n-maxPicker))
 }
 
 // maxPicker is how many choices a picker shows at once.
@@ -49,6 +64,7 @@ func (p *picker) shown() []Choice {
 func (m *model) pickerKey(k tea.KeyPressMsg) tea.Cmd {
 	p := m.picker
 	shown := p.shown()
+	p.top = p.window(len(shown)) // (the rows on the screen now)
 	switch k.String() {
 	case "esc", "ctrl+c":
 		m.picker = nil
@@ -60,6 +76,10 @@ func (m *model) pickerKey(k tea.KeyPressMsg) tea.Cmd {
 		if len(shown) > 0 {
 			p.sel = (p.sel + 1) % len(shown)
 		}
+	case "pgup":
+		p.sel = max(p.sel-maxPicker, 0)
+	case "pgdown":
+		p.sel = max(min(p.sel+maxPicker, len(shown)-1), 0)
 	case "enter":
 		m.picker = nil
 		if len(shown) == 0 {
@@ -77,6 +97,7 @@ func (m *model) pickerKey(k tea.KeyPressMsg) tea.Cmd {
 			p.sel = 0
 		}
 	}
+	p.top = p.window(len(p.shown()))
 	return nil
 }
 
@@ -87,9 +108,8 @@ func (m *model) pickerView() []string {
 	if p.filter != "" {
 		lines = append(lines, m.th.dim.Render("filter: ")+termtext.String(p.filter))
 	}
-	start := 0
-	if p.sel >= maxPicker {
-		start = p.sel - maxPicker + 1
+	start := p.window(len(shown))
+	if start > 0 {
 		lines = append(lines, m.th.dim.Render(fmt.Sprintf("  … %d more above", start)))
 	}
 	for i := start; i < len(shown) && i < start+maxPicker; i++ {

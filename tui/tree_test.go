@@ -162,7 +162,15 @@ func TestTreePickerLongAndNarrow(t *testing.T) {
 	}
 	h.do(up)
 	rows = pickerRows(h)
-	assert.True(t, strings.HasPrefix(rows[len(rows)-1], "▸   user: a long prompt"), "Up selects the prompt before: %q", rows[len(rows)-1])
+	assert.True(t, strings.HasPrefix(rows[len(rows)-2], "▸   user: a long prompt"), "Up selects the prompt before, the rows stay: %q", rows)
+	h.do(tea.KeyPressMsg{Code: tea.KeyPgUp})
+	rows = pickerRows(h)
+	assert.True(t, strings.HasPrefix(rows[0], "▸ "), "PgUp: a screenful up, at the top: %q", rows)
+	assert.Contains(t, h.view(), "  … 68 more above")
+	h.do(tea.KeyPressMsg{Code: tea.KeyPgDown})
+	h.do(tea.KeyPressMsg{Code: tea.KeyPgDown})
+	rows = pickerRows(h)
+	assert.True(t, strings.HasPrefix(rows[len(rows)-1], "▸ ● "), "PgDn: down to the last: %q", rows)
 }
 
 // Picking a user message goes back to before it, its text in the editor
