@@ -269,6 +269,14 @@ func TestEscEscOpensTheTree(t *testing.T) {
 	h.do(enter)
 	assert.Contains(t, strings.Join(h.printed, "\n"), "/tree waits until the run ends")
 	assert.Empty(t, ts.moves)
+
+	h.m.running = false
+	h.printed = nil
+	h.typeText("/hotkeys")
+	h.do(enter)
+	out := strings.Join(h.printed, "\n")
+	assert.Contains(t, out, "Esc Esc")
+	assert.Contains(t, out, "/tree")
 }
 
 // Without a session file to move in, there is no /tree and Esc Esc does
