@@ -8,8 +8,9 @@ import (
 // MoveLeaf makes the branch that ends at the entry id ("": the empty
 // branch, before the first entry) the current one, and returns its
 // context (its latest compaction honoured). It appends a leaf entry that
-// says so, and the next entry appended is id's child; the branch left
-// stays in the file, as every other does.
+// says so (none when the branch ends there already), and the next entry
+// appended is id's child; the branch left stays in the file, as every
+// other does.
 func (s *Session) MoveLeaf(id string) (Context, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -27,6 +28,9 @@ func (s *Session) MoveLeaf(id string) (Context, error) {
 	c, err := rebuild(branch)
 	if err != nil {
 		return Context{}, fmt.Errorf("%s: %v", s.path, err)
+	}
+	if id == s.leaf {
+		return c, nil // (already there: nothing to say)
 	}
 	e := entry{Type: "leaf", ID: newID(4), Timestamp: time.Now().UTC()}
 	if id != "" {

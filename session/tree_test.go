@@ -188,6 +188,17 @@ func TestMoveLeafAcrossACompaction(t *testing.T) {
 	assert.Nil(t, all[4].Message)
 }
 
+// Moving to where the branch ends already writes nothing.
+func TestMoveLeafInPlace(t *testing.T) {
+	path, s, ids := twoTurns(t)
+	defer s.Close()
+	before := readFile(t, path)
+	c, err := s.MoveLeaf(ids[3])
+	require.NoError(t, err)
+	assert.Equal(t, []string{"one", "first", "two", "second"}, texts(c.Messages))
+	assert.Equal(t, before, readFile(t, path))
+}
+
 // An entry that is not in the file is refused, and nothing is written.
 func TestMoveLeafUnknownEntry(t *testing.T) {
 	path, s, _ := twoTurns(t)
