@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,4 +78,57 @@ func TestInteractiveTree(t *testing.T) {
 	tm.WaitGone("session tree")
 	assert.True(t, strings.Contains(tm.Screen(), "› "), "back at the editor")
 	tm.Keys("C-d")
+}
+
+// After the branch's end was moved (/tree), --continue goes on from
+// there, and sessions (its count), sessions --entries and export show the
+// moved branch, not the one left.
+func TestCommandsFollowTheMovedBranch(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Chdir(t.TempDir())
+	dir := t.TempDir()
+	script := writeScript(t, `{"turns":[{"text":"ok"}]}`) // (each run starts it over)
+	run := func(args ...string) {
+		t.Helper()
+		code, _, stderr := runCLI(t, "", append([]string{"run", "--cwd", dir, "--model", "scripted/" + script}, args...)...)
+		require.Equal(t, 0, code, stderr)
+	}
+	run("first prompt")
+	run("--continue", "second prompt")
+	root, err := session.Root()
+	require.NoError(t, err)
+	all, err := session.List(root)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	path := all[0].Path
+	_, entries, _, err := session.Tree(path)
+	require.NoError(t, err)
+	require.Len(t, entries, 4)
+	f, _, err := session.Open(path)
+	require.NoError(t, err)
+	_, err = f.MoveLeaf(entries[1].ID) // after the first answer
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	run("--continue", "second prompt, put otherwise")
+	code, out, stderr := runCLI(t, "", "sessions", "--json")
+	require.Equal(t, 0, code, stderr)
+	var listed struct {
+		ID          string
+		Messages    int
+		FirstPrompt string
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &listed))
+	assert.Equal(t, 4, listed.Messages, "the current branch's messages")
+	assert.Equal(t, "first prompt", listed.FirstPrompt)
+
+	code, out, stderr = runCLI(t, "", "sessions", "--entries", listed.ID[:8])
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "second prompt, put otherwise")
+	assert.NotContains(t, out, "second prompt\n")
+
+	code, out, stderr = runCLI(t, "", "export", listed.ID[:8])
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "second prompt, put otherwise")
+	assert.NotContains(t, out, "second prompt\n")
 }
