@@ -25,7 +25,10 @@ import (
 
 // Options configure a provider.
 type Options struct {
-	Model   string
+	// Model is the provider's model ID (New sets it from the spec).
+	Model string
+	// APIKey is the provider's key; New takes it from OPENAI_API_KEY or
+	// ANTHROPIC_API_KEY when empty.
 	APIKey  string
 	BaseURL string // "" is the provider's own API
 	// MaxRetries bounds retries of a request that failed before any output
@@ -38,7 +41,8 @@ type Options struct {
 	// Thinking is the reasoning level: "" or "off" (the model's default,
 	// nothing sent), "low", "medium" or "high": OpenAI's reasoning_effort,
 	// Anthropic's extended thinking with a budget of ThinkingBudget tokens.
-	Thinking   string
+	Thinking string
+	// HTTPClient sends the requests (nil: the SDK's default client).
 	HTTPClient *http.Client
 	// OnRetry, when set, is told each time a request is sent again after a
 	// failure the SDK retries (429, 5xx, overloaded, connection errors):

@@ -9,15 +9,24 @@ type Event interface {
 }
 
 type (
+	// AgentStart opens a run.
 	AgentStart struct{}
-	AgentEnd   struct {
+	// AgentEnd closes a run, with the messages it added (the prompts,
+	// the assistant's answers, the tool results).
+	AgentEnd struct {
 		Messages []Message `json:"messages"`
 	}
+	// TurnStart opens a turn: one model response and the tool calls it
+	// made.
 	TurnStart struct{}
-	TurnEnd   struct {
+	// TurnEnd closes a turn, with its assistant message and the results
+	// of its tool calls in call order.
+	TurnEnd struct {
 		Message     Message              `json:"message"`
 		ToolResults []*ToolResultMessage `json:"toolResults"`
 	}
+	// MessageStart opens a message: a prompt, an assistant response as it
+	// starts streaming, or a tool result.
 	MessageStart struct {
 		Message Message `json:"message"`
 	}
@@ -27,20 +36,28 @@ type (
 		Message *AssistantMessage `json:"message"`
 		Delta   StreamEvent       `json:"assistantMessageEvent"`
 	}
+	// MessageEnd closes a message, complete; it is the one to keep.
 	MessageEnd struct {
 		Message Message `json:"message"`
 	}
+	// ToolExecutionStart says a tool call was taken up, in call order,
+	// before it is prepared; every call that starts ends
+	// (ToolExecutionEnd), one refused or not run too.
 	ToolExecutionStart struct {
 		ToolCallID string          `json:"toolCallId"`
 		ToolName   string          `json:"toolName"`
 		Args       json.RawMessage `json:"args"`
 	}
+	// ToolExecutionUpdate is a running call's partial result (bash's
+	// output so far).
 	ToolExecutionUpdate struct {
 		ToolCallID    string          `json:"toolCallId"`
 		ToolName      string          `json:"toolName"`
 		Args          json.RawMessage `json:"args"`
 		PartialResult Result          `json:"partialResult"`
 	}
+	// ToolExecutionEnd is a call's final result, in the order the calls
+	// finish.
 	ToolExecutionEnd struct {
 		ToolCallID string `json:"toolCallId"`
 		ToolName   string `json:"toolName"`

@@ -1,10 +1,11 @@
 // Package printer renders what the commands show, for a person or a
-// program: an agent's events, Print for print mode (the assistant's text
-// on stdout, tool activity on stderr, controls from outside shown as text)
-// and JSON for --mode json (one event a line); a host's Report, the Jobs
-// left on hosts and the saved Sessions. Both are safe for concurrent use: events may come
-// from several goroutines. LinePrompt is print mode's prompt loop where
-// the terminal cannot redraw.
+// program. An agent's events go to Print, for print mode (the assistant's
+// text on stdout, tool activity on stderr, controls from outside shown as
+// text), or to JSON, for --mode json (one event a line); both are safe
+// for concurrent use, as events may come from several goroutines.
+// LinePrompt is print mode's prompt loop where the terminal cannot
+// redraw. The rest are listings: a host's Report, the Jobs left on hosts,
+// the saved Sessions, and the Tools with their schemas.
 package printer
 
 import (

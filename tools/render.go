@@ -51,8 +51,8 @@ func RenderResult(d Definition, res loop.Result, th Theme) string {
 	return Fold(res.Content.Text(), FoldLines, th)
 }
 
-// Theme styles terminal output; the zero value is plain text (pipes,
-// NO_COLOR).
+// Theme styles terminal output for a renderer; the zero value is plain
+// text (pipes, NO_COLOR). Its methods return s unchanged without colour.
 type Theme struct {
 	Color bool
 }
@@ -64,12 +64,22 @@ func (t Theme) paint(code, s string) string {
 	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
-// Red, Green, Dim, Bold and Cyan style s when the theme has colour.
-func (t Theme) Red(s string) string    { return t.paint("31", s) }
-func (t Theme) Green(s string) string  { return t.paint("32", s) }
-func (t Theme) Dim(s string) string    { return t.paint("2", s) }
-func (t Theme) Bold(s string) string   { return t.paint("1", s) }
-func (t Theme) Cyan(s string) string   { return t.paint("36", s) }
+// Red styles s red when the theme has colour (removed lines, errors).
+func (t Theme) Red(s string) string { return t.paint("31", s) }
+
+// Green styles s green when the theme has colour (added lines).
+func (t Theme) Green(s string) string { return t.paint("32", s) }
+
+// Dim styles s faint when the theme has colour (notices, context).
+func (t Theme) Dim(s string) string { return t.paint("2", s) }
+
+// Bold styles s bold when the theme has colour.
+func (t Theme) Bold(s string) string { return t.paint("1", s) }
+
+// Cyan styles s cyan when the theme has colour.
+func (t Theme) Cyan(s string) string { return t.paint("36", s) }
+
+// Yellow styles s yellow when the theme has colour (warnings).
 func (t Theme) Yellow(s string) string { return t.paint("33", s) }
 
 // FoldLines is how many lines of a result a terminal shows.

@@ -1,6 +1,10 @@
 // Package tools holds pi-remote's seven tools — read, bash, edit, write,
-// grep, find, ls — as rich ToolDefinitions, and Wrap, which projects a
+// grep, find, ls — as rich Definitions, and Wrap, which projects a
 // definition onto the lean loop.Tool the agent loop runs.
+//
+// A program's own tool is made the same way (Define, with AdmitPath and
+// Mutate for a tool that changes a file) and given to an agent through
+// workspace.Options.Tools; docs/extending.md walks through it.
 //
 // Every tool acts through an env.ExecutionEnv, so it behaves the same on the
 // local machine and on a remote host. Tools never import os, os/exec or a

@@ -34,15 +34,29 @@ type HostOptions struct {
 	// directory locally, the home directory on a remote host).
 	Cwd string
 
-	Identities     []string
-	KnownHosts     string
-	AcceptNew      bool
-	SSHConfig      string
-	Jump           string
+	// Identities are private key files to log in with, tried before
+	// ssh_config's (--identity).
+	Identities []string
+	// KnownHosts is the known_hosts file ("": ssh_config's, or
+	// ~/.ssh/known_hosts); AcceptNew records the key of a host seen for
+	// the first time (a changed key is always refused).
+	KnownHosts string
+	AcceptNew  bool
+	// SSHConfig is the ssh_config file ("": ~/.ssh/config; "none": none).
+	SSHConfig string
+	// Jump names jump hosts, comma-separated, like ssh -J.
+	Jump string
+	// ConnectTimeout bounds connecting and logging in (0: the default).
 	ConnectTimeout time.Duration
-	Reattach       time.Duration
-	LeaseTTL       time.Duration
-	OutputCapMiB   int64
+	// Reattach is how long a remote command whose connection dropped
+	// waits for the host to come back (0: fail at once); LeaseTTL how
+	// long a remote command runs on once no client renews its lease (0:
+	// the default).
+	Reattach time.Duration
+	LeaseTTL time.Duration
+	// OutputCapMiB is the most output, in MiB, a remote command may write
+	// on its host (0: no cap).
+	OutputCapMiB int64
 }
 
 // Calls says how many calls a command makes on its hosts, which decides
@@ -178,8 +192,8 @@ func (hs Hosts) Lost(ctx context.Context) bool {
 }
 
 // Definitions are the tools of every host; with several, each tool takes
-// an optional host argument. With a gate, every call passes it (see
-// guard); nil is no policy (the tool command: the person's own call).
+// an optional host argument. With a gate, every call passes it before
+// it runs; nil is no policy (the tool command: the person's own call).
 func (hs Hosts) Definitions(gate *permission.Gate) ([]tools.Definition, error) {
 	return hs.definitions(gate, nil)
 }

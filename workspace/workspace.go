@@ -31,16 +31,21 @@ import (
 // Options say how a workspace's agent works.
 type Options struct {
 	// Model may be nil: an rpc front end serves tool calls without one.
-	Model         loop.Model
-	Active        []string // the names of the active tools
+	Model  loop.Model
+	Active []string // the names of the active tools
+	// ToolExecution loop.Sequential runs every batch of tool calls one
+	// call at a time ("": in parallel).
 	ToolExecution loop.ExecutionMode
-	MaxTurns      int
+	// MaxTurns bounds the model turns of one run (0: the loop's default).
+	MaxTurns int
 	// Intro replaces the opening of the system prompt ("": the default).
 	Intro string
 	// Warn hears of context files left out of the system prompt.
 	Warn io.Writer
-	// Gate, when set, decides every tool call by the permission policy
-	// (see guard); the system prompt then tells each host's mode.
+	// Gate, when set, decides every tool call by the permission policy,
+	// in call order before the call runs, a path tool's on the canonical
+	// path its host resolves; the system prompt then tells each host's
+	// mode.
 	Gate *permission.Gate
 	// Hooks are the settings' hooks by event (Settings.Hooks): PreToolUse
 	// hooks run before each call, ahead of the gate, PostToolUse hooks
@@ -48,10 +53,11 @@ type Options struct {
 	// session (SetSessionID) and where their notices go (SetNotice).
 	Hooks map[string][]agent.HookMatcher
 	// Tools, when set, adds a program's own tools to the built-in ones
-	// (tools.Define makes one). It is called for each host with the
-	// host's environment, where the tools it returns act, whenever the
-	// workspace builds its tools (Open, SetDefault), and returns the same
-	// tools, in the same order, each time. Nothing else changes for them:
+	// (tools.Define makes one). It is called once for each host whenever
+	// the workspace builds its tools (Open, SetDefault), with that host's
+	// environment, on which the tools it returns must act; it returns the
+	// same tools, in the same order, every time. Nothing else changes for
+	// them:
 	// the system prompt lists the active ones, front ends render them
 	// with their renderers, the permission gate and the hooks decide
 	// their calls, and with several hosts each takes the "host" argument.
@@ -64,7 +70,10 @@ type Options struct {
 // changes it (SetDefault) between runs. (SetSessionID and SetNotice may be
 // called at any time.)
 type Workspace struct {
-	Hosts  Hosts // the first is the default host
+	Hosts Hosts // the first is the default host
+	// Defs are every tool's definition, the built-in tools' first, then
+	// Options.Tools'; with several hosts each takes the "host" argument.
+	// ByName holds them by name, for a front end's renderers.
 	Defs   []tools.Definition
 	ByName map[string]tools.Definition
 	Infos  []tools.HostInfo // in Hosts' order

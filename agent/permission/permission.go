@@ -134,9 +134,9 @@ type Call struct {
 type Verdict int
 
 const (
-	Run Verdict = iota
-	AskPerson
-	Refuse
+	Run       Verdict = iota // the call runs
+	AskPerson                // the call waits for a person's decision
+	Refuse                   // the call is refused: an error result
 )
 
 func (v Verdict) String() string {
