@@ -39,6 +39,14 @@ func RenderCall(d Definition, args json.RawMessage) string {
 	return termtext.String(d.Name + " " + string(args))
 }
 
+// Printable is s with its terminal controls shown as text (ESC as ^[):
+// what a RenderResult does to text from outside (a model's argument, a
+// file's or a host's text) that it takes from a result's Details. The
+// result's Content reaches a renderer cleaned already; its Details do not,
+// and a renderer's output is not cleaned after it, since it may style
+// text with a Theme.
+func Printable(s string) string { return termtext.String(s) }
+
 // RenderResult renders a result for a terminal with the definition's
 // renderer, or as its text folded to FoldLines lines. Controls in the
 // result (a file's or a command's) are shown as text (termtext) before the

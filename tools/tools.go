@@ -70,10 +70,11 @@ type Definition struct {
 	// RenderCall and RenderResult show the call and its result in a
 	// terminal (the print mode's lines, the terminal UI's tool box). Nil
 	// means a generic rendering: the name and the arguments' JSON; the
-	// result's text folded to FoldLines lines. The arguments are the
-	// model's, validated; RenderCall (see RenderCall the function) and the
-	// result's text have terminal controls shown as text before a
-	// renderer's output reaches the terminal.
+	// result's text folded to FoldLines lines. RenderCall's output has its
+	// terminal controls shown as text (the arguments are the model's).
+	// RenderResult gets the result with its Content so cleaned, and its
+	// output may be styled with th; text it takes from Details must go
+	// through Printable.
 	RenderCall   func(args json.RawMessage) string
 	RenderResult func(res loop.Result, th Theme) string
 }

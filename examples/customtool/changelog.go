@@ -64,7 +64,9 @@ func changelogTool(e *env.ExecutionEnv) tools.Definition {
 			if !ok || res.IsError {
 				return res.Content.Text()
 			}
-			return th.Green("+ "+d.Text) + th.Dim(fmt.Sprintf("  (%s:%d)", d.Path, d.Line))
+			// (The entry is the model's text: its controls are shown as
+			// text, not sent to the terminal.)
+			return th.Green("+ "+tools.Printable(d.Text)) + th.Dim(fmt.Sprintf("  (%s:%d)", tools.Printable(d.Path), d.Line))
 		},
 	}, func(ctx context.Context, in changelogInput, _ func(loop.Result)) (loop.Result, error) {
 		return addEntry(ctx, e, in)

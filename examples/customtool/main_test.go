@@ -102,6 +102,21 @@ func TestAgentAddsEntriesInCallOrder(t *testing.T) {
 	assert.Equal(t, wantFile, string(got))
 }
 
+// The model's text reaches the terminal with its controls shown as text,
+// through the tool's renderers too.
+func TestRenderersShowControlsAsText(t *testing.T) {
+	dir := t.TempDir()
+	model := script(t, llm.ScriptTurn{ToolCalls: []llm.ScriptToolCall{changelogCall("c1", "CHANGELOG.md", "Clear \x1b[2J\x1b]0;title\a screen")}}, llm.ScriptTurn{Text: "ok"})
+	code, _, errw := customtool(t, "--cwd", dir, "--model", model, "record it")
+	require.Equal(t, 0, code, errw)
+	assert.NotContains(t, errw, "\x1b[2J")
+	assert.NotContains(t, errw, "\x1b]0;")
+	assert.Contains(t, errw, "+ - Clear ^[[2J", "the result renderer's line, cleaned")
+	got, err := os.ReadFile(filepath.Join(dir, "CHANGELOG.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "- Clear \x1b[2J\x1b]0;title\a screen\n", "the file has the text as given")
+}
+
 // The permission gate applies to the program's tool as to edit: on a
 // read-only host the tool, which does not say it only reads, is refused
 // and the file is left alone; the model is told why.
