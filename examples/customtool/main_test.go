@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/llm"
+	"github.com/pi-remote/pi-remote/ops/ssh/sshtest"
+	"github.com/pi-remote/pi-remote/workspace"
 )
 
 // customtool runs the command in-process and returns its exit status and
@@ -115,6 +117,43 @@ func TestRenderersShowControlsAsText(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(dir, "CHANGELOG.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(got), "- Clear \x1b[2J\x1b]0;title\a screen\n", "the file has the text as given")
+}
+
+// The tool acts on the selected host through env: here a host over SSH
+// (an in-process server on loopback), where its reads and writes go
+// through the connection, queued on the host's canonical path.
+func TestOnAnSSHHost(t *testing.T) {
+	srv := sshtest.Start(t, sshtest.Options{})
+	cfg := srv.Config()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	var calls []llm.ScriptToolCall
+	var want []string
+	for i := range 12 {
+		entry := fmt.Sprintf("Remote change %02d", i)
+		calls = append(calls, changelogCall(fmt.Sprint("c", i), []string{"CHANGELOG.md", filepath.Join(dir, "CHANGELOG.md"), "./x/../CHANGELOG.md"}[i%3], entry))
+		want = append(want, "- "+entry)
+	}
+	var out, errw bytes.Buffer
+	err = agentRun(t.Context(), options{
+		hosts: workspace.HostOptions{
+			Hosts:      []string{fmt.Sprintf("devbox=%s@%s:%d", cfg.User, cfg.HostName, cfg.Port)},
+			Cwd:        dir,
+			Identities: []string{srv.ClientKey},
+			KnownHosts: srv.KnownHosts,
+			SSHConfig:  "none",
+		},
+		model:  script(t, llm.ScriptTurn{ToolCalls: calls}, llm.ScriptTurn{Text: "Recorded remotely."}),
+		active: []string{"changelog"},
+		mode:   "auto",
+		prompt: "record",
+	}, &out, &errw)
+	require.NoError(t, err, errw.String())
+	assert.Contains(t, out.String(), "Recorded remotely.")
+	got, err := os.ReadFile(filepath.Join(dir, "CHANGELOG.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "## Unreleased\n\n"+strings.Join(want, "\n")+"\n", string(got))
+	assert.Positive(t, srv.Sessions(), "the calls went through the SSH server")
 }
 
 // The permission gate applies to the program's tool as to edit: on a
