@@ -31,6 +31,7 @@ import (
 	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/printer"
 	"github.com/pi-remote/pi-remote/workspace"
 )
@@ -68,7 +69,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	err := agentRun(ctx, options{
-		hosts: workspace.HostOptions{Hosts: hosts, Cwd: *cwd},
+		hosts: workspace.HostOptions{
+			Hosts: hosts, Cwd: *cwd,
+			// pi-remote's defaults (HostOptions' zero values differ): a
+			// command outlives a dropped link and re-attaches; a remote
+			// command's output is capped.
+			Reattach: ssh.DefaultReattachTimeout, OutputCapMiB: ssh.DefaultOutputCap >> 20,
+		},
 		model: *model, active: strings.Split(*active, ","), mode: *mode,
 		listing: listing, json: *asJSON, prompt: strings.Join(fs.Args(), " "),
 	}, stdout, stderr)
