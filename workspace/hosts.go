@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pi-remote/pi-remote/agent/permission"
 	"io"
 	"io/fs"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/ops/local"
 	"github.com/pi-remote/pi-remote/ops/ssh"

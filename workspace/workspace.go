@@ -16,13 +16,13 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"github.com/pi-remote/pi-remote/agent/permission"
 	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/tools"
