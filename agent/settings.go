@@ -57,6 +57,9 @@ type Settings struct {
 	// Theme is the terminal's: "auto" (the background asked for, the
 	// default), "dark" or "light".
 	Theme string `json:"theme,omitempty"`
+	// ACPCwdMap maps an editor's directories to directories on a remote
+	// default host, for pi-remote acp (see acp.HostCwd).
+	ACPCwdMap map[string]string `json:"acpCwdMap,omitempty"`
 }
 
 // LoadedSettings are the settings in force and what the project's file
@@ -270,6 +273,11 @@ func projectKeys() []projectKey {
 			Why:   "hooks are commands that run on this machine and may rewrite tool calls",
 			set:   func(s Settings) bool { return len(s.Hooks) > 0 },
 			clear: func(s *Settings) { s.Hooks = nil },
+		},
+		{
+			Key: "acpCwdMap",
+			Why: "it chooses the directory on your hosts where the agent acts",
+			set: func(s Settings) bool { return s.ACPCwdMap != nil }, clear: func(s *Settings) { s.ACPCwdMap = nil },
 		},
 		{
 			Key: "trustedProjects", UserOnly: true,
@@ -487,6 +495,7 @@ func (s Settings) over(o Settings) Settings {
 	}
 	s.Hosts = mergeMap(s.Hosts, o.Hosts)
 	s.Models = mergeMap(s.Models, o.Models)
+	s.ACPCwdMap = mergeMap(s.ACPCwdMap, o.ACPCwdMap)
 	if o.Compaction != nil {
 		c := CompactionSettings{}
 		if s.Compaction != nil {

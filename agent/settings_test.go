@@ -115,7 +115,7 @@ func TestProjectKeysCoverEverySetting(t *testing.T) {
 			ReattachTimeout: "1m", Models: map[string]ModelInfo{"openai/x": {Window: 2000}}, TrustedProjects: []string{"/x"},
 			Permissions: &PermissionSettings{Mode: "ask", Allow: []string{"read"}, Ask: []string{"bash"}, Deny: []string{"write"}},
 			Hooks:       map[string][]HookMatcher{"PreToolUse": {{Command: "true"}}},
-			Theme:       "light",
+			Theme:       "light", ACPCwdMap: map[string]string{"/src": "/srv/src"},
 		}
 	}
 	fieldsOf := func(s Settings) map[string]any {

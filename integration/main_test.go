@@ -18,8 +18,8 @@ var binary string
 
 // fastTier is what go test -short runs here (when no -run is given): the
 // conformance suite and the tools over sshd, and one pass of each front
-// end (print, rpc, jobs) against it.
-const fastTier = "^(TestOpsConformance|TestTools|TestRunAgainstOpenAICompatibleServerAndSSHD|TestCLIOverSSH|TestRPC|TestJobsCommand)$"
+// end (print, rpc, acp, jobs) against it.
+const fastTier = "^(TestOpsConformance|TestTools|TestRunAgainstOpenAICompatibleServerAndSSHD|TestCLIOverSSH|TestRPC|TestACPWithTypeScriptSDK|TestJobsCommand)$"
 
 func TestMain(m *testing.M) {
 	flag.Parse()

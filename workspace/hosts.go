@@ -227,6 +227,15 @@ func splitHostSpec(v string) (name, spec string) {
 	return "", v
 }
 
+// DefaultIsLocal says whether the default (first) host is this machine.
+func (o HostOptions) DefaultIsLocal() bool {
+	if len(o.Hosts) == 0 {
+		return true
+	}
+	_, spec := splitHostSpec(o.Hosts[0])
+	return spec == "local"
+}
+
 // OpenHosts builds the environments o selects: this machine without
 // hosts; otherwise one per host spec. Remote hosts are connected first,
 // all at once, so that connection problems surface before any tool runs:

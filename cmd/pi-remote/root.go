@@ -79,7 +79,7 @@ lose each other.`,
 	cmd.PersistentFlags().BoolVar(&g.trustProject, "trust-project", false, "trust the current directory's .pi-remote/settings.json for this run: it may then set every key, baseUrl and hosts too (to trust it for good, add the directory to trustedProjects in ~/.pi-remote/settings.json)")
 	registerHostFlags(cmd.PersistentFlags(), &g.host)
 	registerPermissionFlags(cmd.PersistentFlags(), &g.perm)
-	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io), newCheckCmd(io, g), newRunCmd(io, g), newRPCCmd(io, g), newMCPCmd(io, g), newJobsCmd(io, g), newSessionsCmd(io, g), newExportCmd(io), newVersionCmd(io))
+	cmd.AddCommand(newToolCmd(io, g), newToolsCmd(io), newCheckCmd(io, g), newRunCmd(io, g), newRPCCmd(io, g), newMCPCmd(io, g), newACPCmd(io, g), newJobsCmd(io, g), newSessionsCmd(io, g), newExportCmd(io), newVersionCmd(io))
 	return cmd
 }
 

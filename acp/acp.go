@@ -1,0 +1,524 @@
+// Package acp serves pi-remote's agent to editors over the Agent Client
+// Protocol (ACP v1: JSON-RPC on stdio; Zed, JetBrains IDEs, Neovim's
+// CodeCompanion and others are clients). docs/acp.md is its reference.
+//
+// Each ACP session is an agent session over its own workspace (its own
+// connection to the hosts, opened by Options.Open for the directory the
+// editor names) and its own session file, so session/load finds it again.
+// A prompt's events become session/update notifications (translator); a
+// call that needs a person's decision becomes session/request_permission;
+// session/cancel cancels the run as Esc does in the terminal UI, which
+// kills the run's remote commands. The protocol's types and transport are
+// github.com/coder/acp-go-sdk's; what the SDK leaves to its logger (a
+// line that is not JSON) is answered here (filter).
+//
+// The host's files stay on the host: the server never calls the editor's
+// fs/* or terminal/* methods.
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/agent/permission"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/session"
+	"github.com/pi-remote/pi-remote/workspace"
+)
+
+// Command is a slash command the editor offers (available_commands_update).
+type Command struct {
+	Name        string // without the slash
+	Description string
+	// Hint describes the text after the name ("" for none).
+	Hint string
+	// Expand turns that text into the prompt the model gets: how prompt
+	// templates and skills plug in. The built-in /compact has none.
+	Expand func(ctx context.Context, input string) (string, error)
+}
+
+// Options are what a server needs beside its streams.
+type Options struct {
+	// Open opens the workspace of a session the editor opened in
+	// editorCwd (an absolute path on the editor's machine; see HostCwd).
+	// The server closes it when the session's connection ends.
+	Open func(ctx context.Context, editorCwd string) (*workspace.Workspace, error)
+	// Model is the spec of the workspaces' model ("provider/id"), for the
+	// model table.
+	Model string
+	// Models and Compaction are the agent sessions' model table and
+	// compaction settings.
+	Models     agent.Models
+	Compaction agent.CompactionSettings
+	// Commands are slash commands beside the built-in /compact (prompt
+	// templates, skills).
+	Commands []Command
+	// Version is pi-remote's, for initialize's agentInfo.
+	Version string
+	// Log hears the connection's diagnostics (stderr).
+	Log io.Writer
+}
+
+// Serve answers the client's messages from in on out until in ends, then
+// cancels the runs still going, waits for them, and closes every
+// session's file and workspace.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
+	s := &server{o: o, base: context.WithoutCancel(ctx), sessions: map[string]*conversation{}}
+	if s.o.Log == nil {
+		s.o.Log = io.Discard
+	}
+	s.out = &outbox{w: out, onSent: func(fn func()) { s.tasks.Go(fn) }}
+	pr, pw := io.Pipe()
+	go filter(in, pw, s.out) // ends with in, or when pr is closed below
+	s.conn = acpsdk.NewAgentSideConnection(s, s.out, pr)
+	s.conn.SetLogger(slog.New(slog.NewTextHandler(s.o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	<-s.conn.Done()
+	pr.Close()
+	s.closeAll()
+	s.tasks.Wait()
+	return nil
+}
+
+type server struct {
+	o    Options
+	base context.Context // Serve's, never cancelled: the sessions' sends
+	conn *acpsdk.AgentSideConnection
+	out  *outbox
+
+	tasks sync.WaitGroup // sends that wait for an answer to be out
+
+	mu       sync.Mutex
+	sessions map[string]*conversation
+	closed   bool
+}
+
+var _ acpsdk.Agent = (*server)(nil)
+var _ acpsdk.AgentLoader = (*server)(nil)
+
+// conversation is one ACP session.
+type conversation struct {
+	id    string
+	ws    *workspace.Workspace
+	file  *session.Session
+	agent *agent.Session
+	tr    *translator
+	srv   *server
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc // the running prompt's, nil when idle
+	running chan struct{}      // closed when it ends
+}
+
+func (s *server) Initialize(ctx context.Context, p acpsdk.InitializeRequest) (acpsdk.InitializeResponse, error) {
+	return acpsdk.InitializeResponse{
+		ProtocolVersion: acpsdk.ProtocolVersionNumber,
+		AgentCapabilities: acpsdk.AgentCapabilities{
+			LoadSession: true,
+			// Text and the text of embedded resources reach the model;
+			// images and audio are not taken from the editor.
+			PromptCapabilities: acpsdk.PromptCapabilities{EmbeddedContext: true},
+		},
+		AgentInfo:   &acpsdk.Implementation{Name: "pi-remote", Title: acpsdk.Ptr("pi-remote"), Version: s.o.Version},
+		AuthMethods: []acpsdk.AuthMethod{},
+	}, nil
+}
+
+func (s *server) Authenticate(ctx context.Context, p acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
+	// No method is offered: model keys come from the environment.
+	return acpsdk.AuthenticateResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": "pi-remote offers no authentication methods"})
+}
+
+func (s *server) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
+	c, err := s.open(ctx, p.Cwd, agent.Where{})
+	if err != nil {
+		return acpsdk.NewSessionResponse{}, err
+	}
+	// Once the client knows the session, it hears its commands.
+	s.out.after(c.id, func() { c.send(c.commandsUpdate()) })
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(c.id)}, nil
+}
+
+// LoadSession continues one of pi-remote's own sessions, by its ID: its
+// conversation is replayed as session/update notifications first.
+func (s *server) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (acpsdk.LoadSessionResponse, error) {
+	id := string(p.SessionId)
+	if id == "" {
+		return acpsdk.LoadSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": "sessionId is empty"})
+	}
+	s.mu.Lock()
+	_, live := s.sessions[id]
+	s.mu.Unlock()
+	if live {
+		return acpsdk.LoadSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("session %s is open already", id)})
+	}
+	c, err := s.open(ctx, p.Cwd, agent.Where{Resume: id})
+	if err != nil {
+		return acpsdk.LoadSessionResponse{}, err
+	}
+	for _, u := range c.tr.replay(c.agent.Messages()) {
+		c.send(u)
+	}
+	c.send(c.commandsUpdate())
+	return acpsdk.LoadSessionResponse{}, nil
+}
+
+// open makes a conversation in the editor's directory: a new session
+// file, or the one where names.
+func (s *server) open(ctx context.Context, editorCwd string, where agent.Where) (*conversation, error) {
+	if s.o.Open == nil {
+		return nil, errors.New("no workspace")
+	}
+	ws, err := s.o.Open(ctx, editorCwd)
+	if err != nil {
+		return nil, err
+	}
+	opened, err := agent.Open(ws.Where(where), s.o.Models)
+	if err != nil {
+		ws.Close()
+		return nil, acpsdk.NewInvalidParams(map[string]any{"error": "session: " + err.Error()})
+	}
+	id := opened.File.Header().ID
+	if where.Resume != "" && id != where.Resume {
+		// A prefix found another session: load takes exact IDs only.
+		opened.File.Close()
+		ws.Close()
+		return nil, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %q", where.Resume)})
+	}
+	c := &conversation{id: id, ws: ws, file: opened.File, srv: s, tr: newTranslator(dirsOf(ws))}
+	ws.SetSessionID(id)
+	if ws.Gate != nil {
+		ws.Gate.SetAsker(c.ask)
+	}
+	c.agent = agent.New(agent.Options{
+		Config:      ws.Config,
+		Model:       s.o.Models.Lookup(s.o.Model),
+		Compaction:  s.o.Compaction,
+		File:        opened.File,
+		Context:     opened.Context,
+		PriorUsage:  opened.Prior,
+		DefaultHost: ws.DefaultHost(),
+		Emit:        c.emit,
+		SaveError: func(err error) {
+			fmt.Fprintf(s.o.Log, "pi-remote: session %s: %v (the run goes on unsaved)\n", opened.File.Path(), err)
+		},
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.close()
+		return nil, errors.New("the connection is closing")
+	}
+	s.sessions[id] = c
+	return c, nil
+}
+
+// dirsOf is where ws's hosts work.
+func dirsOf(ws *workspace.Workspace) hostDirs {
+	d := hostDirs{defaultHost: ws.DefaultHost(), cwd: map[string]string{}, local: map[string]bool{}}
+	for i, h := range ws.Hosts {
+		d.local[h.Name] = h.SSH == nil
+		if i < len(ws.Infos) {
+			d.cwd[h.Name] = ws.Infos[i].Cwd
+		}
+	}
+	return d
+}
+
+func (s *server) session(id acpsdk.SessionId) (*conversation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.sessions[string(id)]
+	if !ok {
+		return nil, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %q", id)})
+	}
+	return c, nil
+}
+
+// Prompt runs the agent on the prompt, streaming its updates, and answers
+// when the run has ended.
+func (s *server) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
+	c, err := s.session(p.SessionId)
+	if err != nil {
+		return acpsdk.PromptResponse{}, err
+	}
+	text := promptText(p.Prompt)
+	if strings.TrimSpace(text) == "" {
+		return acpsdk.PromptResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": "the prompt has no text"})
+	}
+	// The run ends with the request: a client gone, or $/cancel_request.
+	runCtx, done, err := c.begin(ctx)
+	if err != nil {
+		return acpsdk.PromptResponse{}, err
+	}
+	defer done()
+	reason, err := c.run(runCtx, text)
+	for _, u := range c.tr.unfinished() {
+		c.send(u)
+	}
+	return acpsdk.PromptResponse{StopReason: reason}, err
+}
+
+// begin marks c as running a prompt until done is called.
+func (c *conversation) begin(ctx context.Context) (context.Context, func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancel != nil {
+		return nil, nil, acpsdk.NewInvalidParams(map[string]any{"error": "a prompt is running in this session: cancel it first"})
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	running := make(chan struct{})
+	c.cancel, c.running = cancel, running
+	return runCtx, func() {
+		c.mu.Lock()
+		c.cancel, c.running = nil, nil
+		c.mu.Unlock()
+		cancel()
+		close(running)
+	}, nil
+}
+
+// run is one prompt: a slash command, or a run of the agent.
+func (c *conversation) run(ctx context.Context, text string) (acpsdk.StopReason, error) {
+	if name, input, ok := slashCommand(text); ok {
+		switch cmd, found := c.srv.command(name); {
+		case name == "compact":
+			return c.compact(ctx, input)
+		case found && cmd.Expand != nil:
+			expanded, err := cmd.Expand(ctx, input)
+			if err != nil {
+				return "", acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("/%s: %v", name, err)})
+			}
+			text = expanded
+		}
+	}
+	_, err := c.agent.Prompt(ctx, loop.NewUserText(text))
+	last := loop.LastAssistant(c.agent.Messages())
+	switch {
+	case ctx.Err() != nil:
+		return acpsdk.StopReasonCancelled, nil
+	case errors.Is(err, loop.ErrTurnLimit):
+		return acpsdk.StopReasonMaxTurnRequests, nil
+	case err != nil:
+		// The model failed (or the context did not fit): the editor
+		// shows the error.
+		return "", acpsdk.NewInternalError(map[string]any{"error": err.Error()})
+	case last != nil && last.StopReason == loop.StopLength:
+		return acpsdk.StopReasonMaxTokens, nil
+	case last != nil && last.StopReason == loop.StopError:
+		return "", acpsdk.NewInternalError(map[string]any{"error": last.ErrorMessage})
+	}
+	return acpsdk.StopReasonEndTurn, nil
+}
+
+// compact is /compact [focus]: the conversation summarized now.
+func (c *conversation) compact(ctx context.Context, focus string) (acpsdk.StopReason, error) {
+	before := c.agent.ContextTokens()
+	err := c.agent.Compact(ctx, strings.TrimSpace(focus))
+	switch {
+	case ctx.Err() != nil:
+		return acpsdk.StopReasonCancelled, nil
+	case errors.Is(err, agent.ErrNothingToCompact):
+		c.send(acpsdk.UpdateAgentMessageText("Nothing to compact yet."))
+	case err != nil:
+		c.send(acpsdk.UpdateAgentMessageText("Compacting failed: " + err.Error()))
+	default:
+		c.send(acpsdk.UpdateAgentMessageText(fmt.Sprintf("Compacted the conversation: %d → %d tokens.", before, c.agent.ContextTokens())))
+	}
+	return acpsdk.StopReasonEndTurn, nil
+}
+
+// slashCommand splits "/name input" (a prompt that starts with a slash).
+func slashCommand(text string) (name, input string, ok bool) {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "/") {
+		return "", "", false
+	}
+	name, input, _ = strings.Cut(t[1:], " ")
+	if name == "" || strings.ContainsAny(name, "/\n\t") {
+		return "", "", false
+	}
+	return name, strings.TrimSpace(input), true
+}
+
+func (s *server) command(name string) (Command, bool) {
+	for _, c := range s.o.Commands {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Command{}, false
+}
+
+// commandsUpdate advertises the slash commands.
+func (c *conversation) commandsUpdate() acpsdk.SessionUpdate {
+	cmds := []acpsdk.AvailableCommand{{
+		Name:        "compact",
+		Description: "Summarize the older part of the conversation now, to free context",
+		Input:       &acpsdk.AvailableCommandInput{Unstructured: &acpsdk.UnstructuredCommandInput{Hint: "what the summary should keep most (optional)"}},
+	}}
+	for _, x := range c.srv.o.Commands {
+		if x.Name == "compact" {
+			continue
+		}
+		ac := acpsdk.AvailableCommand{Name: x.Name, Description: x.Description}
+		if x.Hint != "" {
+			ac.Input = &acpsdk.AvailableCommandInput{Unstructured: &acpsdk.UnstructuredCommandInput{Hint: x.Hint}}
+		}
+		cmds = append(cmds, ac)
+	}
+	return acpsdk.SessionUpdate{AvailableCommandsUpdate: &acpsdk.SessionAvailableCommandsUpdate{AvailableCommands: cmds}}
+}
+
+// promptText is what the model reads of the editor's prompt: its text,
+// the text of embedded resources (files the user attached, as the editor
+// has them), and links named by URI.
+func promptText(blocks []acpsdk.ContentBlock) string {
+	var parts []string
+	for _, b := range blocks {
+		switch {
+		case b.Text != nil:
+			parts = append(parts, b.Text.Text)
+		case b.ResourceLink != nil:
+			parts = append(parts, "@"+b.ResourceLink.Uri)
+		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
+			r := b.Resource.Resource.TextResourceContents
+			parts = append(parts, fmt.Sprintf("<context uri=%q>\n%s\n</context>", r.Uri, r.Text))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Cancel stops the session's running prompt: its model request and its
+// tool calls, remote commands killed (the terminal UI's Esc).
+func (s *server) Cancel(ctx context.Context, p acpsdk.CancelNotification) error {
+	c, err := s.session(p.SessionId)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	cancel := c.cancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	return nil
+}
+
+func (s *server) SetSessionMode(ctx context.Context, p acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
+	return acpsdk.SetSessionModeResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetMode)
+}
+
+func (s *server) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
+	return acpsdk.SetSessionConfigOptionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetConfigOption)
+}
+
+func (s *server) ListSessions(ctx context.Context, p acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
+	return acpsdk.ListSessionsResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionList)
+}
+
+func (s *server) CloseSession(ctx context.Context, p acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
+	return acpsdk.CloseSessionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionClose)
+}
+
+func (s *server) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
+	return acpsdk.ResumeSessionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionResume)
+}
+
+// emit sends the updates of one event of the session's run.
+func (c *conversation) emit(e loop.Event) {
+	for _, u := range c.tr.event(e) {
+		c.send(u)
+	}
+}
+
+func (c *conversation) send(u acpsdk.SessionUpdate) {
+	if err := c.srv.conn.SessionUpdate(c.srv.base, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(c.id), Update: u}); err != nil {
+		fmt.Fprintf(c.srv.o.Log, "pi-remote: session/update: %v\n", err)
+	}
+}
+
+// Permission options, as the editor offers them.
+const (
+	optionOnce   = "allow_once"
+	optionAlways = "allow_always"
+	optionReject = "reject_once"
+)
+
+// ask is the gate's Asker: the call waits for the editor's
+// session/request_permission answer (allow once, allow always in this
+// session, reject), or for the run's end.
+func (c *conversation) ask(ctx context.Context, r permission.Request) (permission.Answer, error) {
+	tc := acpsdk.ToolCallUpdate{ToolCallId: acpsdk.ToolCallId(r.CallID), Title: acpsdk.Ptr(r.Reason)}
+	if r.CallID == "" {
+		tc.ToolCallId = acpsdk.ToolCallId(r.ID)
+	}
+	resp, err := c.srv.conn.RequestPermission(ctx, acpsdk.RequestPermissionRequest{
+		SessionId: acpsdk.SessionId(c.id),
+		ToolCall:  tc,
+		Options: []acpsdk.PermissionOption{
+			{OptionId: optionOnce, Name: "Allow once", Kind: acpsdk.PermissionOptionKindAllowOnce},
+			{OptionId: optionAlways, Name: "Allow always (this session)", Kind: acpsdk.PermissionOptionKindAllowAlways},
+			{OptionId: optionReject, Name: "Reject", Kind: acpsdk.PermissionOptionKindRejectOnce},
+		},
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return permission.Answer{}, ctx.Err()
+		}
+		return permission.Answer{}, err
+	}
+	return answer(resp.Outcome)
+}
+
+// answer is the gate's reading of the editor's choice.
+func answer(o acpsdk.RequestPermissionOutcome) (permission.Answer, error) {
+	switch {
+	case o.Cancelled != nil:
+		return permission.Answer{}, context.Canceled
+	case o.Selected == nil:
+		return permission.Answer{}, errors.New("the editor chose no option")
+	}
+	switch o.Selected.OptionId {
+	case optionOnce:
+		return permission.Answer{Decision: permission.Once}, nil
+	case optionAlways:
+		return permission.Answer{Decision: permission.Session}, nil
+	case optionReject:
+		return permission.Answer{Decision: permission.Deny}, nil
+	}
+	return permission.Answer{}, fmt.Errorf("the editor chose an option pi-remote did not offer: %q", o.Selected.OptionId)
+}
+
+// closeAll cancels the runs still going, waits for their end and closes
+// every session.
+func (s *server) closeAll() {
+	s.mu.Lock()
+	s.closed = true
+	sessions := s.sessions
+	s.sessions = map[string]*conversation{}
+	s.mu.Unlock()
+	for _, c := range sessions {
+		c.mu.Lock()
+		cancel, running := c.cancel, c.running
+		c.mu.Unlock()
+		if cancel != nil {
+			cancel()
+			<-running
+		}
+		c.close()
+	}
+}
+
+func (c *conversation) close() {
+	c.agent.Close()
+	c.file.Close()
+	c.ws.Close()
+}
