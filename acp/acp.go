@@ -75,7 +75,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	if s.o.Log == nil {
 		s.o.Log = io.Discard
 	}
-	s.out = &outbox{w: out, onSent: func(fn func()) { s.tasks.Go(fn) }}
+	s.out = &outbox{w: out, onSent: s.task}
 	pr, pw := io.Pipe()
 	go filter(in, pw, s.out) // ends with in, or when pr is closed below
 	s.conn = acpsdk.NewAgentSideConnection(s, s.out, pr)
@@ -112,6 +112,8 @@ type conversation struct {
 	tr    *translator
 	srv   *server
 
+	advertised sync.Once // the slash commands were sent
+
 	mu      sync.Mutex
 	cancel  context.CancelFunc // the running prompt's, nil when idle
 	running chan struct{}      // closed when it ends
@@ -141,9 +143,10 @@ func (s *server) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (ac
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, err
 	}
-	// Once the client knows the session, it hears its commands.
-	s.out.after(c.id, func() { c.send(c.commandsUpdate()) })
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(c.id)}, nil
+	// Once the client knows the session, it hears its commands (at the
+	// latest before the first prompt's updates).
+	s.out.after(c.id, c.advertise)
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(c.id), Modes: c.modes()}, nil
 }
 
 // LoadSession continues one of pi-remote's own sessions, by its ID: its
@@ -166,8 +169,8 @@ func (s *server) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (
 	for _, u := range c.tr.replay(c.agent.Messages()) {
 		c.send(u)
 	}
-	c.send(c.commandsUpdate())
-	return acpsdk.LoadSessionResponse{}, nil
+	c.advertise()
+	return acpsdk.LoadSessionResponse{Modes: c.modes()}, nil
 }
 
 // open makes a conversation in the editor's directory: a new session
@@ -232,6 +235,15 @@ func dirsOf(ws *workspace.Workspace) hostDirs {
 	return d
 }
 
+// task runs fn in a goroutine Serve waits for, unless Serve is closing.
+func (s *server) task(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.tasks.Go(fn)
+	}
+}
+
 func (s *server) session(id acpsdk.SessionId) (*conversation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -253,6 +265,7 @@ func (s *server) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Pro
 	if strings.TrimSpace(text) == "" {
 		return acpsdk.PromptResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": "the prompt has no text"})
 	}
+	c.advertise()
 	// The run ends with the request: a client gone, or $/cancel_request.
 	runCtx, done, err := c.begin(ctx)
 	if err != nil {
@@ -357,6 +370,11 @@ func (s *server) command(name string) (Command, bool) {
 	return Command{}, false
 }
 
+// advertise sends the slash commands, once.
+func (c *conversation) advertise() {
+	c.advertised.Do(func() { c.send(c.commandsUpdate()) })
+}
+
 // commandsUpdate advertises the slash commands.
 func (c *conversation) commandsUpdate() acpsdk.SessionUpdate {
 	cmds := []acpsdk.AvailableCommand{{
@@ -412,8 +430,46 @@ func (s *server) Cancel(ctx context.Context, p acpsdk.CancelNotification) error 
 	return nil
 }
 
+// The permission modes, as the editor's mode selector offers them.
+var sessionModes = []acpsdk.SessionMode{
+	{Id: acpsdk.SessionModeId(permission.Auto), Name: "Auto", Description: acpsdk.Ptr("Every call runs")},
+	{Id: acpsdk.SessionModeId(permission.Ask), Name: "Ask", Description: acpsdk.Ptr("write, edit and bash wait for your approval; reads run")},
+	{Id: acpsdk.SessionModeId(permission.ReadOnly), Name: "Read-only", Description: acpsdk.Ptr("write and edit are refused; bash runs only what your allow rules name")},
+}
+
+// modes are the session's modes: the permission mode of its default
+// host, and the others it may take.
+func (c *conversation) modes() *acpsdk.SessionModeState {
+	if c.ws.Gate == nil {
+		return nil
+	}
+	return &acpsdk.SessionModeState{
+		AvailableModes: sessionModes,
+		CurrentModeId:  acpsdk.SessionModeId(c.ws.Gate.Policy().HostMode(c.ws.DefaultHost())),
+	}
+}
+
+// SetSessionMode makes the mode the default host's permission mode, as
+// --host-permissions would: calls decided from now on follow it (the
+// running prompt's too), and the system prompt tells it from the next
+// prompt on. Rules stay as they are: a deny rule still refuses.
 func (s *server) SetSessionMode(ctx context.Context, p acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
-	return acpsdk.SetSessionModeResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetMode)
+	c, err := s.session(p.SessionId)
+	if err != nil {
+		return acpsdk.SetSessionModeResponse{}, err
+	}
+	m, err := permission.ParseMode(string(p.ModeId))
+	if err != nil || c.ws.Gate == nil {
+		return acpsdk.SetSessionModeResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no mode %q (modes: auto, ask, read-only)", p.ModeId)})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ws.Gate.SetHostMode(c.ws.DefaultHost(), m, "the editor")
+	if err := c.ws.PermissionsChanged(); err != nil {
+		return acpsdk.SetSessionModeResponse{}, err
+	}
+	c.agent.SetTools(c.ws.Config.Tools, c.ws.Config.SystemPrompt)
+	return acpsdk.SetSessionModeResponse{}, nil
 }
 
 func (s *server) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
@@ -456,9 +512,11 @@ const (
 // session/request_permission answer (allow once, allow always in this
 // session, reject), or for the run's end.
 func (c *conversation) ask(ctx context.Context, r permission.Request) (permission.Answer, error) {
-	tc := acpsdk.ToolCallUpdate{ToolCallId: acpsdk.ToolCallId(r.CallID), Title: acpsdk.Ptr(r.Reason)}
+	// The call was announced (tool_call); a call the loop did not make
+	// (none today) is named here.
+	tc := acpsdk.ToolCallUpdate{ToolCallId: acpsdk.ToolCallId(r.CallID)}
 	if r.CallID == "" {
-		tc.ToolCallId = acpsdk.ToolCallId(r.ID)
+		tc.ToolCallId, tc.Title = acpsdk.ToolCallId(r.ID), acpsdk.Ptr(r.Tool+": "+r.Reason)
 	}
 	resp, err := c.srv.conn.RequestPermission(ctx, acpsdk.RequestPermissionRequest{
 		SessionId: acpsdk.SessionId(c.id),

@@ -286,3 +286,87 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// The permission modes are the session's modes: the editor sees the
+// default host's, and setting one changes what the gate asks.
+func TestServeModes(t *testing.T) {
+	dir := t.TempDir()
+	o := localOptions(t, `{"turns":[
+		{"toolCalls":[{"id":"w1","name":"write","arguments":{"path":"a.txt","content":"a\n"}}]},
+		{"text":"Wrote a."},
+		{"toolCalls":[{"id":"w2","name":"write","arguments":{"path":"b.txt","content":"b\n"}}]},
+		{"text":"Could not write b."}
+	]}`)
+	c := &client{t: t, seen: make(chan acpsdk.SessionUpdate, 1)}
+	c.answerWith = func(acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionOutcome { return selected(optionReject) }
+	conn := connect(t, o, c)
+	s, err := conn.NewSession(t.Context(), acpsdk.NewSessionRequest{Cwd: dir, McpServers: []acpsdk.McpServer{}})
+	require.NoError(t, err)
+	require.NotNil(t, s.Modes)
+	assert.Equal(t, acpsdk.SessionModeId("ask"), s.Modes.CurrentModeId)
+	var ids []string
+	for _, m := range s.Modes.AvailableModes {
+		ids = append(ids, string(m.Id))
+	}
+	assert.Equal(t, []string{"auto", "ask", "read-only"}, ids)
+
+	_, err = conn.SetSessionMode(t.Context(), acpsdk.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "yolo"})
+	assert.ErrorContains(t, err, "Invalid params")
+
+	_, err = conn.SetSessionMode(t.Context(), acpsdk.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "auto"})
+	require.NoError(t, err)
+	_, err = conn.Prompt(t.Context(), acpsdk.PromptRequest{SessionId: s.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("write a")}})
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(dir, "a.txt"))
+	assert.Empty(t, c.asked, "auto runs the write without asking")
+
+	_, err = conn.SetSessionMode(t.Context(), acpsdk.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "read-only"})
+	require.NoError(t, err)
+	_, err = conn.Prompt(t.Context(), acpsdk.PromptRequest{SessionId: s.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("write b")}})
+	require.NoError(t, err)
+	assert.NoFileExists(t, filepath.Join(dir, "b.txt"))
+	assert.Empty(t, c.asked, "read-only refuses without asking")
+	var refused string
+	for _, u := range c.take() {
+		if u.ToolCallUpdate != nil && u.ToolCallUpdate.ToolCallId == "w2" && u.ToolCallUpdate.Status != nil && *u.ToolCallUpdate.Status == acpsdk.ToolCallStatusFailed {
+			refused = mustJSON(u.ToolCallUpdate.Content)
+		}
+	}
+	assert.Contains(t, refused, "Permission denied")
+}
+
+// A command with Expand (prompt templates, skills) becomes the prompt the
+// model gets.
+func TestServeCommandExpands(t *testing.T) {
+	dir := t.TempDir()
+	o := localOptions(t, `{"turns":[{"text":"Reviewed."}]}`)
+	o.Commands = []Command{{Name: "review", Description: "Review a path", Hint: "path", Expand: func(_ context.Context, input string) (string, error) {
+		return "Review " + input + " carefully.", nil
+	}}}
+	c := &client{t: t, seen: make(chan acpsdk.SessionUpdate, 1)}
+	conn := connect(t, o, c)
+	s, err := conn.NewSession(t.Context(), acpsdk.NewSessionRequest{Cwd: dir, McpServers: []acpsdk.McpServer{}})
+	require.NoError(t, err)
+	r, err := conn.Prompt(t.Context(), acpsdk.PromptRequest{SessionId: s.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("/review main.go")}})
+	require.NoError(t, err)
+	assert.Equal(t, acpsdk.StopReasonEndTurn, r.StopReason)
+	var names []string
+	for _, u := range c.take() {
+		if u.AvailableCommandsUpdate != nil {
+			for _, ac := range u.AvailableCommandsUpdate.AvailableCommands {
+				names = append(names, ac.Name)
+			}
+		}
+	}
+	assert.Equal(t, []string{"compact", "review"}, names)
+	home, _ := os.UserHomeDir()
+	var file string
+	filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".jsonl") {
+			b, _ := os.ReadFile(p)
+			file += string(b)
+		}
+		return nil
+	})
+	assert.Contains(t, file, "Review main.go carefully.", "the model got the expanded prompt")
+}

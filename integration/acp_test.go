@@ -159,12 +159,18 @@ func TestACPWithTypeScriptSDK(t *testing.T) {
 		UnknownMethod *struct {
 			Code int `json:"code"`
 		} `json:"unknownMethod"`
-		SessionID string  `json:"sessionId"`
-		Edit      acpTurn `json:"edit"`
-		Long      acpTurn `json:"long"`
-		Reject    acpTurn `json:"reject"`
-		Load      acpTurn `json:"load"`
-		Commands  *struct {
+		SessionID string `json:"sessionId"`
+		Modes     struct {
+			CurrentModeID  string `json:"currentModeId"`
+			AvailableModes []struct {
+				ID string `json:"id"`
+			} `json:"availableModes"`
+		} `json:"modes"`
+		Edit     acpTurn `json:"edit"`
+		Long     acpTurn `json:"long"`
+		Reject   acpTurn `json:"reject"`
+		Load     acpTurn `json:"load"`
+		Commands *struct {
 			AvailableCommands []struct {
 				Name string `json:"name"`
 			} `json:"availableCommands"`
@@ -197,6 +203,8 @@ func TestACPWithTypeScriptSDK(t *testing.T) {
 			names = append(names, c.Name)
 		}
 		assert.Contains(t, names, "compact")
+		assert.Equal(t, "ask", got.Modes.CurrentModeID, "the permission mode is the session's mode")
+		assert.Len(t, got.Modes.AvailableModes, 3)
 	})
 
 	t.Run("edit and bash on the host", func(t *testing.T) {

@@ -165,3 +165,20 @@ func TestSystemPromptTellsHostModes(t *testing.T) {
 	assert.Contains(t, prompt, `Permission mode on "b": ask: write, edit, bash and the other tools that change files wait for the user's approval`)
 	assert.NotContains(t, open(permission.Policy{}), "Permission mode")
 }
+
+// A mode changed during the session reaches the system prompt of the
+// next run.
+func TestPermissionsChangedRetellsModes(t *testing.T) {
+	hs, err := OpenHosts(t.Context(), HostOptions{Cwd: t.TempDir()}, OneShot, nil, nil)
+	require.NoError(t, err)
+	gate := permission.NewGate(permission.Policy{Mode: permission.Ask})
+	w, err := Open(t.Context(), hs, Options{Gate: gate})
+	require.NoError(t, err)
+	defer w.Close()
+	before := w.Config.SystemPrompt
+	assert.Contains(t, before(w.Config.Tools), `Permission mode on "local": ask`)
+	gate.SetHostMode("local", permission.ReadOnly, "the editor")
+	require.NoError(t, w.PermissionsChanged())
+	assert.Contains(t, w.Config.SystemPrompt(w.Config.Tools), `Permission mode on "local": read-only`)
+	assert.Contains(t, before(w.Config.Tools), `Permission mode on "local": ask`, "a run under way keeps the prompt it had")
+}

@@ -252,6 +252,18 @@ func (w *Workspace) SetDefault(ctx context.Context, name string) error {
 	return w.build()
 }
 
+// PermissionsChanged tells the system prompt of the hosts' permission
+// modes again, after the gate's changed (Gate.SetHostMode): w.Config then
+// has the new tools and system prompt, for the next run.
+func (w *Workspace) PermissionsChanged() error {
+	infos := slices.Clone(w.Infos)
+	for i := range infos {
+		infos[i].Permissions = w.permissionNote(infos[i].Name)
+	}
+	w.Infos = infos
+	return w.build()
+}
+
 // tellSkipped says which context files of host were left out of the
 // system prompt, and why.
 func tellSkipped(w io.Writer, host string, files []tools.ContextFile) {

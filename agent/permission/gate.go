@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,6 +156,20 @@ func (g *Gate) Check(ctx context.Context, c Call, args json.RawMessage) error {
 		msg += "."
 	}
 	return &Denied{Message: msg}
+}
+
+// SetHostMode makes m host's own mode from now on: a person's choice in a
+// front end (the editor's mode selector), said by from ("the editor").
+// Calls decided after it follow m; the rules stay as they are.
+func (g *Gate) SetHostMode(host string, m Mode, from string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	hosts := make(map[string]Mode, len(g.policy.Hosts)+1)
+	maps.Copy(hosts, g.policy.Hosts)
+	froms := make(map[string]string, len(g.policy.HostsFrom)+1)
+	maps.Copy(froms, g.policy.HostsFrom)
+	hosts[host], froms[host] = m, from
+	g.policy.Hosts, g.policy.HostsFrom = hosts, froms
 }
 
 // NewSession forgets the rules a person added with "always for this

@@ -277,3 +277,21 @@ func TestParseDecision(t *testing.T) {
 	_, err := ParseDecision("maybe")
 	assert.Error(t, err)
 }
+
+// A mode set in a front end is the host's own from then on: it wins over
+// the session's mode, leaves other hosts and the rules alone, and says
+// who set it.
+func TestGateSetHostMode(t *testing.T) {
+	p := Policy{Mode: Ask, Deny: rules(t, "bash(rm *)")}
+	g := NewGate(p)
+	g.SetHostMode("dev", Auto, "the editor")
+	assert.Equal(t, Auto, g.Policy().HostMode("dev"))
+	assert.Equal(t, Ask, g.Policy().HostMode("prod"))
+	assert.Equal(t, "the editor", g.Policy().HostsFrom["dev"])
+	assert.Nil(t, p.Hosts, "the policy given to NewGate is not changed")
+	assert.NoError(t, g.Check(t.Context(), Call{Host: "dev", Tool: "write", Path: "/srv/a"}, nil), "auto runs it without asking")
+	var denied *Denied
+	assert.ErrorAs(t, g.Check(t.Context(), Call{Host: "dev", Tool: "bash", Command: "rm -rf x"}, nil), &denied, "deny rules still hold")
+	g.SetHostMode("dev", ReadOnly, "the editor")
+	assert.ErrorAs(t, g.Check(t.Context(), Call{Host: "dev", Tool: "write", Path: "/srv/a"}, nil), &denied)
+}

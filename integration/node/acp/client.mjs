@@ -69,6 +69,7 @@ async function errorOf(p) {
     updates = [];
     const created = await ctx.request("session/new", { cwd: cfg.cwd, mcpServers: [] });
     out.sessionId = created.sessionId;
+    out.modes = created.modes;
 
     const prompt = async (text) => {
       updates = [];
