@@ -75,14 +75,21 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	if s.o.Log == nil {
 		s.o.Log = io.Discard
 	}
-	s.out = &outbox{w: out, onSent: s.task}
+	s.out = newOutbox(out, s.task)
 	pr, pw := io.Pipe()
-	go filter(in, pw, s.out) // ends with in, or when pr is closed below
 	s.conn = acpsdk.NewAgentSideConnection(s, s.out, pr)
 	s.conn.SetLogger(slog.New(slog.NewTextHandler(s.o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	// The SDK's reader reads its logger unlocked: nothing reaches it
+	// before the logger is set. The filter ends with in, or when pr is
+	// closed below.
+	go filter(in, pw, s.out)
 	<-s.conn.Done()
 	pr.Close()
+	// The input has ended: the runs are cancelled, and the requests read
+	// before the end are answered before Serve returns (the process
+	// exits then).
 	s.closeAll()
+	s.out.drain()
 	s.tasks.Wait()
 	return nil
 }

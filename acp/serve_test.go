@@ -370,3 +370,46 @@ func TestServeCommandExpands(t *testing.T) {
 	})
 	assert.Contains(t, file, "Review main.go carefully.", "the model got the expanded prompt")
 }
+
+// Requests read before the input ends are answered before Serve returns,
+// however late their answers come (session/new, whose context the end of
+// the input cancels, may answer "cancelled").
+func TestServeAnswersBeforeItReturns(t *testing.T) {
+	o := localOptions(t, `{"turns":[{"text":"hi"}]}`)
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"new","method":"session/new","params":{"cwd":"` + t.TempDir() + `","mcpServers":[]}}` + "\n")
+	var out strings.Builder
+	require.NoError(t, Serve(t.Context(), in, &out, o))
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m message
+		require.NoError(t, json.Unmarshal([]byte(line), &m))
+		if m.isAnswer() {
+			ids = append(ids, string(m.ID))
+			if string(m.ID) == "1" {
+				assert.Empty(t, m.Error, "%s", line)
+			}
+		}
+	}
+	assert.ElementsMatch(t, []string{"1", `"new"`}, ids)
+}
+
+// An answer of any shape closes its request, a null result too.
+func TestOutboxDrain(t *testing.T) {
+	var w strings.Builder
+	o := newOutbox(&w, func(fn func()) { fn() })
+	o.received([]byte(`{"jsonrpc":"2.0","id":7,"method":"x"}`))
+	o.received([]byte(`{"jsonrpc":"2.0","method":"session/cancel","params":{}}`)) // a notification: nothing to answer
+	o.received([]byte(`{"jsonrpc":"2.0","id":8,"method":"y"}`))
+	o.Write([]byte(`{"jsonrpc":"2.0","id":7,"result":null}` + "\n"))
+	o.Write([]byte(`{"jsonrpc":"2.0","id":9,"method":"session/request_permission","params":{}}` + "\n")) // the agent's own request
+	o.Write([]byte(`{"jsonrpc":"2.0","id":8,"error":{"code":-32601,"message":"Method not found"}}` + "\n"))
+	drained := make(chan struct{})
+	go func() { o.drain(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(10 * time.Second):
+		t.Fatal("drain still waits after every request was answered")
+	}
+	assert.Empty(t, o.open)
+}

@@ -16,23 +16,60 @@ type outbox struct {
 	w      io.Writer
 	waits  map[string]func() // by session id
 	onSent func(fn func())   // runs a waiter (the server's owned goroutine)
+
+	// open are the client's requests not answered yet, by id: the
+	// server's end waits for their answers to be out.
+	open     map[string]bool
+	answered *sync.Cond // on mu: an open request was answered
+}
+
+func newOutbox(w io.Writer, onSent func(func())) *outbox {
+	o := &outbox{w: w, onSent: onSent, open: map[string]bool{}}
+	o.answered = sync.NewCond(&o.mu)
+	return o
+}
+
+// message is what the outbox and the filter read of a message.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// isAnswer says whether m answers a request (rather than being one, or
+// a notification).
+func (m message) isAnswer() bool {
+	return len(m.ID) > 0 && string(m.ID) != "null" && m.Method == "" && (len(m.Result) > 0 || len(m.Error) > 0)
+}
+
+// sessionID is the session an answer names ("" for none).
+func (m message) sessionID() string {
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	if len(m.Result) == 0 || m.Result[0] != '{' || json.Unmarshal(m.Result, &r) != nil {
+		return ""
+	}
+	return r.SessionID
 }
 
 func (o *outbox) Write(b []byte) (int, error) {
+	var m message
+	parsed := json.Unmarshal(bytes.TrimSpace(b), &m) == nil
 	o.mu.Lock()
 	n, err := o.w.Write(b)
 	var due []func()
-	if len(o.waits) > 0 {
-		var m struct {
-			Result *struct {
-				SessionID string `json:"sessionId"`
-			} `json:"result"`
+	if parsed && m.isAnswer() {
+		if id := string(m.ID); o.open[id] {
+			delete(o.open, id)
+			o.answered.Broadcast()
 		}
-		if json.Unmarshal(bytes.TrimSpace(b), &m) == nil && m.Result != nil {
-			if fn, ok := o.waits[m.Result.SessionID]; ok {
-				delete(o.waits, m.Result.SessionID)
-				due = append(due, fn)
-			}
+	}
+	if parsed && len(o.waits) > 0 && m.isAnswer() {
+		if id := m.sessionID(); id != "" && o.waits[id] != nil {
+			due = append(due, o.waits[id])
+			delete(o.waits, id)
 		}
 	}
 	o.mu.Unlock()
@@ -40,6 +77,27 @@ func (o *outbox) Write(b []byte) (int, error) {
 		o.onSent(fn)
 	}
 	return n, err
+}
+
+// received notes a request of the client's, which is open until its
+// answer is written.
+func (o *outbox) received(line []byte) {
+	var m message
+	if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 || string(m.ID) == "null" || m.Method == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.open[string(m.ID)] = true
+}
+
+// drain waits until every request received has been answered.
+func (o *outbox) drain() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for len(o.open) > 0 {
+		o.answered.Wait()
+	}
 }
 
 // after runs fn once the answer that names session id has been written:
@@ -79,7 +137,7 @@ const maxLine = 8 << 20
 // it): malformed JSON with a parse error, JSON that is not an object (a
 // batch, say: ACP has none) with an invalid-request error. The agent then
 // reads on. It closes w at the end of in, or when w's reader is gone.
-func filter(in io.Reader, w *io.PipeWriter, out io.Writer) {
+func filter(in io.Reader, w *io.PipeWriter, out *outbox) {
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := readLine(r)
@@ -98,8 +156,11 @@ func filter(in io.Reader, w *io.PipeWriter, out io.Writer) {
 				e.Error.Code, e.Error.Message = code, msg
 				b, _ := json.Marshal(e)
 				out.Write(append(b, '\n'))
-			} else if _, werr := w.Write(append(t, '\n')); werr != nil {
-				return
+			} else {
+				out.received(t)
+				if _, werr := w.Write(append(t, '\n')); werr != nil {
+					return
+				}
 			}
 		}
 		if err != nil {

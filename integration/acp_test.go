@@ -334,3 +334,45 @@ func sessionFile(t *testing.T, home, id string) string {
 	require.NotEmpty(t, found, "no session file with id %s", id)
 	return found
 }
+
+// The built binary answers lines that are no JSON-RPC request with
+// JSON-RPC errors and serves on, and exits 0 at the end of its input.
+func TestACPProtocolErrors(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "script.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"text":"hi"}]}`), 0o644))
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1`,
+		`[]`,
+		`{"jsonrpc":"2.0","id":2,"method":"session/teleport","params":{}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`,
+	}, "\n") + "\n"
+	cmd := exec.Command(binary, "--model", "scripted/"+script, "acp")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	cmd.Stdin = strings.NewReader(in)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "stderr: %s", stderr.String())
+	var codes []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m struct {
+			ID     any `json:"id"`
+			Error  *struct{ Code int }
+			Result map[string]any
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "%s", line)
+		switch {
+		case m.Error != nil:
+			codes = append(codes, fmt.Sprintf("%v:%d", m.ID, m.Error.Code))
+		default:
+			codes = append(codes, fmt.Sprintf("%v:ok", m.ID))
+		}
+	}
+	// The filter answers the first two at once; the SDK the others, in
+	// any order.
+	require.Len(t, codes, 4, "%s", out)
+	assert.Equal(t, []string{"<nil>:-32700", "<nil>:-32600"}, codes[:2])
+	assert.ElementsMatch(t, []string{"2:-32601", "3:ok"}, codes[2:])
+}
