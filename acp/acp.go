@@ -202,7 +202,7 @@ func (s *server) open(ctx context.Context, editorCwd string, where agent.Where) 
 		ws.Close()
 		return nil, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %q", where.Resume)})
 	}
-	c := &conversation{id: id, ws: ws, file: opened.File, srv: s, tr: newTranslator(dirsOf(ws))}
+	c := &conversation{id: id, ws: ws, file: opened.File, srv: s, tr: newTranslator(dirsOf(ws), quietOf(ws))}
 	ws.SetSessionID(id)
 	if ws.Gate != nil {
 		ws.Gate.SetAsker(c.ask)
@@ -228,6 +228,17 @@ func (s *server) open(ctx context.Context, editorCwd string, where agent.Where) 
 	}
 	s.sessions[id] = c
 	return c, nil
+}
+
+// quietOf says, for ws, that no call of tool on host can wait for
+// approval.
+func quietOf(ws *workspace.Workspace) func(host, tool string) bool {
+	readOnly := map[string]bool{}
+	for _, d := range ws.Defs {
+		readOnly[d.Name] = d.ReadOnly
+	}
+	gate := ws.Gate
+	return func(host, tool string) bool { return gate.Quiet(host, tool, readOnly[tool]) }
 }
 
 // dirsOf is where ws's hosts work.
@@ -540,7 +551,12 @@ func (c *conversation) ask(ctx context.Context, r permission.Request) (permissio
 		}
 		return permission.Answer{}, err
 	}
-	return answer(resp.Outcome)
+	a, err := answer(resp.Outcome)
+	if err == nil && a.Decision != permission.Deny && r.CallID != "" {
+		// Allowed: the call runs now.
+		c.send(acpsdk.UpdateToolCall(acpsdk.ToolCallId(r.CallID), acpsdk.WithUpdateStatus(acpsdk.ToolCallStatusInProgress)))
+	}
+	return a, err
 }
 
 // answer is the gate's reading of the editor's choice.

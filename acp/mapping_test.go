@@ -73,7 +73,7 @@ func asJSON(t *testing.T, v any) map[string]any {
 }
 
 func TestTranslatorRun(t *testing.T) {
-	tr := newTranslator(hostDirs{defaultHost: "dev", cwd: map[string]string{"dev": "/srv/app", "ci": "/build"}, local: map[string]bool{}})
+	tr := newTranslator(hostDirs{defaultHost: "dev", cwd: map[string]string{"dev": "/srv/app", "ci": "/build"}, local: map[string]bool{}}, nil)
 	var got []map[string]any
 	feed := func(e loop.Event) {
 		for _, u := range tr.event(e) {
@@ -134,7 +134,7 @@ func TestTranslatorRun(t *testing.T) {
 	feed(agent.UsageUpdate{ContextTokens: 1500, ContextWindow: 200000, Session: agent.Totals{Cost: 0.25}})
 	require.Len(t, got, 6)
 	assert.Equal(t, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "e1", "status": "in_progress"}, got[0])
-	assert.Equal(t, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "b1", "content": []any{
+	assert.Equal(t, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "b1", "status": "in_progress", "content": []any{
 		map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "ok 1\n"}},
 	}}, got[2], "bash's output so far")
 	assert.Equal(t, "completed", got[3]["status"])
@@ -158,7 +158,7 @@ func TestTranslatorRun(t *testing.T) {
 // A saved session replays as the live run showed it; the details read
 // back from the file are JSON, not the tools' types.
 func TestTranslatorReplay(t *testing.T) {
-	tr := newTranslator(hostDirs{defaultHost: "local", cwd: map[string]string{"local": "/home/me/app"}, local: map[string]bool{"local": true}})
+	tr := newTranslator(hostDirs{defaultHost: "local", cwd: map[string]string{"local": "/home/me/app"}, local: map[string]bool{"local": true}}, nil)
 	var details any
 	require.NoError(t, json.Unmarshal([]byte(`{"path":"/home/me/app/x.go","replacements":1,"diff":"-a\n+b","firstChangedLine":3}`), &details))
 	msgs := []loop.Message{
@@ -196,6 +196,26 @@ func TestTranslatorReplay(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{"path": "/home/me/app/x.go", "line": float64(3)}}, editEnd["locations"])
 	assert.Equal(t, []any{map[string]any{"type": "diff", "path": "/home/me/app/x.go", "oldText": "a", "newText": "b"}}, editEnd["content"],
 		"the legacy oldText/newText form is a diff too")
+}
+
+// A call that may wait for approval stays pending when it starts: the
+// answer that allows it (conversation.ask) or its first output says it
+// runs.
+func TestTranslatorPendingWhileItMayAsk(t *testing.T) {
+	var asked []string
+	tr := newTranslator(hostDirs{defaultHost: "dev", cwd: map[string]string{"dev": "/srv"}},
+		func(host, tool string) bool { asked = append(asked, host+":"+tool); return tool != "bash" })
+	tr.event(loop.MessageEnd{Message: &loop.AssistantMessage{Content: loop.ContentList{
+		toolCall("b1", "bash", `{"command":"make"}`), toolCall("r1", "read", `{"path":"x","host":"ci"}`),
+	}}})
+	assert.Empty(t, tr.event(loop.ToolExecutionStart{ToolCallID: "b1", ToolName: "bash"}), "bash may ask: still pending")
+	start := tr.event(loop.ToolExecutionStart{ToolCallID: "r1", ToolName: "read"})
+	require.Len(t, start, 1)
+	assert.Equal(t, "in_progress", asJSON(t, start[0])["status"])
+	assert.Equal(t, []string{"dev:bash", "ci:read"}, asked, "asked of each call's own host")
+	out := tr.event(loop.ToolExecutionUpdate{ToolCallID: "b1", ToolName: "bash", PartialResult: loop.Result{Content: loop.ContentList{&loop.Text{Text: "cc main.c\n"}}}})
+	require.Len(t, out, 1)
+	assert.Equal(t, "in_progress", asJSON(t, out[0])["status"], "output means it runs")
 }
 
 func TestAnswer(t *testing.T) {

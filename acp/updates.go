@@ -151,10 +151,23 @@ type translator struct {
 	dirs  hostDirs
 	calls map[string]call // announced, not yet ended
 	order []string        // announced ids, in order
+	// quiet says that no call of tool on host can wait for approval
+	// (permission.Gate.Quiet); nil: none can.
+	quiet func(host, tool string) bool
 }
 
-func newTranslator(d hostDirs) *translator {
-	return &translator{dirs: d, calls: map[string]call{}}
+func newTranslator(d hostDirs, quiet func(host, tool string) bool) *translator {
+	return &translator{dirs: d, calls: map[string]call{}, quiet: quiet}
+}
+
+// mayAsk says whether a call of c may wait for the person's approval: it
+// then stays pending until it is allowed (see conversation.ask).
+func (t *translator) mayAsk(c call) bool {
+	host := c.args.Host
+	if host == "" {
+		host = t.dirs.defaultHost
+	}
+	return t.quiet != nil && !t.quiet(host, c.name)
 }
 
 // event is the updates one event of a run makes.
@@ -182,11 +195,17 @@ func (t *translator) event(e loop.Event) []acpsdk.SessionUpdate {
 			// A call the model did not make (none today): announce it.
 			return []acpsdk.SessionUpdate{t.start(&loop.ToolCall{ID: e.ToolCallID, Name: e.ToolName, Arguments: e.Args}, acpsdk.ToolCallStatusInProgress)}
 		}
+		if t.mayAsk(t.calls[e.ToolCallID]) {
+			// Pending while it may wait for approval: the answer that
+			// allows it, or its first output, says in_progress.
+			return nil
+		}
 		return []acpsdk.SessionUpdate{acpsdk.UpdateToolCall(acpsdk.ToolCallId(e.ToolCallID), acpsdk.WithUpdateStatus(acpsdk.ToolCallStatusInProgress))}
 	case loop.ToolExecutionUpdate:
-		// bash's output so far (the tail the model will see).
+		// bash's output so far (the tail the model will see): it runs.
 		if text := e.PartialResult.Content.Text(); text != "" {
 			return []acpsdk.SessionUpdate{acpsdk.UpdateToolCall(acpsdk.ToolCallId(e.ToolCallID),
+				acpsdk.WithUpdateStatus(acpsdk.ToolCallStatusInProgress),
 				acpsdk.WithUpdateContent([]acpsdk.ToolCallContent{acpsdk.ToolContent(acpsdk.TextBlock(text))}))}
 		}
 	case loop.ToolExecutionEnd:

@@ -182,6 +182,7 @@ func TestACPWithTypeScriptSDK(t *testing.T) {
 			ToolCallID string   `json:"toolCallId"`
 			Options    []string `json:"options"`
 			Answered   string   `json:"answered"`
+			Seen       int      `json:"seen"`
 		} `json:"permissions"`
 		FirstExit struct {
 			Code *int `json:"code"`
@@ -289,6 +290,13 @@ func TestACPWithTypeScriptSDK(t *testing.T) {
 			assert.Equal(t, []string{"allow_once", "allow_always", "reject_once"}, p.Options)
 		}
 		assert.Equal(t, []string{"c1:allow_once", "c2:allow_once", "c3:allow_once", "c4:reject_once"}, asked)
+		// A call waits for approval as pending: it is in progress only
+		// once allowed.
+		require.NotEmpty(t, got.Permissions)
+		c1 := got.Permissions[0]
+		for _, u := range got.Edit.Updates[:min(c1.Seen, len(got.Edit.Updates))] {
+			assert.False(t, u.ToolCallID == "c1" && u.Status == "in_progress", "c1 in progress before it was allowed")
+		}
 		// The model read the refusal: it is the call's result in the
 		// session, and the run went on to the model's answer.
 		file := sessionFile(t, home, got.SessionID)

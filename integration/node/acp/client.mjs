@@ -42,7 +42,8 @@ function app() {
     .onRequest("session/request_permission", ({ params }) => {
       const id = params.toolCall.toolCallId;
       const reject = (cfg.rejectCalls || []).includes(id);
-      out.permissions.push({ toolCallId: id, options: params.options.map((o) => o.kind), answered: reject ? "reject_once" : "allow_once" });
+      // seen: how many of the turn's updates had arrived when it asked.
+      out.permissions.push({ toolCallId: id, options: params.options.map((o) => o.kind), answered: reject ? "reject_once" : "allow_once", seen: updates.length });
       const option = params.options.find((o) => o.kind === (reject ? "reject_once" : "allow_once"));
       return { outcome: { outcome: "selected", optionId: option.optionId } };
     });
