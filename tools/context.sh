@@ -24,6 +24,21 @@
 #                        it is not sticky: they may replace the file
 #     unchecked          its owner could not be found out
 #
+# then, for the same directory, the skills of .agents/skills and then of
+# .claude/skills (at most MAX_SKILLS folders each, in name order): two
+# records for each folder with a readable SKILL.md, or for the skills
+# directory itself when it is left out:
+#
+#   K<path>  <content>   a SKILL.md: its first MAX bytes, NULs dropped
+#   X<path>  <reason>    a SKILL.md, or a directory on the way to it, left
+#                        out; the reasons are those above, "dir-owner" and
+#                        "dir-writable" saying it of the directory at path
+#
+# A skill is read only when .agents (or .claude), skills, the skill's
+# folder and SKILL.md are the user's or root's, and nobody else may write
+# any of them or the directory they are in (a sticky directory protects
+# its entries).
+#
 # A file another user of the host could have written is left out: its words
 # would reach the model as the user's instructions. Each directory is
 # entered (cd) before it is looked at, and the file is opened once and
@@ -32,10 +47,12 @@
 # Functions prefix their variables with their initials; the script runs in
 # a shell of its own.
 
-# describe_host MAX NAME...: the records above, MAX bytes of a file at most.
+# describe_host MAX MAX_SKILLS NAME...: the records above, MAX bytes of a
+# file at most.
 describe_host() {
 	dh_max=$1
-	shift
+	dh_max_skills=$2
+	shift 2
 	# Nothing here globs; complaints must not mix with the records.
 	set -f
 	exec 2>/dev/null
@@ -49,6 +66,8 @@ describe_host() {
 	while :; do
 		if cd "$dh_dir"; then
 			describe_context_file "${dh_dir%/}" "$@"
+			describe_skills "${dh_dir%/}" .agents
+			describe_skills "${dh_dir%/}" .claude
 		fi
 		[ "$dh_dir" = / ] && break
 		dh_dir=${dh_dir%/*}
@@ -82,30 +101,95 @@ describe_context_file() {
 				printf 'S%s\0owner %s\0' "$dcf_path" "$lmo_uid"
 			else
 				# shellcheck disable=SC2094 # read only, through descriptor 3
-				describe_open_file "$dcf_path" "$dcf_name" 3<"$dcf_name" && return
+				describe_open_file F "$dcf_path" "$dcf_name" 3<"$dcf_name" && return
 			fi
 		fi
 	done
 }
 
-# describe_open_file PATH NAME: the records of the file NAME open on
-# descriptor 3 (PATH in the records). It is listed through the descriptor
+# describe_open_file KIND PATH NAME: the records of the file NAME open on
+# descriptor 3 (PATH in the records), a context file (KIND F, or S when
+# left out) or a skill (K, or X). It is listed through the descriptor
 # (/dev/fd, or /proc where there is no /dev/fd); only a host with neither
 # lists NAME again. False when the file is left out.
 describe_open_file() {
-	if ! list_mode_owner -ldL /dev/fd/3 && ! list_mode_owner -ldL /proc/self/fd/3 && ! list_mode_owner -ldL "$2"; then
-		printf 'S%s\0unchecked\0' "$1"
+	dof_skip=S
+	[ "$1" = K ] && dof_skip=X
+	if ! list_mode_owner -ldL /dev/fd/3 && ! list_mode_owner -ldL /proc/self/fd/3 && ! list_mode_owner -ldL "$3"; then
+		printf '%s%s\0unchecked\0' "$dof_skip" "$2"
 	elif ! is_ours "$lmo_uid"; then
-		printf 'S%s\0owner %s\0' "$1" "$lmo_uid"
+		printf '%s%s\0owner %s\0' "$dof_skip" "$2" "$lmo_uid"
 	elif others_may_write "$lmo_mode" "$lmo_gid"; then
-		printf 'S%s\0writable\0' "$1"
+		printf '%s%s\0writable\0' "$dof_skip" "$2"
 	else
-		printf 'F%s\0' "$1"
+		printf '%s%s\0' "$1" "$2"
 		dd bs="$dh_max" count=1 <&3 2>/dev/null | tr -d '\000'
 		printf '\0'
 		return 0
 	fi
 	return 1
+}
+
+# describe_skills DIR BASE: the records of the skills in BASE/skills of
+# the current directory, DIR ("" for /). Each directory is checked, then
+# entered; a subshell keeps the walk from moving the caller.
+describe_skills() {
+	[ -d "$2/skills" ] || return 0
+	(
+		ds_path=$1
+		if ! enter_checked_dir "$ds_path" . ||
+			! enter_checked_dir "$ds_path/$2" "$2" ||
+			! enter_checked_dir "$ds_path/$2/skills" skills; then
+			exit 0
+		fi
+		ds_root=$ds_path/$2/skills
+		ds_count=0
+		set +f
+		for ds_file in */SKILL.md; do
+			if ! [ -f "$ds_file" ] || ! [ -r "$ds_file" ]; then continue; fi
+			ds_count=$((ds_count + 1))
+			[ "$ds_count" -le "$dh_max_skills" ] || break
+			ds_name=${ds_file%/SKILL.md}
+			(
+				enter_checked_dir "$ds_root/$ds_name" "$ds_name" || exit 0
+				if ! list_mode_owner -ld SKILL.md; then
+					printf 'X%s\0unchecked\0' "$ds_root/$ds_file"
+				elif ! is_ours "$lmo_uid"; then
+					printf 'X%s\0owner %s\0' "$ds_root/$ds_file" "$lmo_uid"
+				else
+					# shellcheck disable=SC2094 # read only, through descriptor 3
+					describe_open_file K "$ds_root/$ds_file" SKILL.md 3<SKILL.md
+				fi
+			)
+		done
+	)
+}
+
+# enter_checked_dir PATH NAME: enters NAME, a directory of the current one
+# (PATH in the records; NAME "." checks the current one), if it, or the
+# symbolic link to it, is the user's or root's and nobody else may write
+# it unless it is sticky; else an X record says why, and it is false.
+enter_checked_dir() {
+	if [ "$2" != . ]; then
+		if ! list_mode_owner -ld "$2"; then
+			printf 'X%s\0unchecked\0' "$1"
+			return 1
+		elif ! is_ours "$lmo_uid"; then
+			printf 'X%s\0dir-owner %s\0' "$1" "$lmo_uid"
+			return 1
+		fi
+		cd "$2" || return 1
+	fi
+	if ! list_mode_owner -ld .; then
+		printf 'X%s\0unchecked\0' "$1"
+		return 1
+	elif ! is_ours "$lmo_uid"; then
+		printf 'X%s\0dir-owner %s\0' "$1" "$lmo_uid"
+		return 1
+	elif others_may_write "$lmo_mode" "$lmo_gid" && ! is_sticky "$lmo_mode"; then
+		printf 'X%s\0dir-writable\0' "$1"
+		return 1
+	fi
 }
 
 # list_mode_owner OPTIONS PATH: the mode (lmo_mode), the owner's uid

@@ -219,7 +219,7 @@ func (c contextCase) check(t *testing.T, base string, uid int, files []ContextFi
 
 // describeScript is what Describe runs.
 func describeScript() string {
-	return contextSh + "\ndescribe_host " + shellquote.Join("65536", "AGENTS.md", "CLAUDE.md") + "\n"
+	return contextSh + "\ndescribe_host " + shellquote.Join("65536", "100", "AGENTS.md", "CLAUDE.md") + "\n"
 }
 
 // The script itself, under dash, bash --posix and BusyBox sh with nothing
@@ -256,7 +256,7 @@ func TestContextScriptChecksTheOpenFile(t *testing.T) {
 	require.NoError(t, os.Chmod(filepath.Join(dir, "named"), 0o666))
 	for _, u := range userlands(t) {
 		t.Run(u.name, func(t *testing.T) {
-			script := contextSh + "\ndh_uid=$(id -u) dh_max=100\ndescribe_open_file /x/AGENTS.md named 3<opened\n"
+			script := contextSh + "\ndh_uid=$(id -u) dh_max=100\ndescribe_open_file F /x/AGENTS.md named 3<opened\n"
 			cmd := exec.CommandContext(t.Context(), u.shell[0], append(u.shell[1:], "-c", script)...)
 			cmd.Dir = dir
 			cmd.Env = []string{"PATH=" + u.path, "LC_ALL=C"}

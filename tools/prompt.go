@@ -21,8 +21,12 @@ const DefaultIntro = "You are an expert coding assistant. You help with software
 // one directory.
 var contextFileNames = []string{"AGENTS.md", "CLAUDE.md"}
 
-// maxContextFile bounds what one context file adds to the prompt.
+// maxContextFile bounds what one context file adds to the prompt, and the
+// part of a SKILL.md read.
 const maxContextFile = 64 << 10
+
+// maxSkills bounds the skills read from one skills directory.
+const maxSkills = 100
 
 // ContextFile is a context file (AGENTS.md, CLAUDE.md) found on the host.
 type ContextFile struct {
@@ -47,6 +51,12 @@ type HostInfo struct {
 	// Permissions says what the host's permission mode lets the agent
 	// do ("": nothing to say).
 	Permissions string
+	// SkillFiles are the SKILL.md files of the working directory's
+	// .agents/skills and .claude/skills and of each directory above it,
+	// nearest first (.agents before .claude in one directory): each read
+	// whole up to 64 KiB, or skipped, and why (then its Path may be a
+	// directory on the way that was left out).
+	SkillFiles []ContextFile
 }
 
 // contextSh is the host side of Describe.
@@ -55,18 +65,20 @@ type HostInfo struct {
 var contextSh string
 
 // Describe asks the host who and where it is and reads the context files
-// from its working directory upwards (one command, one round trip). In
-// each directory AGENTS.md is preferred to CLAUDE.md; files come root
-// first, so the nearest one has the last word. A file is read only when
-// the host's user or root owns it and its directory and no other user may
-// write either (a sticky directory protects its files): otherwise it is
-// listed with the reason it was skipped.
+// and the skills (HostInfo.SkillFiles) from its working directory upwards
+// (one command, one round trip). In each directory AGENTS.md is preferred
+// to CLAUDE.md; files come root first, so the nearest one has the last
+// word. A file is read only when the host's user or root owns it and its
+// directory and no other user may write either (a sticky directory
+// protects its files): otherwise it is listed with the reason it was
+// skipped. A skill's folders up to the directory holding .agents or
+// .claude are held to the same rules.
 func Describe(ctx context.Context, e *env.ExecutionEnv) (HostInfo, []ContextFile, error) {
 	cwd, err := e.Cwd(ctx)
 	if err != nil {
 		return HostInfo{}, nil, err
 	}
-	script := contextSh + "\ndescribe_host " + shellquote.Join(append([]string{fmt.Sprint(maxContextFile)}, contextFileNames...)...) + "\n"
+	script := contextSh + "\ndescribe_host " + shellquote.Join(append([]string{fmt.Sprint(maxContextFile), fmt.Sprint(maxSkills)}, contextFileNames...)...) + "\n"
 	var out bytes.Buffer
 	if err := e.Exec(ctx, ops.Command{Script: script, Dir: cwd, Output: &out, Label: "describe the host"}); err != nil {
 		return HostInfo{}, nil, err
@@ -89,6 +101,10 @@ func parseDescription(out string) (HostInfo, []ContextFile) {
 			files = append(files, ContextFile{Path: path, Content: fields[i+1]})
 		} else if path, ok := strings.CutPrefix(fields[i], "S"); ok {
 			files = append(files, ContextFile{Path: path, Skipped: skipReason(fields[i+1])})
+		} else if path, ok := strings.CutPrefix(fields[i], "K"); ok {
+			info.SkillFiles = append(info.SkillFiles, ContextFile{Path: path, Content: fields[i+1]})
+		} else if path, ok := strings.CutPrefix(fields[i], "X"); ok {
+			info.SkillFiles = append(info.SkillFiles, ContextFile{Path: path, Skipped: skillSkipReason(fields[i+1])})
 		}
 	}
 	// Found nearest first; the prompt lists them root first.
@@ -112,18 +128,41 @@ func skipReason(r string) string {
 	return "its owner could not be checked"
 }
 
+// skillSkipReason says in words why describe_skills left a SKILL.md, or
+// a directory on the way to it, out.
+func skillSkipReason(r string) string {
+	code, uid, _ := strings.Cut(r, " ")
+	switch code {
+	case "dir-owner":
+		return fmt.Sprintf("it is owned by uid %s, neither you nor root", uid)
+	case "dir-writable":
+		return "other users may write to it, and it is not sticky"
+	}
+	return skipReason(r)
+}
+
 // PromptParts are the pieces of a run's system prompt.
 type PromptParts struct {
 	Intro        string // DefaultIntro when empty
 	Active       []Definition
 	Hosts        []HostInfo
 	ContextFiles []ContextFile
-	Date         time.Time
+	// Skills are listed (never their bodies: the model reads a skill's
+	// file when it needs it).
+	Skills []PromptSkill
+	Date   time.Time
+}
+
+// PromptSkill is a skill as the system prompt lists it: the model reads
+// the file at Path on Host with the read tool.
+type PromptSkill struct {
+	Name, Description, Host, Path string
 }
 
 // BuildSystemPrompt assembles the system prompt: intro, the active tools'
-// snippets and guidelines, the hosts the tools act on, the date, and the
-// project context files.
+// snippets and guidelines, the hosts the tools act on, the date, the
+// skills (when the read tool is active: it is how a skill is used), and
+// the project context files.
 func BuildSystemPrompt(p PromptParts) string {
 	var b strings.Builder
 	intro := p.Intro
@@ -154,6 +193,12 @@ func BuildSystemPrompt(p PromptParts) string {
 		fmt.Fprintf(&b, "- Every tool takes a \"host\" argument naming one of these hosts; without it the tool acts on %q. The same path on two hosts is two different files.\n", p.Hosts[0].Name)
 	}
 	fmt.Fprintf(&b, "- Current date: %s\n", p.Date.Format("2006-01-02"))
+	if len(p.Skills) > 0 && slices.ContainsFunc(p.Active, func(d Definition) bool { return d.Name == "read" }) {
+		b.WriteString("\nSkills: instructions for particular kinds of task, each in a SKILL.md file on a host. When a task matches a skill's description, read its file with the read tool on that host before you start and follow it; paths it names are relative to its folder.\n")
+		for _, k := range p.Skills {
+			fmt.Fprintf(&b, "- %s (host %q, %s): %s\n", k.Name, k.Host, k.Path, strings.Join(strings.Fields(k.Description), " "))
+		}
+	}
 	var files []ContextFile
 	for _, f := range p.ContextFiles {
 		if f.Skipped == "" {

@@ -100,3 +100,29 @@ func TestSystemPromptLeavesOutSkippedContextFiles(t *testing.T) {
 	none := tools.BuildSystemPrompt(tools.PromptParts{ContextFiles: []tools.ContextFile{{Path: "/srv/AGENTS.md", Skipped: "other users may write to it"}}})
 	assert.NotContains(t, none, "Context files", "no heading over nothing")
 }
+
+// Skills are listed by name, description, host and path, never with their
+// bodies; without the read tool the model could not use one, and none is
+// listed.
+func TestSystemPromptListsSkills(t *testing.T) {
+	f := newFixture(t)
+	active, err := tools.Select(f.defs, tools.DefaultActive)
+	require.NoError(t, err)
+	parts := tools.PromptParts{
+		Active: active,
+		Hosts:  []tools.HostInfo{{Name: "dev", User: "alice", Host: "dev1", Cwd: "/srv/app"}},
+		Skills: []tools.PromptSkill{
+			{Name: "deploy", Description: "Ships the service.\nUse for releases.", Host: "dev", Path: "/srv/app/.agents/skills/deploy/SKILL.md"},
+			{Name: "pdf", Description: "Fills PDF forms.", Host: "local", Path: "/home/alice/.pi-remote/skills/pdf/SKILL.md"},
+		},
+		Date: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC),
+	}
+	p := tools.BuildSystemPrompt(parts)
+	assert.Contains(t, p, "\nSkills: instructions for particular kinds of task, each in a SKILL.md file on a host. When a task matches a skill's description, read its file with the read tool on that host before you start and follow it; paths it names are relative to its folder.\n"+
+		"- deploy (host \"dev\", /srv/app/.agents/skills/deploy/SKILL.md): Ships the service. Use for releases.\n"+
+		"- pdf (host \"local\", /home/alice/.pi-remote/skills/pdf/SKILL.md): Fills PDF forms.\n")
+
+	parts.Active, err = tools.Select(f.defs, []string{"bash"})
+	require.NoError(t, err)
+	assert.NotContains(t, tools.BuildSystemPrompt(parts), "Skills:")
+}
