@@ -73,7 +73,9 @@ type LoadedSettings struct {
 	// ProjectDir is the real path (symbolic links resolved) of the
 	// directory the project's file belongs to.
 	ProjectDir string
-	// Trusted says whether the user trusts ProjectDir.
+	// Trusted says whether the user trusts ProjectDir (--trust-project,
+	// or trustedProjects), whether or not it has a settings file: its
+	// prompt templates are used only then.
 	Trusted bool
 	// Refused says why the project's file (ProjectFile) was not read at
 	// all: another user could have written it (see projectFileRefusal).
@@ -114,6 +116,7 @@ func LoadSettings(home, projectDir string, trustProject bool) (LoadedSettings, e
 	}
 	l.Settings, l.user = user, user
 	l.ProjectDir = realPath(projectDir)
+	l.Trusted = trustProject || user.trusts(home, l.ProjectDir)
 	projectFile := SettingsFile(projectDir)
 	if sameFile(projectFile, SettingsFile(home)) {
 		return l, nil // the user's own file, run in the home directory
@@ -127,7 +130,6 @@ func LoadSettings(home, projectDir string, trustProject bool) (LoadedSettings, e
 		l.Refused = refused
 		return l, nil
 	}
-	l.Trusted = trustProject || user.trusts(home, l.ProjectDir)
 	for _, k := range projectKeys() {
 		if !k.set(project) || (l.Trusted && !k.UserOnly) || (!l.Trusted && k.Untrusted != nil && k.Untrusted(user, project)) {
 			continue
@@ -332,6 +334,12 @@ func sameFile(a, b string) bool {
 	bi, err := os.Stat(b)
 	return err == nil && os.SameFile(ai, bi)
 }
+
+// ProjectFileRefusal says why a file of a project's .pi-remote directory
+// (open as f, with its info fi) is not to be read, or "" when only the
+// user or root could have written it: the rules of the project's
+// settings file.
+func ProjectFileRefusal(f *os.File, fi fs.FileInfo) string { return projectFileRefusal(f, fi) }
 
 // readSettingsFile reads one settings file; found is false when it does
 // not exist.

@@ -281,3 +281,22 @@ func TestSettingsTheme(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "light", s.Theme)
 }
+
+// The user's trust in the project does not depend on its having a
+// settings file (its prompt templates need it too).
+func TestTrustWithoutAProjectSettingsFile(t *testing.T) {
+	base := t.TempDir()
+	home, project := filepath.Join(base, "home"), filepath.Join(base, "project")
+	require.NoError(t, os.MkdirAll(project, 0o755))
+	writeSettings(t, SettingsFile(home), `{"trustedProjects": [`+strconv.Quote(project)+`]}`)
+	l, err := LoadSettings(home, project, false)
+	require.NoError(t, err)
+	assert.Empty(t, l.ProjectFile)
+	assert.True(t, l.Trusted)
+	l, err = LoadSettings(home, base, false)
+	require.NoError(t, err)
+	assert.False(t, l.Trusted)
+	l, err = LoadSettings(home, base, true)
+	require.NoError(t, err)
+	assert.True(t, l.Trusted, "--trust-project")
+}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/pi-remote/pi-remote/internal/frontmatter"
 )
@@ -40,8 +41,9 @@ var nameRule = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 
 // Load reads the templates of dir (*.md; user says whose they are). A
 // missing dir has none. Each file that cannot be used is an error in
-// problems, and left out.
-func Load(dir string, user bool) (found []Template, problems []error) {
+// problems, and left out; so is each file for which refuse (when not
+// nil) gives a reason, given the open file and its info.
+func Load(dir string, user bool, refuse func(*os.File, fs.FileInfo) string) (found []Template, problems []error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -59,7 +61,7 @@ func Load(dir string, user bool) (found []Template, problems []error) {
 			problems = append(problems, fmt.Errorf("%s: a template's name is letters, digits, _ and -, the first a letter or digit", file))
 			continue
 		}
-		data, err := readFile(file)
+		data, err := readFile(file, refuse)
 		if err != nil {
 			problems = append(problems, err)
 			continue
@@ -75,11 +77,23 @@ func Load(dir string, user bool) (found []Template, problems []error) {
 	return found, problems
 }
 
-// readFile reads a regular file of at most maxFile bytes.
-func readFile(file string) (string, error) {
-	fi, err := os.Stat(file)
+// readFile reads a regular file of at most maxFile bytes, unless refuse
+// says why not.
+func readFile(file string, refuse func(*os.File, fs.FileInfo) string) (string, error) {
+	// Not blocking on a FIFO: what is not a regular file is refused.
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if refuse != nil {
+		if why := refuse(f, fi); why != "" {
+			return "", fmt.Errorf("%s: not used: %s", file, why)
+		}
 	}
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("%s: not a regular file", file)
@@ -87,11 +101,6 @@ func readFile(file string) (string, error) {
 	if fi.Size() > maxFile {
 		return "", fmt.Errorf("%s: larger than %d KiB", file, maxFile>>10)
 	}
-	f, err := os.Open(file)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxFile))
 	return string(b), err
 }

@@ -37,7 +37,7 @@ func TestLoad(t *testing.T) {
 	write("bad.md", "---\ndescription: [x\n---\n")
 	write("two words.md", "x")
 	write("notes.txt", "not a template")
-	found, problems := prompts.Load(dir, true)
+	found, problems := prompts.Load(dir, true, nil)
 	require.Len(t, found, 2)
 	assert.Equal(t, prompts.Template{Name: "explain", Description: "Explain this code step by step.", Path: filepath.Join(dir, "explain.md"), User: true, Body: "\nExplain this code step by step.\n"}, found[0])
 	assert.Equal(t, "review", found[1].Name)
@@ -56,4 +56,14 @@ func TestResolve(t *testing.T) {
 		"prompt template /u/model.md is not used: /model is a built-in command",
 		"prompt template /p/review.md is not used: /review is /u/review.md (your own templates come before a project's)",
 	}, notes)
+}
+
+// A file refuse gives a reason for is left out, and the reason said.
+func TestLoadRefuses(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.md"), []byte("A"), 0o644))
+	found, problems := prompts.Load(dir, false, func(f *os.File, fi os.FileInfo) string { return "planted" })
+	assert.Empty(t, found)
+	require.Len(t, problems, 1)
+	assert.Equal(t, filepath.Join(dir, "a.md")+": not used: planted", problems[0].Error())
 }

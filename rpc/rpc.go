@@ -191,18 +191,29 @@ func (s *Server) handle(ctx context.Context, line []byte) {
 	}
 	switch c.Type {
 	case "prompt":
-		s.reply(c, nil, s.prompt(ctx, c.Message))
+		msg, err := s.expand(c.Message)
+		if err == nil {
+			err = s.prompt(ctx, msg)
+		}
+		s.reply(c, nil, err)
 	case "steer", "follow_up":
 		if strings.TrimSpace(c.Message) == "" {
 			s.reply(c, nil, errors.New("message is empty"))
 			return
 		}
+		msg, err := s.expand(c.Message)
+		if err != nil {
+			s.reply(c, nil, err)
+			return
+		}
 		if c.Type == "steer" {
-			s.sess.Steer(loop.NewUserText(c.Message))
+			s.sess.Steer(loop.NewUserText(msg))
 		} else {
-			s.sess.FollowUp(loop.NewUserText(c.Message))
+			s.sess.FollowUp(loop.NewUserText(msg))
 		}
 		s.reply(c, nil, nil)
+	case "get_commands":
+		s.reply(c, map[string]any{"commands": commandList(s.ws.Commands())}, nil)
 	case "abort":
 		// The running prompt and the tool commands in flight stop; later
 		// commands run normally.

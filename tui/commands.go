@@ -12,10 +12,18 @@ import (
 	"github.com/pi-remote/pi-remote/internal/termtext"
 )
 
-// command is a slash command: what it does and a line for /hotkeys.
+// command is a slash command: what it does and a line for /hotkeys. A
+// prompt template's or a skill's (Commands.Prompts) has no run: its
+// message is sent.
 type command struct {
 	usage, help string
 	run         func(m *model, arg string) tea.Cmd
+}
+
+// BuiltinCommands are the names of the terminal's own slash commands,
+// whatever the options offer: no prompt template may take one.
+func BuiltinCommands() []string {
+	return []string{"compact", "copy", "exit", "export", "fork", "hosts", "hotkeys", "jobs", "model", "new", "quit", "resume", "session", "thinking"}
 }
 
 // commands are the slash commands offered with these options.
@@ -132,6 +140,16 @@ func (m *model) commands() map[string]command {
 			return m.print(m.th.dim.Render("default host: " + termtext.String(arg)))
 		}}
 	}
+	if c.Prompts != nil && c.Expand != nil {
+		for _, p := range c.Prompts() {
+			if _, taken := all[p.Name]; taken || slices.Contains(BuiltinCommands(), p.Name) {
+				continue
+			}
+			// (Words from a template's or a repository's file: controls
+			// shown as text.)
+			all[p.Name] = command{usage: "/" + termtext.String(p.Name) + " [args]", help: termtext.String(p.Description)}
+		}
+	}
 	return all
 }
 
@@ -160,12 +178,24 @@ func (m *model) commandNames() []string {
 	return names
 }
 
-// command runs a slash command.
-func (m *model) command(text string) tea.Cmd {
-	name, arg, _ := strings.Cut(strings.TrimPrefix(text, "/"), " ")
+// command runs a slash command; a prompt template's or a skill's sends
+// its message as the editor's text would be (followUp: as a follow-up
+// while a run goes on).
+func (m *model) command(text string, followUp bool) tea.Cmd {
+	name, arg := strings.TrimPrefix(text, "/"), ""
+	if i := strings.IndexAny(name, " \n"); i >= 0 {
+		name, arg = name[:i], name[i+1:]
+	}
 	cmd, ok := m.commands()[name]
 	if !ok {
-		return m.fail(fmt.Errorf("unknown command /%s (/hotkeys lists them)", name))
+		return m.fail(fmt.Errorf("unknown command /%s: nothing was sent (/hotkeys lists the commands, prompt templates and skills; a message that begins with // is sent as it is)", name))
+	}
+	if cmd.run == nil {
+		msg, ok := m.o.Commands.Expand(name, strings.TrimSpace(arg))
+		if !ok {
+			return m.fail(fmt.Errorf("/%s is gone", name))
+		}
+		return m.send(msg, followUp)
 	}
 	if m.running && name != "quit" && name != "exit" && name != "hotkeys" && name != "copy" {
 		return m.fail(fmt.Errorf("/%s waits until the run ends (Esc aborts it)", name))
@@ -211,18 +241,22 @@ var hotkeyHelp = [][2]string{
 	{"Ctrl+C", "deny it and abort the run"},
 }
 
-// hotkeys lists the keys and the commands in one table, its first column
-// as wide as its widest entry.
+// hotkeys lists the keys, the commands, and the prompt templates and
+// skills in one table, its first column as wide as its widest entry.
 func (m *model) hotkeys(string) tea.Cmd {
-	var cmds [][2]string
+	var cmds, prompts [][2]string
 	for _, c := range m.commands() {
-		if c.usage != "" {
+		switch {
+		case c.run == nil:
+			prompts = append(prompts, [2]string{c.usage, c.help})
+		case c.usage != "":
 			cmds = append(cmds, [2]string{c.usage, c.help})
 		}
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i][0] < cmds[j][0] })
+	sort.Slice(prompts, func(i, j int) bool { return prompts[i][0] < prompts[j][0] })
 	width := 0
-	for _, row := range append(slices.Clone(hotkeyHelp), cmds...) {
+	for _, row := range append(append(slices.Clone(hotkeyHelp), cmds...), prompts...) {
 		width = max(width, len(row[0]))
 	}
 	var b strings.Builder
@@ -236,6 +270,12 @@ func (m *model) hotkeys(string) tea.Cmd {
 	b.WriteString("\n")
 	for _, row := range cmds {
 		fmt.Fprintf(&b, "%-*s  %s\n", width, row[0], row[1])
+	}
+	if len(prompts) > 0 {
+		b.WriteString("\nPrompt templates and skills (the message each sends goes to the model):\n")
+		for _, row := range prompts {
+			fmt.Fprintf(&b, "%-*s  %s\n", width, row[0], row[1])
+		}
 	}
 	return m.print(strings.TrimSuffix(b.String(), "\n"))
 }

@@ -353,11 +353,17 @@ func (m *model) submit(followUp bool) tea.Cmd {
 		return nil
 	}
 	if strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "//") {
-		return m.command(text)
+		return m.command(text, followUp)
 	}
 	if strings.HasPrefix(text, "!") {
 		return m.shell(text)
 	}
+	return m.send(text, followUp)
+}
+
+// send sends text as the person's message: a prompt, or, while a run goes
+// on, a steering message (followUp: a follow-up).
+func (m *model) send(text string, followUp bool) tea.Cmd {
 	if m.inShell {
 		m.editor.setText(text)
 		return m.fail(errors.New("the !command runs: wait for it, or Esc to kill it"))

@@ -121,11 +121,23 @@ type Commands struct {
 	Navigate func(entry string) error
 	// Jobs lists the remote jobs (durable commands) of the hosts.
 	Jobs func(width int) string
+	// Prompts are the prompt templates ("review") and skills
+	// ("skill:pdf") offered as /NAME; Expand is the message /NAME ARGS
+	// sends (false when there is none by that name). A name a built-in
+	// command has (BuiltinCommands) is not offered.
+	Prompts func() []PromptCommand
+	Expand  func(name, args string) (string, bool)
 	// Shell runs the person's own command (!cmd) with bash on the
 	// default host, no permission asked, its tool events shown as a
 	// call's; it returns the output and whether it failed. ctx ends it
 	// (Esc), killing the command.
 	Shell func(ctx context.Context, command string) (output string, failed bool)
+}
+
+// PromptCommand is a prompt template or a skill, as /NAME offers it.
+type PromptCommand struct {
+	Name        string // without the slash
+	Description string
 }
 
 // UI is a running terminal.

@@ -3,7 +3,8 @@
 // jobs): the hosts and their connections (OpenHosts: which host is the
 // default, what an unreachable one means), the tools over them (the
 // built-in ones and a program's own, Options.Tools), the system prompt (hosts described, project context files from the default
-// host), the permission gate and the settings' hooks around each call,
+// host, the skills of every host listed), the slash commands of prompt
+// templates and skills (Commands, Expand), the permission gate and the settings' hooks around each call,
 // and the session identity that names a host's session files;
 // and what a front end asks of the hosts themselves: a report of each
 // (Check) and the jobs left on them (Jobs, JobHost).
@@ -25,6 +26,8 @@ import (
 	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/prompts"
+	"github.com/pi-remote/pi-remote/skills"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -63,6 +66,12 @@ type Options struct {
 	// their calls, and with several hosts each takes the "host" argument.
 	// A tool named like another is a *UsageError.
 	Tools func(e *env.ExecutionEnv) []tools.Definition
+	// UserSkills are the user's own skills of this machine
+	// (~/.pi-remote/skills: skills.Load); each host's project skills
+	// are found when it is described. Templates are the prompt
+	// templates (prompts.Resolve). Both become Commands.
+	UserSkills []skills.Skill
+	Templates  []prompts.Template
 }
 
 // Workspace is the hosts of a session with their tools and the loop
@@ -83,6 +92,14 @@ type Workspace struct {
 	// prompt, and the hooks around each tool call (BeforeToolCall and
 	// AfterToolCall, when there are hooks).
 	Config loop.Config
+	// Skills are the session's skills, one of each name, by name (see
+	// resolveSkills).
+	Skills []skills.Skill
+
+	templates  []prompts.Template
+	userSkills []skills.Skill
+	hostSkills map[string][]skills.Skill // by host name
+	hidden     []skills.Hidden
 
 	files []tools.ContextFile
 	now   time.Time
@@ -96,7 +113,7 @@ type Workspace struct {
 // in the system prompt; project context comes from the default (first)
 // host's working directory.
 func Open(ctx context.Context, hosts Hosts, o Options) (*Workspace, error) {
-	w := &Workspace{Hosts: hosts, intro: o.Intro, Gate: o.Gate, extra: o.Tools}
+	w := &Workspace{Hosts: hosts, intro: o.Intro, Gate: o.Gate, extra: o.Tools, templates: o.Templates, userSkills: o.UserSkills, hostSkills: map[string][]skills.Skill{}}
 	fail := func(err error) (*Workspace, error) {
 		hosts.Close()
 		return nil, err
@@ -123,12 +140,16 @@ func Open(ctx context.Context, hosts Hosts, o Options) (*Workspace, error) {
 			return fail(HostError(err))
 		}
 		info.Permissions = w.permissionNote(h.Name)
+		w.hostSkills[h.Name] = hostSkills(o.Warn, h.Name, info.SkillFiles)
+		info.SkillFiles = nil // parsed: the bodies are kept once, in w.Skills
 		w.Infos = append(w.Infos, info)
 		if i == 0 {
 			w.files = f
 			tellSkipped(o.Warn, h.Name, f)
 		}
 	}
+	w.Skills = w.resolveSkills()
+	tellHidden(o.Warn, w.hidden)
 	w.now = time.Now()
 	w.Config = loop.Config{
 		Model:         o.Model,
@@ -210,7 +231,7 @@ func (w *Workspace) build() error {
 	for _, d := range defs {
 		byName[d.Name] = d
 	}
-	infos, files, now, intro := w.Infos, w.files, w.now, w.intro
+	infos, files, now, intro, listed := w.Infos, w.files, w.now, w.intro, promptSkills(w.Skills)
 	w.Defs, w.ByName = defs, byName
 	w.Config.Tools = tools.WrapAll(defs)
 	w.Config.SystemPrompt = func(active []loop.Tool) string {
@@ -218,7 +239,7 @@ func (w *Workspace) build() error {
 		for _, a := range active {
 			ds = append(ds, byName[a.Name])
 		}
-		return tools.BuildSystemPrompt(tools.PromptParts{Intro: intro, Active: ds, Hosts: infos, ContextFiles: files, Date: now})
+		return tools.BuildSystemPrompt(tools.PromptParts{Intro: intro, Active: ds, Hosts: infos, ContextFiles: files, Skills: listed, Date: now})
 	}
 	return nil
 }
@@ -237,11 +258,12 @@ func (w *Workspace) SetDefault(ctx context.Context, name string) error {
 	h := w.Hosts[i]
 	files := w.files
 	if h.Down == nil {
-		_, f, err := tools.Describe(ctx, h.Env)
+		info, f, err := tools.Describe(ctx, h.Env)
 		if err != nil {
 			return fmt.Errorf("%s: %v", name, err)
 		}
 		files = f
+		w.hostSkills[name] = hostSkills(nil, name, info.SkillFiles)
 	}
 	w.Hosts = append(Hosts{h}, slices.Delete(slices.Clone(w.Hosts), i, i+1)...)
 	infos := slices.Clone(w.Infos)
@@ -249,6 +271,8 @@ func (w *Workspace) SetDefault(ctx context.Context, name string) error {
 	w.Infos = append([]tools.HostInfo{info}, slices.Delete(infos, i, i+1)...)
 	w.files = files
 	w.hooks.setDefault(name)
+	// The default host's skills come first now.
+	w.Skills = w.resolveSkills()
 	return w.build()
 }
 

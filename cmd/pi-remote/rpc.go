@@ -16,8 +16,10 @@ func newRPCCmd(ios iostreams, g *globalOptions) *cobra.Command {
 stdin, one response or event object per line on stdout. See docs/rpc.md.
 
 Commands: prompt, steer, follow_up, abort, get_state, get_messages, set_model,
-compact, tool (run one tool directly, no model), and approve. Several tool commands
-may be in flight at once; mutations of one file still apply in arrival order.
+compact, tool (run one tool directly, no model), approve, and get_commands. Several
+tool commands may be in flight at once; mutations of one file still apply in
+arrival order. A message "/NAME ARGS" sends the prompt template NAME, and
+"/skill:NAME ARGS" the skill NAME, with ARGS; an unknown /NAME is refused.
 
 A call that needs a person's decision (--permissions ask, an ask rule) waits: an
 approval_request event names it, and an approve command (once, session or deny)

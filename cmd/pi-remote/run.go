@@ -277,9 +277,11 @@ func openWorkspace(ctx context.Context, g *globalOptions, o *runOptions, require
 		hosts.Close()
 		return nil, err
 	}
+	userSkills, templates := loadSkillsAndTemplates(g.settings, g.warn)
 	return workspace.Open(ctx, hosts, workspace.Options{
 		Model: model, Active: splitList(o.tools), ToolExecution: execMode, MaxTurns: o.maxTurns, Intro: o.systemPrompt, Warn: g.warn, Gate: gate,
-		Hooks: g.settings.Hooks,
+		Hooks:      g.settings.Hooks,
+		UserSkills: userSkills, Templates: templates,
 	})
 }
 

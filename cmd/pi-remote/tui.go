@@ -165,6 +165,8 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 			return entries, leaf, err
 		},
 		Navigate: func(entry string) error { return a.s.Navigate(entry) },
+		Prompts:  func() []tui.PromptCommand { return promptCommands(w) },
+		Expand:   w.Expand,
 		Shell: func(ctx context.Context, command string) (string, bool) {
 			m := w.Shell(ctx, command, a.out.Emit)
 			return m.Content.Text(), m.IsError
