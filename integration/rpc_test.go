@@ -32,12 +32,20 @@ type rpcClient struct {
 
 func startRPC(t testing.TB, args ...string) *rpcClient {
 	t.Helper()
+	return startRPCWith(t, nil, os.Stderr, args...)
+}
+
+// startRPCWith starts `pi-remote rpc` with env added to its environment
+// and its standard error going to stderr.
+func startRPCWith(t testing.TB, env []string, stderr io.Writer, args ...string) *rpcClient {
+	t.Helper()
 	cmd := exec.Command(binary, append(args, "rpc")...)
+	cmd.Env = append(os.Environ(), env...)
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	c := &rpcClient{t: t, cmd: cmd, in: in, more: make(chan struct{})}
 	go func() {
