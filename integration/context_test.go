@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,6 +44,14 @@ func TestBusyboxDescribeLeavesOutOtherUsersContextFiles(t *testing.T) {
 	plant(shared+"/AGENTS.md", "root's, replaceable\n", 0)
 	plant(repo+"/AGENTS.md", "the user's\n", me)
 	plant(cwd+"/CLAUDE.md", "root's\n", 0)
+	// Skills, read by the same command: the user's own, and one in a
+	// folder another user owns.
+	skillText := "---\nname: %s\ndescription: d\n---\nbody\n"
+	for name, owner := range map[string]int{"mine": me, "theirs": uid} {
+		require.NoError(t, os.MkdirAll(here(repo+"/.agents/skills/"+name), 0o755))
+		plant(repo+"/.agents/skills/"+name+"/SKILL.md", fmt.Sprintf(skillText, name), me)
+		require.NoError(t, os.Chown(here(repo+"/.agents/skills/"+name), owner, -1))
+	}
 
 	info, files, err := tools.Describe(t.Context(), env.New(h, env.Options{Name: "bb", Cwd: cwd}))
 	require.NoError(t, err)
@@ -56,5 +65,13 @@ func TestBusyboxDescribeLeavesOutOtherUsersContextFiles(t *testing.T) {
 		{shared + "/AGENTS.md", "other users may write to its directory, which is not sticky, so they could replace it"},
 		{repo + "/AGENTS.md", "the user's\n"},
 		{cwd + "/CLAUDE.md", "root's\n"},
+	}, got)
+	got = nil
+	for _, f := range info.SkillFiles {
+		got = append(got, [2]string{f.Path, f.Content + f.Skipped})
+	}
+	assert.Equal(t, [][2]string{
+		{repo + "/.agents/skills/mine/SKILL.md", fmt.Sprintf(skillText, "mine")},
+		{repo + "/.agents/skills/theirs", "it is owned by uid " + strconv.Itoa(uid) + ", neither you nor root"},
 	}, got)
 }
