@@ -4,12 +4,18 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/llm"
+	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/printer"
+	"github.com/pi-remote/pi-remote/session"
+	"github.com/pi-remote/pi-remote/tui"
 )
 
 // The user's templates always; the project's only when the user trusts
@@ -44,4 +50,35 @@ func TestLoadSkillsAndTemplates(t *testing.T) {
 	assert.Equal(t, "ship", templates[1].Name)
 	assert.Equal(t, "Ship it", templates[1].Description)
 	assert.Contains(t, warn.String(), "/review is "+filepath.Join(home, ".pi-remote", "prompts", "review.md"))
+}
+
+// The dumb terminal's line prompt offers the templates and skills too:
+// /help lists them, and one's message is a run.
+func TestLinePromptTemplates(t *testing.T) {
+	dir := t.TempDir()
+	model := llm.NewScripted(llm.ScriptTurn{Text: "Reviewed."})
+	sess, err := session.Create(filepath.Join(dir, "s.jsonl"), session.Header{Host: "local", Cwd: dir})
+	require.NoError(t, err)
+	defer sess.Close()
+	var stdout, stderr syncBuffer
+	out := printer.New(&stdout, &stderr, nil, false, false)
+	a := &runAgent{out: out, errw: &stderr, path: sess.Path()}
+	a.s = agent.New(agent.Options{Config: loop.Config{Model: model}, Model: agent.ModelInfo{Window: agent.DefaultWindow}, File: sess, Emit: out.Emit})
+	c := tui.Commands{
+		Prompts: func() []tui.PromptCommand { return []tui.PromptCommand{{Name: "review", Description: "Review a file"}} },
+		Expand: func(name, args string) (string, bool) {
+			return "Review " + args + " for bugs.", name == "review"
+		},
+	}
+	in := strings.NewReader("/help\n/review src/a.go\n/reveiw x\n")
+	require.NoError(t, a.interactive(t.Context(), iostreams{in: in, out: &stdout, err: &stderr}, make(chan os.Signal), lineCommands(a, c, &runOptions{})))
+	assert.Regexp(t, `/review \[args\] +Review a file`, stderr.String())
+	assert.Contains(t, stderr.String(), "unknown command /reveiw")
+	var prompts []string
+	for _, m := range a.s.Messages() {
+		if u, ok := m.(*loop.UserMessage); ok {
+			prompts = append(prompts, u.Content.Text())
+		}
+	}
+	assert.Equal(t, []string{"Review src/a.go for bugs."}, prompts)
 }

@@ -204,5 +204,22 @@ func lineCommands(a *runAgent, c tui.Commands, o *runOptions) map[string]printer
 			return about, err
 		}}
 	}
+	if c.Prompts != nil && c.Expand != nil {
+		// Prompt templates and skills: their message is a run, as a
+		// typed line would be.
+		for _, p := range c.Prompts() {
+			if _, taken := all[p.Name]; taken || p.Name == "help" {
+				continue
+			}
+			name := p.Name
+			all[name] = printer.LineCommand{Usage: "/" + name + " [args]", Help: termtext.String(p.Description), Run: func(ctx context.Context, arg string) (string, error) {
+				msg, ok := c.Expand(name, arg)
+				if !ok {
+					return "", fmt.Errorf("/%s is gone", name)
+				}
+				return "", a.turn(ctx, msg)
+			}}
+		}
+	}
 	return all
 }
