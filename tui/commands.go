@@ -23,7 +23,7 @@ type command struct {
 // BuiltinCommands are the names of the terminal's own slash commands,
 // whatever the options offer: no prompt template may take one.
 func BuiltinCommands() []string {
-	return []string{"compact", "copy", "exit", "export", "fork", "hosts", "hotkeys", "jobs", "model", "new", "quit", "resume", "session", "thinking"}
+	return []string{"compact", "copy", "exit", "export", "fork", "hosts", "hotkeys", "jobs", "model", "new", "quit", "resume", "session", "thinking", "tree"}
 }
 
 // commands are the slash commands offered with these options.

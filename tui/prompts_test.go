@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/session"
 )
 
 // promptOptions offer a template /review and a skill /skill:pdf, as the
@@ -116,6 +118,7 @@ func TestBuiltinCommandsAreAllNamed(t *testing.T) {
 		Sessions: func() []Choice { return nil }, ForkPoints: func() []Choice { return nil },
 		Resume: func(string) (Agent, string, error) { return nil, "", nil }, Fork: func(string) (Agent, string, error) { return nil, "", nil },
 		New: func() (Agent, string, error) { return nil, "", nil }, Jobs: func(int) string { return "" },
+		Tree: func() ([]session.Entry, string, error) { return nil, "", nil }, Navigate: func(string) error { return nil },
 	}
 	h := newHarness(t, Options{Commands: all})
 	var names []string
