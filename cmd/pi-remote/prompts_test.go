@@ -82,3 +82,60 @@ func TestLinePromptTemplates(t *testing.T) {
 	}
 	assert.Equal(t, []string{"Review src/a.go for bugs."}, prompts)
 }
+
+// In a real terminal: /review (a user template) and /skill:pdf (a skill
+// of the working directory) send their messages to the model; /hotkeys
+// lists both; an unknown /NAME sends nothing.
+func TestInteractiveTemplatesAndSkills(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	home := t.TempDir()
+	write := func(p, text string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+	}
+	write(filepath.Join(home, ".pi-remote", "prompts", "review.md"), "---\ndescription: Review a file for bugs\n---\nReview $1 for bugs.\n")
+	skill := filepath.Join(dir, ".agents", "skills", "pdf", "SKILL.md")
+	write(skill, "---\nname: pdf\ndescription: Fills PDF forms.\n---\nRun scripts/fill.py.\n")
+	scriptDir, err := os.MkdirTemp("", "tpl")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scriptDir) })
+	script := filepath.Join(scriptDir, "s.json")
+	write(script, `{"turns":[{"text":"Reviewed it."},{"text":"Filled it."}]}`)
+	file := filepath.Join(t.TempDir(), "s.jsonl")
+	tm := startTerminal(t, 120, 30, []string{"HOME=" + home, "PI_REMOTE_MODEL="}, "--cwd", dir, "run", "--model", "scripted/"+script, "--session", file)
+	tm.WaitFor("scripted/")
+
+	tm.Type("/hotkeys")
+	tm.Keys("Enter")
+	tm.WaitFor("Prompt templates and skills")
+	screen := tm.Screen()
+	assert.Regexp(t, `/review \[args\] +Review a file for bugs`, screen)
+	assert.Regexp(t, `/skill:pdf \[args\] +Fills PDF forms.`, screen)
+
+	tm.Type("/review src/a.go")
+	tm.Keys("Enter")
+	tm.WaitFor("Reviewed it.")
+	tm.WaitGone("working —")
+	tm.Type("/skill:pdf form.pdf")
+	tm.Keys("Enter")
+	tm.WaitFor("Filled it.")
+	tm.WaitGone("working —")
+	tm.Type("/reveiw x")
+	tm.Keys("Enter")
+	tm.WaitFor("unknown command /reveiw")
+	tm.Keys("C-d")
+
+	_, entries, err := session.Branch(file)
+	require.NoError(t, err)
+	var sent []string
+	for _, e := range entries {
+		if u, ok := e.Message.(*loop.UserMessage); ok {
+			sent = append(sent, u.Content.Text())
+		}
+	}
+	assert.Equal(t, []string{
+		"Review src/a.go for bugs.",
+		"Use the skill \"pdf\" (" + skill + " on host \"local\"). Paths in it are relative to " + filepath.Dir(skill) + ".\n\nRun scripts/fill.py.\n\nform.pdf\n",
+	}, sent)
+}
