@@ -178,7 +178,8 @@ enter_checked_dir() {
 			printf 'X%s\0dir-owner %s\0' "$1" "$lmo_uid"
 			return 1
 		fi
-		cd "$2" || return 1
+		# (./: a folder named "-" is not cd's option)
+		cd "./$2" || return 1
 	fi
 	if ! list_mode_owner -ld .; then
 		printf 'X%s\0unchecked\0' "$1"

@@ -61,6 +61,13 @@ var skillCases = []skillCase{
 		},
 	},
 	{
+		// (The name is no skill's: Parse refuses it. The script still
+		// reads the folder it names, not another.)
+		name:  "folders named like options",
+		files: []plant{{path: "shared/repo/.agents/skills/-/SKILL.md", content: skill("dash")}, {path: "shared/repo/.agents/skills/-P/SKILL.md", content: skill("p")}},
+		want:  [][3]string{{"shared/repo/.agents/skills/-/SKILL.md", skill("dash")}, {"shared/repo/.agents/skills/-P/SKILL.md", skill("p")}},
+	},
+	{
 		name:  "a skill folder of another user's",
 		dirs:  []skillDir{{path: "shared/repo/.agents/skills/theirs", nobody: true}},
 		files: []plant{{path: "shared/repo/.agents/skills/theirs/SKILL.md", content: skill("theirs")}, {path: "shared/repo/.agents/skills/mine/SKILL.md", content: skill("mine")}},
