@@ -61,6 +61,11 @@ type model struct {
 	// one left above the live part, to blank (resize.go).
 	sized              bool
 	resizes, staleRows int
+	// waitSize: nothing is drawn until the terminal's size is known. The
+	// program sends it as it starts, racing the first frame; a frame drawn
+	// at the defaults and then redrawn at the real size could leave a copy
+	// of itself in the scrollback.
+	waitSize bool
 
 	transcript transcript
 	editor     editor
@@ -458,7 +463,7 @@ func (m *model) frame() frame {
 // the completions, the editor and the footer; while an approval waits,
 // the transcript's, the approval and the footer (approvalScreen).
 func (m *model) View() tea.View {
-	if m.quitting {
+	if m.quitting || m.waitSize {
 		return tea.NewView("")
 	}
 	f := m.frame()

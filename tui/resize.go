@@ -38,7 +38,7 @@ func (m *model) resized(msg tea.WindowSizeMsg) tea.Cmd {
 			}
 		}
 	}
-	m.sized = true
+	m.sized, m.waitSize = true, false
 	m.width, m.height = msg.Width, msg.Height
 	m.editor.setWidth(m.cols())
 	return cmd

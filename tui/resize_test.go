@@ -76,3 +76,15 @@ func rawOf(cmd tea.Cmd) string {
 }
 
 func teaSize(w int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: 30} }
+
+// A real terminal's first frame waits for its size: drawn at the defaults
+// (80×24, an editor of the text area's default size) and redrawn at the
+// terminal's, the first frame could stay in the scrollback.
+func TestFirstFrameWaitsForTheSize(t *testing.T) {
+	u := New(Options{Model: "m"})
+	assert.Empty(t, u.m.View().Content, "no frame before the size is known")
+	u.m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	content := ansi.Strip(u.m.View().Content)
+	assert.Contains(t, content, "Ask, or / for commands (Ctrl+D quits)", "the editor, one row at 80 columns")
+	assert.Equal(t, 1, strings.Count(content, "›"), content)
+}

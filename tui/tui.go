@@ -159,6 +159,8 @@ func New(o Options) *UI {
 	if o.Width > 0 {
 		m.width = o.Width
 		m.editor.setWidth(o.Width)
+	} else {
+		m.waitSize = true
 	}
 	for _, h := range o.Hosts {
 		m.footer.hosts = append(m.footer.hosts, hostState{name: h, up: true})
