@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pi-remote/pi-remote/loop"
@@ -124,4 +125,72 @@ func (info ModelInfo) Validate() error {
 		return fmt.Errorf("negative price")
 	}
 	return nil
+}
+
+// ScopeModels are the models a scoped list (--models, the settings'
+// enabledModels) picks from names, in the list's order: for each
+// pattern, the names it matches, sorted, each name once. A pattern is
+// PROVIDER/ID, or a bare ID that matches the ID of any provider's model;
+// "*" stands for any run of characters, and letters match in either case.
+// A PROVIDER/ID with no "*" names its model even when names lack it (a
+// model no table describes). Only such a full name brings in a scripted
+// model: a glob or a bare ID never matches one, so a list cannot replay
+// a file nobody named.
+func ScopeModels(patterns, names []string) []string {
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	var out []string
+	add := func(name string) {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	for _, p := range patterns {
+		literal := !strings.Contains(p, "*") && strings.Contains(p, "/")
+		found := false
+		for _, name := range sorted {
+			provider, id, _ := strings.Cut(name, "/")
+			var ok bool
+			switch {
+			case literal:
+				ok = strings.EqualFold(p, name)
+			case provider == "scripted":
+			case strings.Contains(p, "/"):
+				ok = globMatch(p, name)
+			default:
+				ok = globMatch(p, id)
+			}
+			if ok {
+				add(name)
+				found = true
+			}
+		}
+		if literal && !found {
+			add(p)
+		}
+	}
+	return out
+}
+
+// globMatch says whether s is pattern, where "*" in pattern stands for
+// any run of characters (none, or "/" too), letters in either case.
+func globMatch(pattern, s string) bool {
+	pattern, s = strings.ToLower(pattern), strings.ToLower(s)
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == s
+	}
+	rest, ok := strings.CutPrefix(s, parts[0])
+	if !ok {
+		return false
+	}
+	last := parts[len(parts)-1]
+	for _, part := range parts[1 : len(parts)-1] {
+		i := strings.Index(rest, part)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(part):]
+	}
+	return len(rest) >= len(last) && strings.HasSuffix(rest, last)
 }

@@ -44,6 +44,10 @@ type Settings struct {
 	// Models add models to the built-in table or override its entries
 	// (keys provider/ID).
 	Models map[string]ModelInfo `json:"models,omitempty"`
+	// EnabledModels are the default --models: the scoped list the
+	// terminal's Ctrl+P cycles through (PROVIDER/ID or ID patterns, "*"
+	// for any characters; see ScopeModels).
+	EnabledModels []string `json:"enabledModels,omitempty"`
 	// TrustedProjects are the directories (absolute, or ~/...) whose own
 	// .pi-remote/settings.json may set every key. Only the user's file
 	// says this.
@@ -247,6 +251,21 @@ func projectKeys() []projectKey {
 			set: func(s Settings) bool { return s.Models != nil }, clear: func(s *Settings) { s.Models = nil },
 		},
 		{
+			Key: "enabledModels",
+			// The list only orders and narrows the choice among models the
+			// user can reach with their own keys, at the providers' own
+			// addresses; a scripted model would replay tool calls the
+			// repository wrote, so only the user may name one.
+			Untrusted: func(_, p Settings) bool {
+				return !slices.ContainsFunc(p.EnabledModels, func(m string) bool {
+					return strings.HasPrefix(strings.ToLower(m), "scripted/")
+				})
+			},
+			Why:   "it names a scripted/FILE model, which replays tool calls from a file: the project would choose the commands that run",
+			set:   func(s Settings) bool { return s.EnabledModels != nil },
+			clear: func(s *Settings) { s.EnabledModels = nil },
+		},
+		{
 			Key: "permissions.mode",
 			// A stricter mode is a restriction, which a project may add.
 			Untrusted: func(u, p Settings) bool { return strictness(p.permissionMode()) >= strictness(u.permissionMode()) },
@@ -403,6 +422,13 @@ func parseSettings(data []byte) (Settings, error) {
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&s); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) && typ.Field == "models" && typ.Value == "array" {
+			// (Pi's "models" list is our "enabledModels": "models" is
+			// the model table.)
+			err = errors.New(`models: want an object of model descriptions; the list of models Ctrl+P cycles through is "enabledModels"`)
+			return Settings{}, &lineError{line: lineAt(data, typ.Offset), err: err}
+		}
 		return Settings{}, &lineError{line: errorLine(data, err), err: err}
 	}
 	if d.More() {
@@ -458,6 +484,11 @@ func (s Settings) validate() (string, error) {
 	if s.Thinking != "" && !validThinking(s.Thinking) {
 		return "thinking", fmt.Errorf("thinking %q: want off, low, medium or high", s.Thinking)
 	}
+	for _, m := range s.EnabledModels {
+		if strings.TrimSpace(m) == "" || strings.Contains(m, ",") {
+			return "enabledModels", fmt.Errorf("enabledModels: %q: want PROVIDER/ID or ID (\"*\" for any characters)", m)
+		}
+	}
 	if s.ReattachTimeout != "" {
 		if _, err := time.ParseDuration(s.ReattachTimeout); err != nil {
 			return "reattachTimeout", fmt.Errorf("reattachTimeout: %v", err)
@@ -500,6 +531,9 @@ func (s Settings) over(o Settings) Settings {
 	}
 	if o.Host != nil {
 		s.Host = o.Host
+	}
+	if o.EnabledModels != nil {
+		s.EnabledModels = o.EnabledModels
 	}
 	s.Hosts = mergeMap(s.Hosts, o.Hosts)
 	s.Models = mergeMap(s.Models, o.Models)

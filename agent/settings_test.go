@@ -79,6 +79,8 @@ func TestSettingsErrorsNameFileAndLine(t *testing.T) {
 		"bad model":      {`{"models": {"qwen": {"contextWindow": 100}}}`, `:1: models: "qwen": want PROVIDER/ID`},
 		"tiny window":    {`{"models": {"openai/qwen": {"contextWindow": 100}}}`, `:1: models: openai/qwen: contextWindow 100`},
 		"two values":     {"{}\n{}", ":2: more than one JSON value"},
+		"models as list": {"{\n  \"models\": [\"openai/*\"]\n}", `:2: models: want an object of model descriptions; the list of models Ctrl+P cycles through is "enabledModels"`},
+		"empty pattern":  {"{\n  \"enabledModels\": [\"gpt-4o\", \"\"]\n}", `:2: enabledModels: "": want PROVIDER/ID or ID`},
 		"relative trust": {"{\n  \"trustedProjects\": [\"src/x\"]\n}", `:2: trustedProjects: "src/x": want an absolute path`},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -115,7 +117,7 @@ func TestProjectKeysCoverEverySetting(t *testing.T) {
 			ReattachTimeout: "1m", Models: map[string]ModelInfo{"openai/x": {Window: 2000}}, TrustedProjects: []string{"/x"},
 			Permissions: &PermissionSettings{Mode: "ask", Allow: []string{"read"}, Ask: []string{"bash"}, Deny: []string{"write"}},
 			Hooks:       map[string][]HookMatcher{"PreToolUse": {{Command: "true"}}},
-			Theme:       "light", ACPCwdMap: map[string]string{"/src": "/srv/src"},
+			Theme:       "light", ACPCwdMap: map[string]string{"/src": "/srv/src"}, EnabledModels: []string{"openai/*"},
 		}
 	}
 	fieldsOf := func(s Settings) map[string]any {
@@ -208,6 +210,15 @@ func TestUntrustedProjectSettings(t *testing.T) {
 		{name: "an openai model", project: `{"model": "openai/gpt-4o"}`, want: with(func(s *Settings) { s.Model = "openai/gpt-4o" })},
 		{name: "a scripted model", project: `{"model": "scripted/turns.json"}`, want: yours, ignored: []string{"model"}},
 		{
+			name: "a scoped list of models", project: `{"enabledModels": ["anthropic/claude-*", "gpt-4o"]}`,
+			want: with(func(s *Settings) { s.EnabledModels = []string{"anthropic/claude-*", "gpt-4o"} }),
+		},
+		{name: "a scoped list with a scripted model", project: `{"enabledModels": ["gpt-4o", "Scripted/turns.json"]}`, want: yours, ignored: []string{"enabledModels"}},
+		{
+			name: "trusted, a scripted model in the list", project: `{"enabledModels": ["scripted/turns.json"]}`, flag: true, trusted: true,
+			want: with(func(s *Settings) { s.EnabledModels = []string{"scripted/turns.json"} }),
+		},
+		{
 			name: "a model nobody describes", project: `{"models": {"openai/local-qwen": {"contextWindow": 32768}}}`,
 			want: with(func(s *Settings) {
 				s.Models = map[string]ModelInfo{"openai/mine": {Window: 8000}, "openai/local-qwen": {Window: 32768}}
@@ -299,4 +310,29 @@ func TestTrustWithoutAProjectSettingsFile(t *testing.T) {
 	l, err = LoadSettings(home, base, true)
 	require.NoError(t, err)
 	assert.True(t, l.Trusted, "--trust-project")
+}
+
+// A scoped list picks models in its own order, each once: PROVIDER/ID or
+// a bare ID (any provider), "*" for any run of characters, either case.
+// A full name with no "*" stands for itself; scripted models come in by
+// their full name only.
+func TestScopeModels(t *testing.T) {
+	names := []string{"openai/gpt-4o", "openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5", "anthropic/claude-haiku-4-5", "openrouter/openai/gpt-4o", "scripted/demo.json"}
+	for _, tc := range []struct {
+		patterns, want []string
+	}{
+		{[]string{"anthropic/*"}, []string{"anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-5"}},
+		{[]string{"gpt-4o"}, []string{"openai/gpt-4o"}},
+		{[]string{"GPT-4O*"}, []string{"openai/gpt-4o", "openai/gpt-4o-mini"}},
+		{[]string{"*/gpt-4o"}, []string{"openai/gpt-4o", "openrouter/openai/gpt-4o"}},
+		{[]string{"claude-sonnet-4-5", "gpt-4o", "claude-*"}, []string{"anthropic/claude-sonnet-4-5", "openai/gpt-4o", "anthropic/claude-haiku-4-5"}},
+		{[]string{"openai/local-qwen", "nothing"}, []string{"openai/local-qwen"}},
+		{[]string{"*"}, []string{"anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-5", "openai/gpt-4o", "openai/gpt-4o-mini", "openrouter/openai/gpt-4o"}},
+		{[]string{"demo.json", "scripted/*"}, nil},
+		{[]string{"scripted/demo.json"}, []string{"scripted/demo.json"}},
+		{[]string{"*-4-*"}, []string{"anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-5"}},
+		{[]string{"gpt-*-mini*"}, []string{"openai/gpt-4o-mini"}},
+	} {
+		assert.Equal(t, tc.want, ScopeModels(tc.patterns, names), "%q", tc.patterns)
+	}
 }

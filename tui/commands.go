@@ -37,14 +37,7 @@ func (m *model) commands() map[string]command {
 		"copy":    {"/copy", "copy the last answer (OSC 52: over ssh, in tmux)", (*model).copyAnswer},
 	}
 	if c.SetModel != nil {
-		set := func(m *model, name string) tea.Cmd {
-			if err := c.SetModel(name); err != nil {
-				return m.fail(err)
-			}
-			m.footer.model = name
-			m.refreshUsage()
-			return m.print(m.th.dim.Render("model: " + termtext.String(name)))
-		}
+		set := (*model).setModel
 		all["model"] = command{"/model [PROVIDER/ID]", "switch the model (a picker without one)", func(m *model, arg string) tea.Cmd {
 			if arg != "" {
 				return set(m, arg)
@@ -153,6 +146,16 @@ func (m *model) commands() map[string]command {
 	return all
 }
 
+// setModel switches the model (/model, the picker, Ctrl+P) and says so.
+func (m *model) setModel(name string) tea.Cmd {
+	if err := m.o.Commands.SetModel(name); err != nil {
+		return m.fail(err)
+	}
+	m.footer.model = name
+	m.refreshUsage()
+	return m.print(m.th.dim.Render("model: " + termtext.String(name)))
+}
+
 // describeCommand is what a completion of /name says of the command: its
 // arguments and what it does ("[focus] — summarize …").
 func (m *model) describeCommand(name string) string {
@@ -226,6 +229,7 @@ var hotkeyHelp = [][2]string{
 	{"Ctrl+O", "every tool box in full or folded; expand pastes"},
 	{"Ctrl+T", "the model's thinking shown or folded"},
 	{"Ctrl+L", "pick the model (as /model)"},
+	{"Ctrl+P, Shift+Ctrl+P", "the next (previous) model of --models or \"enabledModels\""},
 	{"Shift+Tab", "the next thinking level (off, low, medium, high)"},
 	{"Ctrl+G", "edit the prompt in $VISUAL or $EDITOR"},
 	{"Ctrl+Z, Ctrl+-", "undo in the editor"},

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"image/color"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ func TestHotkeysAligned(t *testing.T) {
 	h.do(enter)
 	out := strings.Join(h.printed, "\n")
 	require.Contains(t, out, "/thinking off|low|medium|high")
+	assert.Contains(t, out, "Ctrl+P, Shift+Ctrl+P")
 	column := -1
 	for _, line := range strings.Split(out, "\n") {
 		if line == "" || !strings.Contains(line, "  ") {
@@ -216,4 +218,71 @@ func TestLongUserMessageFolds(t *testing.T) {
 	assert.Equal(t, "  … 171 more lines (sent whole)", rows[30])
 	short := renderUser("one\ntwo", 80, newTheme(false))
 	assert.Equal(t, "› one\n  two", short)
+}
+
+// Ctrl+P switches to the next usable model of the scoped list as /model
+// does, Shift+Ctrl+P to the previous; it says so when there is no list,
+// or nothing else to switch to, and waits while a run goes on.
+func TestCtrlPCyclesTheScopedModels(t *testing.T) {
+	var switched []string
+	scope := ModelScope{}
+	h := newHarness(t, Options{Model: "openai/gpt-4o", Commands: Commands{
+		SetModel:     func(name string) error { switched = append(switched, name); return nil },
+		ScopedModels: func() ModelScope { return scope },
+	}})
+	h.m.footer.model = "openai/gpt-4o"
+	ctrlP := tea.KeyPressMsg{Code: 'p', Mod: tea.ModCtrl}
+	shiftCtrlP := tea.KeyPressMsg{Code: 'p', Mod: tea.ModCtrl | tea.ModShift}
+
+	h.do(ctrlP)
+	assert.Empty(t, switched)
+	assert.Contains(t, h.m.footer.notice, `no models to cycle through: list them with --models or "enabledModels"`)
+
+	scope = ModelScope{Set: true, Models: []string{"openai/gpt-4o", "openai/gpt-4o-mini", "scripted/demo.json"}, Skipped: []string{"anthropic/claude-haiku-4-5 — needs ANTHROPIC_API_KEY"}}
+	h.printed = nil
+	h.do(ctrlP)
+	h.do(ctrlP)
+	h.do(ctrlP)
+	assert.Equal(t, []string{"openai/gpt-4o-mini", "scripted/demo.json", "openai/gpt-4o"}, switched, "in the list's order, round")
+	assert.Equal(t, []string{"model: openai/gpt-4o-mini", "model: scripted/demo.json", "model: openai/gpt-4o"}, h.printed, "each switch shown as /model shows it")
+	assert.Equal(t, "openai/gpt-4o", h.m.footer.model, "the footer names the model")
+	h.do(shiftCtrlP)
+	assert.Equal(t, "scripted/demo.json", switched[len(switched)-1], "Shift+Ctrl+P goes back")
+	assert.Equal(t, "scripted/demo.json", h.m.footer.model)
+
+	// From a model outside the list: its first (its last going back).
+	h.m.footer.model = "openai/o3"
+	h.do(ctrlP)
+	assert.Equal(t, "openai/gpt-4o", switched[len(switched)-1])
+	h.m.footer.model = "openai/o3"
+	h.do(shiftCtrlP)
+	assert.Equal(t, "scripted/demo.json", switched[len(switched)-1])
+
+	// One usable model, the current one: nothing to switch to, and why.
+	scope.Models = []string{"scripted/demo.json"}
+	n := len(switched)
+	h.do(ctrlP)
+	assert.Len(t, switched, n)
+	assert.Equal(t, "only scripted/demo.json of the scoped list can be used; skipped: anthropic/claude-haiku-4-5 — needs ANTHROPIC_API_KEY", h.m.footer.notice)
+	scope.Models = nil
+	h.do(ctrlP)
+	assert.Len(t, switched, n)
+	assert.Equal(t, "no model of the scoped list can be used; skipped: anthropic/claude-haiku-4-5 — needs ANTHROPIC_API_KEY", h.m.footer.notice)
+
+	// A failed switch is shown, and the footer keeps the model in use.
+	scope.Models = []string{"openai/gpt-4o", "openai/broken"}
+	h.m.footer.model = "openai/gpt-4o"
+	h.m.o.Commands.SetModel = func(name string) error { return fmt.Errorf("model %s: no such model", name) }
+	h.printed = nil
+	h.do(ctrlP)
+	assert.Equal(t, []string{"model openai/broken: no such model"}, h.printed)
+	assert.Equal(t, "openai/gpt-4o", h.m.footer.model)
+
+	// During a run it waits, and says so.
+	h.m.o.Commands.SetModel = func(name string) error { switched = append(switched, name); return nil }
+	h.m.running = true
+	n = len(switched)
+	h.do(ctrlP)
+	assert.Len(t, switched, n)
+	assert.Contains(t, h.view(), "Ctrl+P waits until the run ends")
 }

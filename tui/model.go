@@ -230,6 +230,43 @@ func (m *model) nextThinking() tea.Cmd {
 	return c.run(m, levels[(max(i, 0)+1)%len(levels)])
 }
 
+// cycleModel is Ctrl+P (step 1) and Shift+Ctrl+P (step -1): the next or
+// previous model of the scoped list that can be used, switched to as
+// /model does; from a model not in the list, its first (or last).
+func (m *model) cycleModel(step int) tea.Cmd {
+	if m.running {
+		m.footer.notice = "Ctrl+P waits until the run ends (Esc aborts it)"
+		return nil
+	}
+	scope := m.o.Commands.ScopedModels()
+	skipped := ""
+	if len(scope.Skipped) > 0 {
+		skipped = "; skipped: " + strings.Join(scope.Skipped, ", ")
+	}
+	switch {
+	case !scope.Set:
+		m.footer.notice = `no models to cycle through: list them with --models or "enabledModels" in settings`
+		return nil
+	case len(scope.Models) == 0:
+		m.footer.notice = "no model of the scoped list can be used" + skipped
+		return nil
+	case len(scope.Models) == 1 && scope.Models[0] == m.footer.model:
+		m.footer.notice = "only " + scope.Models[0] + " of the scoped list can be used" + skipped
+		return nil
+	}
+	n := len(scope.Models)
+	i := slices.Index(scope.Models, m.footer.model)
+	switch {
+	case i >= 0:
+		i = (i + step + n) % n
+	case step > 0:
+		i = 0
+	default:
+		i = n - 1
+	}
+	return m.setModel(scope.Models[i])
+}
+
 // key routes a key: to the approval shown, while one waits; to the
 // picker while one is open; to the model for the keys that act on the
 // run or the program (quit, abort, send) and Ctrl+O, which the editor
@@ -307,6 +344,14 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		return c.run(m, "")
+	case "ctrl+p", "ctrl+shift+p":
+		if m.o.Commands.SetModel == nil || m.o.Commands.ScopedModels == nil {
+			break
+		}
+		if k.String() == "ctrl+p" {
+			return m.cycleModel(1)
+		}
+		return m.cycleModel(-1)
 	case "shift+tab":
 		return m.nextThinking()
 	case "ctrl+g":

@@ -102,6 +102,9 @@ type Commands struct {
 	// Models lists the models /model offers (Value: PROVIDER/ID; Label
 	// says when one cannot be used as things are).
 	Models func() []Choice
+	// ScopedModels are the models Ctrl+P cycles through (--models, the
+	// settings' enabledModels).
+	ScopedModels func() ModelScope
 	// Sessions lists the sessions /resume offers (Value: an ID);
 	// ForkPoints the user messages of this session /fork offers (Value:
 	// an entry ID).
@@ -138,6 +141,16 @@ type Commands struct {
 type PromptCommand struct {
 	Name        string // without the slash
 	Description string
+}
+
+// ModelScope is the scoped list of models as things are.
+type ModelScope struct {
+	// Set says that a list was given.
+	Set bool
+	// Models are the models of the list that can be used, in its order
+	// (PROVIDER/ID); Skipped those that cannot, each with why
+	// ("anthropic/claude-haiku-4-5 — needs ANTHROPIC_API_KEY").
+	Models, Skipped []string
 }
 
 // UI is a running terminal.

@@ -452,3 +452,36 @@ func TestInteractiveShellAndKeys(t *testing.T) {
 	tm.Keys("Escape")
 	tm.Keys("C-d")
 }
+
+// In a real terminal, Ctrl+P switches to the next model of the scoped
+// list the settings' "enabledModels" give, as /model does, and the next
+// prompt goes to it; --models, given, is the list instead.
+func TestInteractiveCtrlPCyclesModels(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	scriptDir, err := os.MkdirTemp("", "cyc")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scriptDir) })
+	a, b := filepath.Join(scriptDir, "a.json"), filepath.Join(scriptDir, "b.json")
+	require.NoError(t, os.WriteFile(a, []byte(`{"turns":[{"text":"Answered by A."}]}`), 0o644))
+	require.NoError(t, os.WriteFile(b, []byte(`{"turns":[{"text":"Answered by B."}]}`), 0o644))
+	writeJSON(t, filepath.Join(home, ".pi-remote", "settings.json"), `{"enabledModels": ["scripted/`+a+`", "scripted/`+b+`", "gpt-4o"]}`)
+	env := []string{"HOME=" + home, "PI_REMOTE_MODEL=", "OPENAI_API_KEY="}
+	tm := startTerminal(t, 120, 30, env, "--cwd", dir, "run", "--model", "scripted/"+a, "--session", filepath.Join(t.TempDir(), "s.jsonl"))
+	tm.WaitFor("scripted/")
+	tm.Keys("C-p")
+	tm.WaitFor("model: scripted/" + b)
+	tm.Type("who answers?")
+	tm.Keys("Enter")
+	tm.WaitFor("Answered by B.")
+	tm.WaitGone("working —")
+	tm.Keys("C-p")
+	tm.WaitFor("model: scripted/" + a)
+	tm.Keys("C-d")
+
+	// The flag's list: one model, the one in use (gpt-4o has no key).
+	tm = startTerminal(t, 120, 30, env, "--cwd", dir, "run", "--model", "scripted/"+a, "--models", "scripted/"+a+",gpt-4o", "--session", filepath.Join(t.TempDir(), "s.jsonl"))
+	tm.WaitFor("scripted/")
+	tm.Keys("C-p")
+	tm.WaitFor("of the scoped list can be used; skipped: openai/gpt-4o — needs OPENAI_API_KEY")
+	tm.Keys("C-d")
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/tui"
 )
 
@@ -27,21 +28,60 @@ func baseURLFor(baseURL, first, name string) string {
 }
 
 // modelChoices are the models /model offers, each saying whether it can
-// be used with the keys and settings present: a scripted model always; a
-// provider's with its key in the environment, or at the session's base
-// URL (a server that may need no key).
+// be used with the keys and settings present (see missingKey).
 func modelChoices(names []string, baseURL, first string) []tui.Choice {
 	var usable, not []tui.Choice
 	for _, name := range names {
-		env, needsKey := providerKeys[providerOf(name)]
-		switch {
-		case !needsKey || os.Getenv(env) != "" || baseURLFor(baseURL, first, name) != "":
-			usable = append(usable, tui.Choice{Label: name, Value: name})
-		default:
+		if env := missingKey(name, baseURL, first); env != "" {
 			not = append(not, tui.Choice{Label: name + " — needs " + env, Value: name})
+		} else {
+			usable = append(usable, tui.Choice{Label: name, Value: name})
 		}
 	}
 	return append(usable, not...)
+}
+
+// missingKey is the environment variable whose key the model name needs
+// and does not have, "" when it can be used: a scripted model always; a
+// provider's with its key in the environment, or at the session's base
+// URL (a server that may need no key).
+func missingKey(name, baseURL, first string) string {
+	env, needsKey := providerKeys[providerOf(name)]
+	if !needsKey || os.Getenv(env) != "" || baseURLFor(baseURL, first, name) != "" {
+		return ""
+	}
+	return env
+}
+
+// modelScope is the scoped list (--models) as things are: the models its
+// patterns pick from the model table and the model in use, those without
+// their key skipped.
+func modelScope(patterns string, table agent.Models, current, baseURL, first string) tui.ModelScope {
+	var list []string
+	for _, p := range strings.Split(patterns, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			list = append(list, p)
+		}
+	}
+	if len(list) == 0 {
+		return tui.ModelScope{}
+	}
+	var names []string
+	if current != "" {
+		names = append(names, current)
+	}
+	for name := range table {
+		names = append(names, name)
+	}
+	s := tui.ModelScope{Set: true}
+	for _, name := range agent.ScopeModels(list, names) {
+		if env := missingKey(name, baseURL, first); env != "" {
+			s.Skipped = append(s.Skipped, name+" — needs "+env)
+		} else {
+			s.Models = append(s.Models, name)
+		}
+	}
+	return s
 }
 
 // modelFrom names where the session's model came from, for its errors.

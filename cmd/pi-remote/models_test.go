@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/tui"
 )
 
@@ -55,4 +56,22 @@ func TestBadModelNamesItsSource(t *testing.T) {
 	code, _, stderr = runCLI(t, "", "run", "go")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, `PI_REMOTE_MODEL "nope/z": unknown provider`)
+}
+
+// The scoped list (--models) picks from the model table and the model in
+// use, in the list's order; models without their key are skipped and
+// say what they need; no patterns is no list.
+func TestModelScope(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	table := agent.Models{"openai/gpt-4o": {}, "openai/gpt-4o-mini": {}, "anthropic/claude-haiku-4-5": {}, "openai/o3": {}}
+	assert.Equal(t, tui.ModelScope{}, modelScope(" , ", table, "openai/gpt-4o", "", "openai/gpt-4o"))
+	assert.Equal(t, tui.ModelScope{
+		Set:     true,
+		Models:  []string{"openai/local-qwen", "openai/gpt-4o", "openai/gpt-4o-mini"},
+		Skipped: []string{"anthropic/claude-haiku-4-5 — needs ANTHROPIC_API_KEY"},
+	}, modelScope("local-qwen, gpt-4o*,anthropic/*", table, "openai/local-qwen", "", "openai/local-qwen"))
+	t.Setenv("OPENAI_API_KEY", "")
+	got := modelScope("gpt-4o,claude-haiku-4-5", table, "openai/qwen", "http://127.0.0.1:8000/v1", "openai/qwen")
+	assert.Equal(t, []string{"openai/gpt-4o"}, got.Models, "served at the session's base URL")
 }

@@ -39,6 +39,9 @@ type runOptions struct {
 	cont          bool
 	resume        string
 	fork          string
+	// models is the scoped list the terminal's Ctrl+P cycles through
+	// (--models: patterns, comma-separated).
+	models string
 }
 
 func newRunCmd(ios iostreams, g *globalOptions) *cobra.Command {
@@ -79,6 +82,7 @@ Exit status: 0 the run finished, 1 it ended in an error (or was aborted),
 	f.StringVar(&o.session, "session", "", "session file to continue (or create); default a new file under ~/.pi-remote/sessions")
 	f.BoolVar(&o.cont, "continue", false, "continue the last session for this host and working directory")
 	f.StringVar(&o.resume, "resume", "", "continue the session with this ID (a prefix is enough; pi-remote sessions lists them)")
+	f.StringVar(&o.models, "models", "", "the models Ctrl+P cycles through in the terminal, comma-separated: PROVIDER/ID or ID, * for any characters (e.g. 'anthropic/*,gpt-4o')")
 	f.StringVar(&o.fork, "fork", "", "start a new session from this entry of another (with --session or --resume naming it; otherwise any session's)")
 	return cmd
 }

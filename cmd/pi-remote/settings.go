@@ -80,6 +80,7 @@ func (s settings) apply(cmd *cobra.Command, g *globalOptions) error {
 	for name, value := range map[string]string{
 		"model": model, "base-url": s.BaseURL, "thinking": s.Thinking,
 		"tools": strings.Join(s.Tools, ","), "reattach-timeout": s.ReattachTimeout,
+		"models": strings.Join(s.EnabledModels, ","),
 	} {
 		if err := set(name, value); err != nil {
 			return usageErrorf("settings: %s: %v", name, err)

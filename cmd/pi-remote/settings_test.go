@@ -237,3 +237,43 @@ func TestProjectSettingsCannotRerouteHosts(t *testing.T) {
 		})
 	}
 }
+
+// "enabledModels" is the default --models: the user's, or the project's
+// over it; the flag wins over both. A project the user has not trusted
+// may order and narrow the list, but not name a scripted model (it would
+// replay the repository's tool calls): that list is left out, with a
+// warning.
+func TestEnabledModelsAreTheDefaultModelsFlag(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("PI_REMOTE_MODEL", "")
+	t.Chdir(project)
+	userFile := filepath.Join(home, ".pi-remote", "settings.json")
+	projectFile := filepath.Join(project, ".pi-remote", "settings.json")
+	models := func(args ...string) (string, string) {
+		t.Helper()
+		var warn strings.Builder
+		g := &globalOptions{warn: &warn}
+		cmd := newRunCmd(iostreams{}, g)
+		require.NoError(t, cmd.ParseFlags(args))
+		s, err := loadSettings(g.trustProject, g.warn)
+		require.NoError(t, err)
+		require.NoError(t, s.apply(cmd, g))
+		return cmd.Flags().Lookup("models").Value.String(), warn.String()
+	}
+	got, _ := models()
+	assert.Equal(t, "", got, "no list")
+	writeJSON(t, userFile, `{"enabledModels": ["anthropic/*", "gpt-4o"]}`)
+	got, _ = models()
+	assert.Equal(t, "anthropic/*,gpt-4o", got, "the user's")
+	got, _ = models("--models", "o3")
+	assert.Equal(t, "o3", got, "the flag over the settings")
+	writeJSON(t, projectFile, `{"enabledModels": ["claude-haiku-4-5"]}`)
+	got, warn := models()
+	assert.Equal(t, "claude-haiku-4-5", got, "an untrusted project's list of the user's models")
+	assert.Empty(t, warn)
+	writeJSON(t, projectFile, `{"enabledModels": ["gpt-4o", "scripted/turns.json"]}`)
+	got, warn = models()
+	assert.Equal(t, "anthropic/*,gpt-4o", got, "the user's: the project's names a scripted model")
+	assert.Contains(t, warn, "enabledModels: it names a scripted/FILE model")
+}

@@ -127,6 +127,9 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 			sort.Strings(names)
 			return modelChoices(names, baseURL, first)
 		},
+		ScopedModels: func() tui.ModelScope {
+			return modelScope(o.models, models, o.model, baseURL, first)
+		},
 		Sessions: func() []tui.Choice {
 			root, err := session.Root()
 			if err != nil {
