@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"charm.land/glamour/v2/styles"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -484,4 +485,58 @@ func TestInteractiveCtrlPCyclesModels(t *testing.T) {
 	tm.Keys("C-p")
 	tm.WaitFor("of the scoped list can be used; skipped: openai/gpt-4o — needs OPENAI_API_KEY")
 	tm.Keys("C-d")
+}
+
+// In a real terminal, "theme" in the settings chooses the answer's
+// colours: Glamour's dark style's heading and code colours with "dark",
+// its light style's with "light" (tmux's capture-pane -e keeps the
+// escape sequences); the answer's plain words keep the terminal's own
+// colour in both, and NO_COLOR leaves no colour or attribute at all.
+func TestInteractiveTheme(t *testing.T) {
+	scriptDir, err := os.MkdirTemp("", "theme")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scriptDir) })
+	script := filepath.Join(scriptDir, "s.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"text":"## Theme probe\n\nPlain words and `+"`inline code`"+`.\n\nThe end."}]}`), 0o644))
+	// answer is the answer's rows with their escape sequences, as the
+	// terminal shows them with env (settings in a home of its own).
+	answer := func(env []string, settings string) string {
+		t.Helper()
+		home := t.TempDir()
+		writeJSON(t, filepath.Join(home, ".pi-remote", "settings.json"), settings)
+		tm := startTerminal(t, 100, 30, append([]string{"HOME=" + home, "PI_REMOTE_MODEL="}, env...),
+			"--cwd", t.TempDir(), "run", "--model", "scripted/"+script, "--session", filepath.Join(t.TempDir(), "s.jsonl"))
+		tm.WaitFor("scripted/")
+		tm.Type("go")
+		tm.Keys("Enter")
+		tm.WaitFor("The end.")
+		tm.WaitGone("working —")
+		all := tm.ScrollbackEscapes()
+		tm.Keys("C-d")
+		start, end := strings.Index(all, "## Theme probe"), strings.Index(all, "The end.")
+		require.True(t, start >= 0 && end > start, "%q", all)
+		start = strings.LastIndex(all[:start], "\n") + 1
+		return all[start:end]
+	}
+	fg := func(c *string) string { return "\x1b[38;5;" + *c + "m" }
+	bg := func(c *string) string { return "\x1b[48;5;" + *c + "m" }
+	dark, light := styles.DarkStyleConfig, styles.LightStyleConfig
+	require.NotEqual(t, *dark.Heading.Color, *light.Heading.Color)
+	require.NotEqual(t, *dark.Code.BackgroundColor, *light.Code.BackgroundColor)
+
+	got := answer(nil, `{"theme": "dark"}`)
+	assert.Contains(t, got, fg(dark.Heading.Color)+"## Theme probe", "%q", got)
+	assert.Contains(t, got, bg(dark.Code.BackgroundColor), "%q", got)
+	assert.NotContains(t, got, fg(light.Heading.Color)+"## Theme probe", "%q", got)
+	assert.Contains(t, got, "\x1b[49m  Plain words and ", "the words in the terminal's own colours: %q", got)
+
+	got = answer(nil, `{"theme": "light"}`)
+	assert.Contains(t, got, fg(light.Heading.Color)+"## Theme probe", "%q", got)
+	assert.Contains(t, got, bg(light.Code.BackgroundColor), "%q", got)
+	assert.NotContains(t, got, fg(dark.Heading.Color)+"## Theme probe", "%q", got)
+	assert.Contains(t, got, "\x1b[49m  Plain words and ", "the words in the terminal's own colours: %q", got)
+
+	got = answer([]string{"NO_COLOR=1"}, `{"theme": "light"}`)
+	assert.Contains(t, got, "Plain words and inline code.")
+	assert.NotContains(t, got, "\x1b", "no escape sequence: %q", got)
 }

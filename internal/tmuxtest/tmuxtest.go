@@ -78,6 +78,12 @@ func (tm *Terminal) Scrollback() string {
 	return tm.Tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "main")
 }
 
+// ScrollbackEscapes is Scrollback with the escape sequences that set
+// each cell's colours and attributes (tmux's capture-pane -e).
+func (tm *Terminal) ScrollbackEscapes() string {
+	return tm.Tmux("capture-pane", "-p", "-e", "-J", "-S", "-", "-t", "main")
+}
+
 // WaitFor waits until the screen shows text (20 s at most).
 func (tm *Terminal) WaitFor(text string) {
 	tm.t.Helper()
