@@ -197,41 +197,89 @@ func TestTerminalUI(t *testing.T) {
 // run: a bound on time here would fail on a loaded machine (issue 31).
 func TestTerminalUIKeystrokesInALongSession(t *testing.T) {
 	t.Parallel()
-	took := keystrokeTimes(t, 250)
+	took := keystrokeTimes(t, keystrokeSetup{pairs: 250})
 	t.Logf("keystroke to screen: median %v, slowest %v", took[len(took)/2], took[len(took)-1])
 }
 
-// keystrokeTimes runs the terminal interface on a session of pairs
-// question/answer pairs (each question 240 characters, each answer a code
-// block), types 20 keys one at a time, and returns how long each took to
-// reach the screen, sorted. Measured through tmux's control mode, from the
-// moment tmux is told to type the key to the moment the program's redraw
+// keystrokeSetup is the terminal keystrokeTimes types into.
+type keystrokeSetup struct {
+	// pairs are the session's question/answer pairs (each question 240
+	// characters, each answer a code block).
+	pairs int
+	// tools are bash loops the model runs while the keys are typed, each
+	// printing a line every half second.
+	tools int
+	// width and height are the terminal's size (0: 100×30).
+	width, height int
+}
+
+// keystrokeKeys are the keys keystrokeTimes types: characters neither the
+// interface nor a tool's output nor an escape sequence shows, so the
+// first redraw with one is the one the key caused, whatever else is
+// being redrawn.
+var keystrokeKeys = []rune("αβγδεζηθικλμνξοπρστυ")
+
+// keystrokeTimes runs the terminal interface as setup says, types 20
+// keys one at a time, and returns how long each took to reach the
+// screen, sorted. Measured through tmux's control mode, from the moment
+// tmux is told to type the key to the moment the program's redraw
 // showing it reaches tmux (no process started per key). It fails tb if a
 // key does not reach the screen within 5 s or the editor does not show
-// all 20.
-func keystrokeTimes(tb testing.TB, pairs int) []time.Duration {
+// all 20; with tools running, also if the scrollback holds a copy of the
+// live part (its working line) once the run is aborted.
+func keystrokeTimes(tb testing.TB, setup keystrokeSetup) []time.Duration {
 	tb.Helper()
 	home := tb.TempDir()
 	dir := tb.TempDir()
 	file := filepath.Join(tb.TempDir(), "long.jsonl")
 	s, err := session.Create(file, session.Header{Host: "local", Cwd: dir})
 	require.NoError(tb, err)
-	for i := range pairs {
+	for i := range setup.pairs {
 		_, err := s.Append(loop.NewUserText(fmt.Sprintf("question %d: %s", i, strings.Repeat("words ", 40))))
 		require.NoError(tb, err)
 		_, err = s.Append(&loop.AssistantMessage{Content: loop.ContentList{&loop.Text{Text: fmt.Sprintf("answer %d\n\n```go\nfunc f%d() {}\n```", i, i)}}, StopReason: loop.StopEnd})
 		require.NoError(tb, err)
 	}
 	require.NoError(tb, s.Close())
+	// The tools' loops outlast the typing by far: the run is aborted
+	// once the keys are in.
+	var calls []string
+	for i := range setup.tools {
+		command := fmt.Sprintf("n=%c; i=0; while [ $i -lt 600 ]; do echo $n$i; i=$((i+1)); sleep 0.5; done", 'A'+i)
+		calls = append(calls, fmt.Sprintf(`{"id":"c%d","name":"bash","arguments":{"command":%q}}`, i, command))
+	}
+	turns := `{"turns":[{"text":"ok"}]}`
+	if len(calls) > 0 {
+		turns = `{"turns":[{"toolCalls":[` + strings.Join(calls, ",") + `]},{"text":"ok"}]}`
+	}
 	// (A short path: the footer drops the model's name, which names the
 	// script, when it does not fit, and the test waits for that name.)
 	scriptDir, err := os.MkdirTemp("", "keys")
 	require.NoError(tb, err)
 	tb.Cleanup(func() { os.RemoveAll(scriptDir) })
 	script := filepath.Join(scriptDir, "script.json")
-	require.NoError(tb, os.WriteFile(script, []byte(`{"turns":[{"text":"ok"}]}`), 0o644))
-	tm := startTerminal(tb, 100, 30, []string{"HOME=" + home, "PI_REMOTE_MODEL="}, "--cwd", dir, "run", "--model", "scripted/"+script, "--session", file)
+	require.NoError(tb, os.WriteFile(script, []byte(turns), 0o644))
+	width, height := setup.width, setup.height
+	if width == 0 {
+		width, height = 100, 30
+	}
+	tm := startTerminal(tb, width, height, []string{"HOME=" + home, "PI_REMOTE_MODEL="}, "--cwd", dir, "run", "--model", "scripted/"+script, "--session", file)
 	tm.WaitFor("scripted/")
+	if setup.tools > 0 {
+		tm.Type("run the loops")
+		tm.Keys("Enter")
+		// Every loop has printed (each box shows its last line): all
+		// of them run.
+		require.Eventually(tb, func() bool {
+			screen := tm.Screen()
+			for i := range setup.tools {
+				if !regexp.MustCompile(fmt.Sprintf(`(?m)^│ +%c[0-9]+ *$`, 'A'+i)).MatchString(screen) {
+					return false
+				}
+			}
+			return true
+		}, 30*time.Second, 50*time.Millisecond, "the tools never all ran")
+	}
 
 	ctl := exec.Command("tmux", "-L", tm.Socket, "-C", "attach-session", "-t", "main")
 	in, err := ctl.StdinPipe()
@@ -252,9 +300,10 @@ func keystrokeTimes(tb testing.TB, pairs int) []time.Duration {
 		close(outputs)
 	}()
 	var took []time.Duration
-	for i := range 20 {
-		c := string(rune('a' + i))
-		// (Drop what came before: the cursor's blinking.)
+	for _, r := range keystrokeKeys {
+		c := string(r)
+		// (Drop what came before: the cursor's blinking, the tools'
+		// redraws.)
 		for len(outputs) > 0 {
 			<-outputs
 		}
@@ -272,7 +321,15 @@ func keystrokeTimes(tb testing.TB, pairs int) []time.Duration {
 		}
 		took = append(took, time.Since(start))
 	}
-	tm.WaitFor("› abcdefghijklmnopqrst")
+	tm.WaitFor("› " + string(keystrokeKeys))
+	if setup.tools > 0 {
+		tm.Keys("Escape")
+		tm.WaitFor("aborted")
+		tm.WaitGone("Esc aborts")
+		all := tm.Scrollback()
+		assert.Equal(tb, 1, strings.Count(all, "› run the loops"), "the prompt in the scrollback once:\n%s", all)
+		assert.Equal(tb, 0, strings.Count(all, "Esc aborts"), "copies of the live part's working line:\n%s", all)
+	}
 	slices.Sort(took)
 	return took
 }
