@@ -489,23 +489,28 @@ func TestInteractiveCtrlPCyclesModels(t *testing.T) {
 
 // In a real terminal, "theme" in the settings chooses the answer's
 // colours: Glamour's dark style's heading and code colours with "dark",
-// its light style's with "light" (tmux's capture-pane -e keeps the
-// escape sequences); the answer's plain words keep the terminal's own
-// colour in both, and NO_COLOR leaves no colour or attribute at all.
+// its light style's with "light", whatever the background; with "auto"
+// the background the terminal reports (tmux answers OSC 11 with the
+// pane's), dark when it reports none. (tmux's capture-pane -e keeps the
+// escape sequences.) The answer's plain words keep the terminal's own
+// colour in every case, and NO_COLOR leaves no colour or attribute at
+// all.
 func TestInteractiveTheme(t *testing.T) {
 	scriptDir, err := os.MkdirTemp("", "theme")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(scriptDir) })
 	script := filepath.Join(scriptDir, "s.json")
 	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[{"text":"## Theme probe\n\nPlain words and `+"`inline code`"+`.\n\nThe end."}]}`), 0o644))
-	// answer is the answer's rows with their escape sequences, as the
-	// terminal shows them with env (settings in a home of its own).
-	answer := func(env []string, settings string) string {
+	// answer is the answer's rows with their escape sequences, as a
+	// terminal with background ("": one that does not say) shows them
+	// with env (settings in a home of its own).
+	answer := func(background string, env []string, settings string) string {
 		t.Helper()
 		home := t.TempDir()
 		writeJSON(t, filepath.Join(home, ".pi-remote", "settings.json"), settings)
-		tm := startTerminal(t, 100, 30, append([]string{"HOME=" + home, "PI_REMOTE_MODEL="}, env...),
-			"--cwd", t.TempDir(), "run", "--model", "scripted/"+script, "--session", filepath.Join(t.TempDir(), "s.jsonl"))
+		env = append([]string{asMain + "=1", "HOME=" + home, "PI_REMOTE_MODEL="}, env...)
+		tm := tmuxtest.StartOn(t, background, 100, 30, append(append(env, os.Args[0]),
+			"--cwd", t.TempDir(), "run", "--model", "scripted/"+script, "--session", filepath.Join(t.TempDir(), "s.jsonl"))...)
 		tm.WaitFor("scripted/")
 		tm.Type("go")
 		tm.Keys("Enter")
@@ -524,19 +529,32 @@ func TestInteractiveTheme(t *testing.T) {
 	require.NotEqual(t, *dark.Heading.Color, *light.Heading.Color)
 	require.NotEqual(t, *dark.Code.BackgroundColor, *light.Code.BackgroundColor)
 
-	got := answer(nil, `{"theme": "dark"}`)
-	assert.Contains(t, got, fg(dark.Heading.Color)+"## Theme probe", "%q", got)
-	assert.Contains(t, got, bg(dark.Code.BackgroundColor), "%q", got)
-	assert.NotContains(t, got, fg(light.Heading.Color)+"## Theme probe", "%q", got)
-	assert.Contains(t, got, "\x1b[49m  Plain words and ", "the words in the terminal's own colours: %q", got)
+	for _, tc := range []struct {
+		name, background, theme string
+		light                   bool
+	}{
+		{"dark", "", "dark", false},
+		{"light", "", "light", true},
+		{"dark on a light background", "colour255", "dark", false},
+		{"light on a dark background", "colour234", "light", true},
+		{"auto on a light background", "colour255", "auto", true},
+		{"auto on a dark background", "colour234", "auto", false},
+		{"auto where the terminal does not say", "", "auto", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, not := dark, light
+			if tc.light {
+				want, not = light, dark
+			}
+			got := answer(tc.background, nil, `{"theme": "`+tc.theme+`"}`)
+			assert.Contains(t, got, fg(want.Heading.Color)+"## Theme probe", "%q", got)
+			assert.Contains(t, got, bg(want.Code.BackgroundColor), "%q", got)
+			assert.NotContains(t, got, fg(not.Heading.Color)+"## Theme probe", "%q", got)
+			assert.Contains(t, got, "\x1b[49m  Plain words and ", "the words in the terminal's own colours: %q", got)
+		})
+	}
 
-	got = answer(nil, `{"theme": "light"}`)
-	assert.Contains(t, got, fg(light.Heading.Color)+"## Theme probe", "%q", got)
-	assert.Contains(t, got, bg(light.Code.BackgroundColor), "%q", got)
-	assert.NotContains(t, got, fg(dark.Heading.Color)+"## Theme probe", "%q", got)
-	assert.Contains(t, got, "\x1b[49m  Plain words and ", "the words in the terminal's own colours: %q", got)
-
-	got = answer([]string{"NO_COLOR=1"}, `{"theme": "light"}`)
+	got := answer("colour255", []string{"NO_COLOR=1"}, `{"theme": "light"}`)
 	assert.Contains(t, got, "Plain words and inline code.")
 	assert.NotContains(t, got, "\x1b", "no escape sequence: %q", got)
 }

@@ -30,6 +30,19 @@ type Terminal struct {
 // .ci/run installs it.
 func Start(t testing.TB, width, height int, command ...string) *Terminal {
 	t.Helper()
+	return start(t, "", width, height, command)
+}
+
+// StartOn is Start in a terminal whose background is colour (a tmux
+// colour: "colour255", "#ffffff"), which tmux reports to a program that
+// asks (OSC 11). (Start's terminal reports none.)
+func StartOn(t testing.TB, colour string, width, height int, command ...string) *Terminal {
+	t.Helper()
+	return start(t, colour, width, height, command)
+}
+
+func start(t testing.TB, background string, width, height int, command []string) *Terminal {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("tmux is not installed; .ci/run installs it")
@@ -38,7 +51,12 @@ func Start(t testing.TB, width, height int, command ...string) *Terminal {
 	}
 	tm := &Terminal{t: t, Socket: fmt.Sprintf("pi-remote-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
 	command = append([]string{"env", "TERM=xterm-256color"}, command...)
-	tm.Tmux("new-session", "-d", "-s", "main", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), shellquote.Join(command...))
+	session := []string{"new-session", "-d", "-s", "main", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), shellquote.Join(command...)}
+	if background != "" {
+		// (Set before the program starts: it asks at once.)
+		session = append([]string{"start-server", ";", "set-option", "-g", "window-style", "bg=" + background, ";"}, session...)
+	}
+	tm.Tmux(session...)
 	tm.Tmux("set-option", "-t", "main", "remain-on-exit", "on")
 	tm.Tmux("set-option", "-t", "main", "history-limit", "50000")
 	t.Cleanup(func() { exec.Command("tmux", "-L", tm.Socket, "kill-server").Run() })
