@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -88,7 +89,8 @@ func (m *model) pickerKey(k tea.KeyPressMsg) tea.Cmd {
 		return p.pick(m, shown[min(p.sel, len(shown)-1)])
 	case "backspace":
 		if p.filter != "" {
-			p.filter = p.filter[:len(p.filter)-1]
+			_, size := utf8.DecodeLastRuneInString(p.filter)
+			p.filter = p.filter[:len(p.filter)-size]
 			p.sel = 0
 		}
 	default:

@@ -290,3 +290,21 @@ func TestNoTreeWithoutItsCommands(t *testing.T) {
 	h.do(enter)
 	assert.Contains(t, strings.Join(h.printed, "\n"), "unknown command /tree")
 }
+
+// Backspace in a picker's filter takes back the last character typed,
+// however many bytes it is.
+func TestPickerFilterBackspaceTakesACharacter(t *testing.T) {
+	ts, _ := newTreeSession(t, loop.NewUserText("café crème"), said("served"))
+	var h *harness
+	h = newHarness(t, Options{Commands: ts.commands(&h)})
+	h.typeText("/tree")
+	h.do(enter)
+	h.typeText("crè")
+	assert.Equal(t, []string{"▸   user: café crème"}, pickerRows(h))
+	h.do(tea.KeyPressMsg{Code: tea.KeyBackspace})
+	assert.Equal(t, "cr", h.m.picker.filter)
+	h.typeText("é")
+	assert.Equal(t, "cré", h.m.picker.filter)
+	assert.Equal(t, []string{"  nothing matches"}, pickerRows(h))
+	assert.Contains(t, ansi.Strip(h.view()), "filter: cré")
+}
