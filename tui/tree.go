@@ -156,7 +156,9 @@ func (m *model) openTree(atPrompt bool) tea.Cmd {
 	}
 	selected := leaf
 	if atPrompt {
-		for id := leaf; id != ""; id = byID[id].ParentID {
+		// (At most one step an entry: parents that go round in a loop,
+		// in a file edited meanwhile, end the walk.)
+		for id, steps := leaf, 0; id != "" && steps < len(entries); id, steps = byID[id].ParentID, steps+1 {
 			if _, ok := byID[id].Message.(*loop.UserMessage); ok {
 				selected = id
 				break
@@ -206,7 +208,9 @@ func (m *model) goTo(e session.Entry) tea.Cmd {
 	if text != "" {
 		about = "── /tree: back before " + treeLabel(e) + " ──"
 	}
-	cmds := []tea.Cmd{m.print(m.th.dim.Render(termtext.String(ansi.Truncate(about, m.cols(), "…"))))}
+	// (Cut once its control sequences show as text: they take columns
+	// then.)
+	cmds := []tea.Cmd{m.print(m.th.dim.Render(ansi.Truncate(termtext.String(about), m.cols(), "…")))}
 	if len(m.o.Agent.Messages()) == 0 {
 		cmds = append(cmds, m.print(m.th.dim.Render("(the branch is empty: the next prompt starts the conversation over)")))
 	}

@@ -291,6 +291,61 @@ func TestNoTreeWithoutItsCommands(t *testing.T) {
 	assert.Contains(t, strings.Join(h.printed, "\n"), "unknown command /tree")
 }
 
+// Control sequences in what was said show as text, and the line that
+// says where /tree went stays on one row once they show so: it is cut
+// to the terminal's width after they become text, not before.
+func TestTreeShowsControlSequencesOnOneRow(t *testing.T) {
+	nasty := "\x1b]0;PWNED\x07title \x1b]52;c;aGk=\x07clip " + strings.Repeat("\x1b[2J", 20) + "end"
+	ts, _ := newTreeSession(t, loop.NewUserText("go"), said(nasty), loop.NewUserText("more"), said("ok"))
+	var h *harness
+	h = newHarness(t, Options{Commands: ts.commands(&h)})
+	h.do(tea.WindowSizeMsg{Width: 50, Height: 20})
+
+	h.typeText("/tree")
+	h.do(enter)
+	h.typeText("PWNED")
+	rows := pickerRows(h)
+	require.Len(t, rows, 1)
+	assert.Contains(t, rows[0], "^[]0;PWNED^G", "the sequence shown as text")
+	h.do(enter)
+	require.Len(t, ts.moves, 1)
+	about := ansi.Strip(h.printed[0])
+	assert.Contains(t, about, "── /tree: on from assistant: ^[]0;PWNED^G")
+	assert.NotContains(t, about, "\x1b]")
+	assert.NotContains(t, about, "\n", "one row")
+	assert.LessOrEqual(t, ansi.StringWidth(about), 49, "%q", about)
+}
+
+// Esc Esc walks up from the current branch's end to the last user
+// message; a file whose parents go round in a loop (edited by hand
+// while the session runs) does not make it walk for ever.
+func TestEscEscOnALoopOfParents(t *testing.T) {
+	entries := []session.Entry{
+		{ID: "u1", Message: loop.NewUserText("first")},
+		{ID: "a1", ParentID: "a3", Message: said("one")},
+		{ID: "a2", ParentID: "a1", Message: said("two")},
+		{ID: "a3", ParentID: "a2", Message: said("three")},
+	}
+	var h *harness
+	h = newHarness(t, Options{Commands: Commands{
+		Tree:     func() ([]session.Entry, string, error) { return entries, "a3", nil },
+		Navigate: func(string) error { return nil },
+	}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.do(esc)
+		h.do(esc)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Esc Esc did not return")
+	}
+	require.NotNil(t, h.m.picker)
+	assert.Equal(t, []string{"▸   user: first"}, pickerRows(h), "what a root leads to")
+}
+
 // Backspace in a picker's filter takes back the last character typed,
 // however many bytes it is.
 func TestPickerFilterBackspaceTakesACharacter(t *testing.T) {
