@@ -108,6 +108,13 @@ type Session struct {
 	f      *os.File
 	header Header
 	leaf   string // id of the current branch's last entry, the parent of the next
+	// used are the ids of the file's entries: a new entry's id is none
+	// of them (ids are short, and a long session may draw one twice:
+	// the file would then have a loop of parents, or a branch that jumps
+	// into another).
+	used map[string]bool
+	// draw makes a random id of n bytes (newID; a test's, to collide).
+	draw func(n int) string
 }
 
 // Create starts a new session file at path (its directory is created).
@@ -126,7 +133,7 @@ func Create(path string, h Header) (*Session, error) {
 	if h.Created.IsZero() {
 		h.Created = time.Now().UTC()
 	}
-	s := &Session{path: path, f: f, header: h}
+	s := &Session{path: path, f: f, header: h, used: map[string]bool{}}
 	if err := s.writeLine(h); err != nil {
 		f.Close()
 		return nil, err
@@ -161,7 +168,9 @@ func Open(path string) (*Session, Context, error) {
 	if err != nil {
 		return nil, Context{}, err
 	}
-	return &Session{path: path, f: f, header: h, leaf: last}, c, nil
+	s := &Session{path: path, f: f, header: h, leaf: last, used: map[string]bool{}}
+	s.saw(file)
+	return s, c, nil
 }
 
 // rebuild makes the context of a branch (root first): the latest
@@ -239,7 +248,7 @@ func (s *Session) AppendCompaction(c Compaction) (string, time.Time, error) {
 func (s *Session) append(e *entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e.ID, e.Timestamp = newID(4), time.Now().UTC()
+	e.ID, e.Timestamp = s.freshID(), time.Now().UTC()
 	if s.leaf != "" {
 		parent := s.leaf
 		e.ParentID = &parent
@@ -249,6 +258,28 @@ func (s *Session) append(e *entry) error {
 	}
 	s.leaf = e.ID
 	return nil
+}
+
+// freshID is an entry id that no entry of the file has (s.mu held).
+func (s *Session) freshID() string {
+	draw := s.draw
+	if draw == nil {
+		draw = newID
+	}
+	for {
+		if id := draw(4); !s.used[id] {
+			s.used[id] = true
+			return id
+		}
+	}
+}
+
+// saw notes the ids of f's entries as used (s.mu held, or s not yet
+// shared).
+func (s *Session) saw(f file) {
+	for id := range f.entries {
+		s.used[id] = true
+	}
 }
 
 func (s *Session) writeLine(v any) error {

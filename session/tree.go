@@ -18,6 +18,7 @@ func (s *Session) MoveLeaf(id string) (Context, error) {
 	if err != nil {
 		return Context{}, err
 	}
+	s.saw(f) // (another process may have written to the file)
 	if _, ok := f.entries[id]; id != "" && !ok {
 		return Context{}, fmt.Errorf("%s: no entry %q", s.path, id)
 	}
@@ -32,7 +33,7 @@ func (s *Session) MoveLeaf(id string) (Context, error) {
 	if id == s.leaf {
 		return c, nil // (already there: nothing to say)
 	}
-	e := entry{Type: "leaf", ID: newID(4), Timestamp: time.Now().UTC()}
+	e := entry{Type: "leaf", ID: s.freshID(), Timestamp: time.Now().UTC()}
 	if id != "" {
 		target := id
 		e.ParentID = &target

@@ -253,3 +253,45 @@ func appendText(t *testing.T, path, text string) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 }
+
+// draws makes ids from a list, as newID would by chance.
+func draws(ids ...string) func(int) string {
+	return func(int) string {
+		id := ids[0]
+		ids = ids[1:]
+		return id
+	}
+}
+
+// Entry ids are short and random: a long session may draw one it has
+// already. A new entry (message, compaction or leaf) never takes an id
+// that the file's entries have, in a session created, reopened or moved
+// in; otherwise an entry's children would follow the newer one, and a
+// branch could loop back on itself and the file no longer open.
+func TestNewIDsAreUnused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	s, err := Create(path, Header{Host: "local", Cwd: "/"})
+	require.NoError(t, err)
+	s.draw = draws("00000001", "00000001", "00000002", "00000001", "00000002", "00000003")
+	ids := []string{must(s.Append(loop.NewUserText("one"))), must(s.Append(answer("first"))), must(s.Append(loop.NewUserText("two")))}
+	assert.Equal(t, []string{"00000001", "00000002", "00000003"}, ids)
+	require.NoError(t, s.Close())
+
+	s, c, err := Open(path)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"one", "first", "two"}, texts(c.Messages))
+	s.draw = draws("00000003", "00000001", "00000004", "00000002", "00000005")
+	last := must(s.Append(answer("second")))
+	assert.Equal(t, "00000004", last)
+	_, err = s.MoveLeaf(ids[1])
+	require.NoError(t, err)
+	assert.Contains(t, readFile(t, path), `{"type":"leaf","id":"00000005","parentId":"00000002"`, "the leaf entry's id is new too")
+	require.NoError(t, s.Close())
+
+	_, c, err = Open(path)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"one", "first"}, texts(c.Messages))
+	_, all, _, err := Tree(path)
+	require.NoError(t, err)
+	assert.Len(t, all, 4, "every entry, each once")
+}
