@@ -14,6 +14,10 @@ import (
 	"github.com/pi-remote/pi-remote/session"
 )
 
+// editNote is the footer's notice when /tree put a message back in the
+// editor.
+const editNote = "edit the message, Enter sends it on the new branch"
+
 // escWindow is how soon a second Esc on an empty editor opens /tree.
 const escWindow = 500 * time.Millisecond
 
@@ -198,9 +202,12 @@ func (m *model) goTo(e session.Entry) tea.Cmd {
 	if err := m.o.Commands.Navigate(target); err != nil {
 		return m.fail(err)
 	}
-	if text != "" && m.editor.value() == "" {
+	switch {
+	case text != "" && m.editor.value() == "":
 		m.editor.setText(text)
-		m.footer.notice = "edit the message, Enter sends it on the new branch"
+		m.footer.notice = editNote
+	case m.footer.notice == editNote:
+		m.footer.notice = "" // (an earlier move's, its message no longer in the editor)
 	}
 	m.transcript.lastAnswer = ""
 	m.refreshUsage()

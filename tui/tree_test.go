@@ -363,3 +363,26 @@ func TestPickerFilterBackspaceTakesACharacter(t *testing.T) {
 	assert.Equal(t, []string{"  nothing matches"}, pickerRows(h))
 	assert.Contains(t, ansi.Strip(h.view()), "filter: cré")
 }
+
+// The notice that says the editor holds a message to send again goes
+// when a later move puts none there.
+func TestTreeEditNoticeGoes(t *testing.T) {
+	ts, _ := newTreeSession(t, loop.NewUserText("first prompt"), said("first answer"), loop.NewUserText("second prompt"), said("second answer"))
+	var h *harness
+	h = newHarness(t, Options{Commands: ts.commands(&h)})
+	h.typeText("/tree")
+	h.do(enter)
+	h.typeText("second prompt")
+	h.do(enter)
+	require.Equal(t, "second prompt", h.m.editor.value())
+	assert.Contains(t, ansi.Strip(h.view()), "edit the message, Enter sends it on the new branch")
+
+	h.do(ctrlC) // (the person changes their mind)
+	require.Empty(t, h.m.editor.value())
+	h.typeText("/tree")
+	h.do(enter)
+	h.typeText("first answer")
+	h.do(enter)
+	require.Len(t, ts.moves, 2)
+	assert.NotContains(t, ansi.Strip(h.view()), "edit the message", "no message in the editor now")
+}
