@@ -132,9 +132,10 @@ func Describe(path string) (Info, error) {
 		entries[e.ID] = b
 		leaf = e.ID
 	}
-	// From the leaf to the root (at most one step per entry: a file
-	// whose parents loop ends the walk).
-	for id, steps := leaf, 0; id != "" && steps <= len(entries); steps++ {
+	// From the leaf to the root, each entry once: a file whose parents
+	// loop ends the walk where it comes round.
+	for id, seen := leaf, map[string]bool{}; id != "" && !seen[id]; {
+		seen[id] = true
 		b, ok := entries[id]
 		if !ok {
 			break
