@@ -221,7 +221,8 @@ func runRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions,
 	if ui != nil {
 		err := ui.Run(a.s)
 		// (So that a person can come back to it.)
-		fmt.Fprintf(ios.err, "session: %s\nto go on: %s\n", a.path, termtext.String(resumeCommand(g.host.Hosts, g.host.Cwd, a.id)))
+		root, _ := session.Root()
+		fmt.Fprintf(ios.err, "session: %s\nto go on: %s\n", a.path, termtext.String(resumeCommand(g.host.Hosts, g.host.Cwd, a.id, a.path, root)))
 		return err
 	}
 	if prompt == "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -149,15 +150,23 @@ stdout by default; --html writes one self-contained page; -o writes a file.`,
 	return cmd
 }
 
-// resumeCommand is the command that goes on with session id on the same
-// hosts and working directory.
-func resumeCommand(hosts []string, cwd, id string) string {
+// resumeCommand is the command that goes on with session id, in file
+// path, on the same hosts and working directory: by its id when the file
+// is among the sessions under root (which --resume searches), by its
+// path otherwise (a session started with --session FILE).
+func resumeCommand(hosts []string, cwd, id, path, root string) string {
 	words := []string{"pi-remote", "run"}
 	for _, h := range hosts {
 		words = append(words, "--host", h)
 	}
 	if cwd != "" {
 		words = append(words, "--cwd", cwd)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if root == "" || filepath.Dir(filepath.Dir(path)) != filepath.Clean(root) {
+		return shellquote.Join(append(words, "--session", path)...)
 	}
 	return shellquote.Join(append(words, "--resume", printer.ShortID(id))...)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pi-remote/pi-remote/internal/shellquote"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/session"
 )
@@ -142,6 +143,15 @@ func TestSessionsEntriesFeedFork(t *testing.T) {
 	code, _, stderr = runCLI(t, "", "sessions", "--entries", "nosuchid")
 	assert.Equal(t, exitUsage, code, stderr)
 
-	assert.Equal(t, "pi-remote run --host 'prod=alice@prod' --cwd '/srv/my app' --resume c19108d0", resumeCommand([]string{"prod=alice@prod"}, "/srv/my app", "c19108d0eb2e6db7d828d48fe458f626"))
-	assert.Equal(t, "pi-remote run --resume c19108d0", resumeCommand(nil, "", "c19108d0eb2e"))
+	root := filepath.Join(string(filepath.Separator)+"home", "al", ".pi-remote", "sessions")
+	inRoot := filepath.Join(root, "0123abcd", "20261205T001007.000Z-aaaaaa.jsonl")
+	assert.Equal(t, "pi-remote run --host 'prod=alice@prod' --cwd '/srv/my app' --resume c19108d0", resumeCommand([]string{"prod=alice@prod"}, "/srv/my app", "c19108d0eb2e6db7d828d48fe458f626", inRoot, root))
+	assert.Equal(t, "pi-remote run --resume c19108d0", resumeCommand(nil, "", "c19108d0eb2e", inRoot, root))
+	// A file elsewhere (run --session FILE), which --resume does not
+	// search: named by its path, made absolute.
+	elsewhere := filepath.Join(t.TempDir(), "my session.jsonl")
+	assert.Equal(t, shellquote.Join("pi-remote", "run", "--cwd", "/srv", "--session", elsewhere), resumeCommand(nil, "/srv", "c19108d0eb2e", elsewhere, root))
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	assert.Equal(t, shellquote.Join("pi-remote", "run", "--session", filepath.Join(wd, "s.jsonl")), resumeCommand(nil, "", "c19108d0eb2e", "s.jsonl", root))
 }
