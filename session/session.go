@@ -288,11 +288,29 @@ func (s *Session) writeLine(v any) error {
 		return err
 	}
 	// One write per line: the file never holds half an entry unless the
-	// machine dies mid-write, which Open tolerates.
-	if _, err := s.f.Write(append(b, '\n')); err != nil {
+	// machine dies mid-write, which Open tolerates. A write that fails
+	// part way (a full disk) has its part cut off: the next line would
+	// join it, and the file would not read back.
+	line := append(b, '\n')
+	before, err := s.f.Stat()
+	if err != nil {
+		return err
+	}
+	if _, err := s.f.Write(line); err != nil {
+		s.cutPart(before.Size(), int64(len(line)))
 		return err
 	}
 	return s.f.Sync()
+}
+
+// cutPart cuts off what a failed write of n bytes left after size, when
+// that is all the file has after size (not when another process wrote to
+// it meanwhile).
+func (s *Session) cutPart(size, n int64) {
+	now, err := s.f.Stat()
+	if err == nil && now.Size() > size && now.Size() < size+n {
+		s.f.Truncate(size)
+	}
 }
 
 // Close closes the file.
