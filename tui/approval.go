@@ -104,7 +104,7 @@ func (m *model) answer(ans permission.Answer) tea.Cmd {
 func (m *model) approvalKey(k tea.KeyPressMsg) tea.Cmd {
 	a := m.approvals[0]
 	switch k.String() {
-	case "esc":
+	case "esc", "alt+esc": // (Alt+Esc: two Esc read as one key)
 		return m.answer(permission.Answer{Decision: permission.Deny})
 	case "ctrl+c":
 		cmd := m.answer(permission.Answer{Decision: permission.Deny})

@@ -74,6 +74,10 @@ func TestApprovalKeys(t *testing.T) {
 		{name: "n and no reason", keys: []tea.Msg{key('n'), enter}, want: permission.Answer{Decision: permission.Deny}},
 		{name: "esc", keys: []tea.Msg{esc}, want: permission.Answer{Decision: permission.Deny}},
 		{name: "esc while typing", keys: []tea.Msg{key('n'), key('w'), esc}, want: permission.Answer{Decision: permission.Deny}},
+		// (Esc Esc typed fast, or over ssh, reaches the program in one
+		// read: one key, Alt+Esc.)
+		{name: "esc esc", keys: []tea.Msg{altEsc}, want: permission.Answer{Decision: permission.Deny}},
+		{name: "esc esc while typing", keys: []tea.Msg{key('n'), key('w'), altEsc}, want: permission.Answer{Decision: permission.Deny}},
 		{name: "ctrl+c", keys: []tea.Msg{ctrlC}, want: permission.Answer{Decision: permission.Deny}, aborted: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -185,6 +185,7 @@ var (
 	altEnter = tea.KeyPressMsg{Code: tea.KeyEnter, Mod: tea.ModAlt}
 	ctrlJ    = tea.KeyPressMsg{Code: 'j', Mod: tea.ModCtrl}
 	esc      = tea.KeyPressMsg{Code: tea.KeyEscape}
+	altEsc   = tea.KeyPressMsg{Code: tea.KeyEscape, Mod: tea.ModAlt}
 	ctrlC    = tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
 	ctrlD    = tea.KeyPressMsg{Code: 'd', Mod: tea.ModCtrl}
 	up       = tea.KeyPressMsg{Code: tea.KeyUp}

@@ -67,7 +67,7 @@ func (m *model) pickerKey(k tea.KeyPressMsg) tea.Cmd {
 	shown := p.shown()
 	p.top = p.window(len(shown)) // (the rows on the screen now)
 	switch k.String() {
-	case "esc", "ctrl+c":
+	case "esc", "alt+esc", "ctrl+c": // (Alt+Esc: two Esc read as one key)
 		m.picker = nil
 	case "up":
 		if len(shown) > 0 {

@@ -386,3 +386,17 @@ func TestTreeEditNoticeGoes(t *testing.T) {
 	require.Len(t, ts.moves, 2)
 	assert.NotContains(t, ansi.Strip(h.view()), "edit the message", "no message in the editor now")
 }
+
+// Esc Esc that reaches the program in one read (Alt+Esc) closes a
+// picker as Esc does.
+func TestPickerClosesOnEscEsc(t *testing.T) {
+	ts, _ := newTreeSession(t, loop.NewUserText("go"), said("ok"))
+	var h *harness
+	h = newHarness(t, Options{Commands: ts.commands(&h)})
+	h.typeText("/tree")
+	h.do(enter)
+	require.NotNil(t, h.m.picker)
+	h.do(altEsc)
+	assert.Nil(t, h.m.picker)
+	assert.Empty(t, ts.moves)
+}
