@@ -74,7 +74,7 @@ func TestInteractiveTree(t *testing.T) {
 	assert.Contains(t, screen, "│  assistant: Answer two.")
 	assert.Contains(t, screen, "▸   └─ user: first prompt, edited", "Esc Esc: the last prompt selected")
 	assert.Contains(t, screen, "●    assistant: Answer three.")
-	tm.Keys("Escape")
+	tm.Keys("Escape", "Escape") // (sent at once, read as one key: Alt+Esc)
 	tm.WaitGone("session tree")
 	assert.True(t, strings.Contains(tm.Screen(), "› "), "back at the editor")
 	tm.Keys("C-d")
