@@ -297,8 +297,7 @@ func (s *Session) writeLine(v any) error {
 		return err
 	}
 	if _, err := s.f.Write(line); err != nil {
-		s.cutPart(before.Size(), int64(len(line)))
-		return err
+		return errors.Join(err, s.cutPart(before.Size(), int64(len(line))))
 	}
 	return s.f.Sync()
 }
@@ -306,11 +305,17 @@ func (s *Session) writeLine(v any) error {
 // cutPart cuts off what a failed write of n bytes left after size, when
 // that is all the file has after size (not when another process wrote to
 // it meanwhile).
-func (s *Session) cutPart(size, n int64) {
+func (s *Session) cutPart(size, n int64) error {
 	now, err := s.f.Stat()
-	if err == nil && now.Size() > size && now.Size() < size+n {
-		s.f.Truncate(size)
+	if err != nil {
+		return err
 	}
+	if now.Size() > size && now.Size() < size+n {
+		if err := s.f.Truncate(size); err != nil {
+			return fmt.Errorf("cutting off the part of the line written: %w", err)
+		}
+	}
+	return nil
 }
 
 // Close closes the file.
