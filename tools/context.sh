@@ -19,6 +19,12 @@
 #                        group-writable file whose group is the user's
 #                        own private group, named after the user, as
 #                        under Debian's umask 002, counts as the user's)
+#     linked             the file has more than one name (hard links)
+#                        and others may write its (sticky) directory:
+#                        one of them could have linked there a file of
+#                        the user's or root's they cannot read or steer
+#                        its words (where fs.protected_hardlinks is off,
+#                        as on macOS)
 #     dir-owner UID      its directory is owned by UID, who may replace it
 #     dir-writable       the group or others may write its directory, and
 #                        it is not sticky: they may replace the file
@@ -111,7 +117,8 @@ describe_context_file() {
 # descriptor 3 (PATH in the records), a context file (KIND F, or S when
 # left out) or a skill (K, or X). It is listed through the descriptor
 # (/dev/fd, or /proc where there is no /dev/fd); only a host with neither
-# lists NAME again. False when the file is left out.
+# lists NAME again. The current directory is the file's. False when the
+# file is left out.
 describe_open_file() {
 	dof_skip=S
 	[ "$1" = K ] && dof_skip=X
@@ -121,6 +128,8 @@ describe_open_file() {
 		printf '%s%s\0owner %s\0' "$dof_skip" "$2" "$lmo_uid"
 	elif others_may_write "$lmo_mode" "$lmo_gid"; then
 		printf '%s%s\0writable\0' "$dof_skip" "$2"
+	elif [ "$lmo_links" != 1 ] && ! { list_mode_owner -ld . && ! others_may_write "$lmo_mode" "$lmo_gid"; }; then
+		printf '%s%s\0linked\0' "$dof_skip" "$2"
 	else
 		printf '%s%s\0' "$1" "$2"
 		dd bs="$dh_max" count=1 <&3 2>/dev/null | tr -d '\000'
@@ -193,14 +202,15 @@ enter_checked_dir() {
 	fi
 }
 
-# list_mode_owner OPTIONS PATH: the mode (lmo_mode), the owner's uid
-# (lmo_uid) and the group's gid (lmo_gid) of PATH as `ls -n OPTIONS` lists
-# it; false when ls lists nothing.
+# list_mode_owner OPTIONS PATH: the mode (lmo_mode), the number of links
+# (lmo_links), the owner's uid (lmo_uid) and the group's gid (lmo_gid) of
+# PATH as `ls -n OPTIONS` lists it; false when ls lists nothing.
 list_mode_owner() {
 	# shellcheck disable=SC2046 # the listing is split into its fields
 	set -- $(ls -n "$1" -- "$2" 2>/dev/null)
 	[ $# -ge 4 ] || return 1
 	lmo_mode=$1
+	lmo_links=$2
 	lmo_uid=$3
 	lmo_gid=$4
 }

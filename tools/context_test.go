@@ -29,6 +29,7 @@ type plant struct {
 	path    string      // relative to the tree
 	content string      // "" for a symbolic link
 	link    string      // the target of a symbolic link
+	hard    string      // the file a hard link is made to (relative to the tree)
 	mode    os.FileMode // of a file (0644 when zero)
 	nobody  bool        // owned by the other user
 	group   bool        // in the other user's group (the user's own otherwise)
@@ -110,6 +111,20 @@ var contextCases = []contextCase{
 		want:   [][3]string{{"shared/AGENTS.md", "", "owner"}},
 	},
 	{
+		// Where fs.protected_hardlinks is off (macOS), another user may
+		// link a file of ours, or root's, that they cannot read; the link
+		// is the file, ours. (The test makes the link itself: the result
+		// is the same.)
+		name: "a hard link in a sticky directory to a file of ours", shared: 0o1777,
+		plants: []plant{{path: "private.txt", content: "not theirs to choose\n", mode: 0o600}, {path: "shared/AGENTS.md", hard: "private.txt"}, {path: "shared/repo/AGENTS.md", content: "inner\n"}},
+		want:   [][3]string{{"shared/AGENTS.md", "", "linked"}, {"shared/repo/AGENTS.md", "inner\n"}},
+	},
+	{
+		name: "our hard link in our own directory", shared: 0o755,
+		plants: []plant{{path: "shared/repo/AGENTS.md", content: "shared rules\n"}, {path: "shared/AGENTS.md", hard: "shared/repo/AGENTS.md"}},
+		want:   [][3]string{{"shared/AGENTS.md", "shared rules\n"}, {"shared/repo/AGENTS.md", "shared rules\n"}},
+	},
+	{
 		name: "our link to a file of ours", shared: 0o755,
 		plants: []plant{{path: "shared/repo/AGENTS.md", content: "shared rules\n"}, {path: "shared/repo/CLAUDE.md", link: "AGENTS.md"}, {path: "shared/CLAUDE.md", link: "repo/AGENTS.md"}},
 		want:   [][3]string{{"shared/CLAUDE.md", "shared rules\n"}, {"shared/repo/AGENTS.md", "shared rules\n"}},
@@ -160,6 +175,8 @@ func (c contextCase) build(t *testing.T, uid, gid int) (string, string) {
 		full := filepath.Join(base, p.path)
 		if p.link != "" {
 			require.NoError(t, os.Symlink(p.link, full))
+		} else if p.hard != "" {
+			require.NoError(t, os.Link(filepath.Join(base, p.hard), full))
 		} else {
 			mode := p.mode
 			if mode == 0 {

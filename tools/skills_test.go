@@ -85,6 +85,13 @@ var skillCases = []skillCase{
 		want:  [][3]string{{"shared/repo/.agents/skills/a/SKILL.md", "", "owner"}, {"shared/repo/.agents/skills/b/SKILL.md", "", "writable"}},
 	},
 	{
+		// (Where fs.protected_hardlinks is off: see the context case.)
+		name:  "a hard link in a sticky skill folder",
+		dirs:  []skillDir{{path: "shared/repo/.agents/skills/a", mode: 0o1777}},
+		files: []plant{{path: "private.txt", content: "not theirs to choose\n", mode: 0o600}, {path: "shared/repo/.agents/skills/a/SKILL.md", hard: "private.txt"}},
+		want:  [][3]string{{"shared/repo/.agents/skills/a/SKILL.md", "", "linked"}},
+	},
+	{
 		name:  "a project directory anyone may write, not sticky",
 		dirs:  []skillDir{{path: "shared", mode: 0o777}},
 		files: []plant{{path: "shared/.agents/skills/a/SKILL.md", content: skill("a")}},
@@ -128,6 +135,10 @@ func (c skillCase) build(t *testing.T) (base, cwd string, uid int) {
 	for _, p := range c.files {
 		full := filepath.Join(base, p.path)
 		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		if p.hard != "" {
+			require.NoError(t, os.Link(filepath.Join(base, p.hard), full))
+			continue
+		}
 		mode := p.mode
 		if mode == 0 {
 			mode = 0o644
