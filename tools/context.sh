@@ -28,6 +28,9 @@
 #     dir-owner UID      its directory is owned by UID, who may replace it
 #     dir-writable       the group or others may write its directory, and
 #                        it is not sticky: they may replace the file
+#     link-dir           the file is a symbolic link (of the user's) that
+#                        leads into a directory another user owns or may
+#                        write (not sticky): they choose what is read
 #     unchecked          its owner could not be found out
 #
 # then, for the same directory, the skills of .agents/skills and then of
@@ -106,11 +109,67 @@ describe_context_file() {
 				# root's whose words they may steer.
 				printf 'S%s\0owner %s\0' "$dcf_path" "$lmo_uid"
 			else
-				# shellcheck disable=SC2094 # read only, through descriptor 3
-				describe_open_file F "$dcf_path" "$dcf_name" 3<"$dcf_name" && return
+				# (A subshell: following a link moves.)
+				(read_checked_file F "$dcf_path" "$dcf_name") && return
 			fi
 		fi
 	done
+}
+
+# read_checked_file KIND PATH NAME: the records of NAME, an entry of
+# the current directory, both found to be the user's or root's (lmo_mode
+# is NAME's, as ls -ld lists it). A symbolic link is followed one link at
+# a time, at most 8: the directory each one leads to is entered and held
+# to the rules of the first (else "link-dir": whoever may change it
+# chooses the file read, a FIFO to hang on or a private file of the
+# user's), and so is the next link or the file itself ("owner"). The
+# file is then opened in its own directory, which nobody else may change.
+# It moves to that directory. False when the file is left out.
+read_checked_file() {
+	rcf_skip=S
+	[ "$1" = K ] && rcf_skip=X
+	rcf_file=$3
+	rcf_hops=0
+	while :; do
+		case $lmo_mode in
+		l*) ;;
+		*) break ;;
+		esac
+		rcf_hops=$((rcf_hops + 1))
+		rcf_line=$(ls -ldn -- "$rcf_file" 2>/dev/null)
+		rcf_target=${rcf_line#*" $rcf_file -> "}
+		if [ "$rcf_hops" -gt 8 ] || [ "$rcf_target" = "$rcf_line" ] || [ -z "$rcf_target" ]; then
+			printf '%s%s\0unchecked\0' "$rcf_skip" "$2"
+			return 1
+		fi
+		case $rcf_target in
+		/*/* | [!/]*/*) rcf_dir=${rcf_target%/*} ;;
+		/*) rcf_dir=/ ;;
+		*) rcf_dir=. ;;
+		esac
+		rcf_file=${rcf_target##*/}
+		case $rcf_dir in
+		/*) ;;
+		*) rcf_dir=./$rcf_dir ;;
+		esac
+		if [ -z "$rcf_file" ] || ! cd -P "$rcf_dir" || ! list_mode_owner -ld .; then
+			printf '%s%s\0unchecked\0' "$rcf_skip" "$2"
+			return 1
+		elif ! is_ours "$lmo_uid" || { others_may_write "$lmo_mode" "$lmo_gid" && ! is_sticky "$lmo_mode"; }; then
+			printf '%s%s\0link-dir\0' "$rcf_skip" "$2"
+			return 1
+		elif ! list_mode_owner -ld "./$rcf_file"; then
+			printf '%s%s\0unchecked\0' "$rcf_skip" "$2"
+			return 1
+		elif ! is_ours "$lmo_uid"; then
+			printf '%s%s\0owner %s\0' "$rcf_skip" "$2" "$lmo_uid"
+			return 1
+		fi
+	done
+	# A FIFO of the user's own, say, is no file to read.
+	[ -f "./$rcf_file" ] || return 1
+	# shellcheck disable=SC2094 # read only, through descriptor 3
+	describe_open_file "$1" "$2" "./$rcf_file" 3<"./$rcf_file"
 }
 
 # describe_open_file KIND PATH NAME: the records of the file NAME open on
@@ -166,8 +225,7 @@ describe_skills() {
 				elif ! is_ours "$lmo_uid"; then
 					printf 'X%s\0owner %s\0' "$ds_root/$ds_file" "$lmo_uid"
 				else
-					# shellcheck disable=SC2094 # read only, through descriptor 3
-					describe_open_file K "$ds_root/$ds_file" SKILL.md 3<SKILL.md
+					read_checked_file K "$ds_root/$ds_file" SKILL.md
 				fi
 			)
 		done

@@ -130,6 +130,18 @@ var contextCases = []contextCase{
 		want:   [][3]string{{"shared/CLAUDE.md", "shared rules\n"}, {"shared/repo/AGENTS.md", "shared rules\n"}},
 	},
 	{
+		// Our link's target is in a directory of theirs: they make it a
+		// link to a private file of ours (or a FIFO, to hang the walk).
+		name: "our link through another user's directory", shared: 0o755, sharedNobody: true,
+		plants: []plant{{path: "private.txt", content: "private\n", mode: 0o600}, {path: "shared/rules.md", link: "../private.txt", nobody: true}, {path: "shared/repo/AGENTS.md", link: "../rules.md"}},
+		want:   [][3]string{{"shared/repo/AGENTS.md", "", "link-dir"}},
+	},
+	{
+		name: "our links, one after another, through our own directories", shared: 0o755,
+		plants: []plant{{path: "rules.md", content: "rules\n"}, {path: "shared/rules.md", link: "../rules.md"}, {path: "shared/repo/AGENTS.md", link: "../../shared/./rules.md"}},
+		want:   [][3]string{{"shared/repo/AGENTS.md", "rules\n"}},
+	},
+	{
 		name: "our link to another user's file", shared: 0o755,
 		plants: []plant{{path: "theirs.md", content: "theirs\n", nobody: true}, {path: "shared/AGENTS.md", link: "../theirs.md"}},
 		want:   [][3]string{{"shared/AGENTS.md", "", "owner"}},

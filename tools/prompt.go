@@ -120,6 +120,8 @@ func skipReason(r string) string {
 		return fmt.Sprintf("it is owned by uid %s, neither you nor root", uid)
 	case "writable":
 		return "other users may write to it"
+	case "link-dir":
+		return "it is a symbolic link into a directory another user owns or may write, so they choose the file it leads to"
 	case "linked":
 		return "it has other names (hard links) and other users may write to its directory, so one of them could have linked it there"
 	case "dir-owner":

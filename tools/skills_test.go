@@ -92,6 +92,19 @@ var skillCases = []skillCase{
 		want:  [][3]string{{"shared/repo/.agents/skills/a/SKILL.md", "", "linked"}},
 	},
 	{
+		// Their link, in their directory, to a file of ours that reads as
+		// a skill: they would choose it.
+		name:  "our SKILL.md links into another user's directory",
+		dirs:  []skillDir{{path: "pub", nobody: true}},
+		files: []plant{{path: "private.md", content: skill("a"), mode: 0o600}, {path: "pub/SKILL.md", link: "../private.md", nobody: true}, {path: "shared/repo/.agents/skills/a/SKILL.md", link: "../../../../../pub/SKILL.md"}},
+		want:  [][3]string{{"shared/repo/.agents/skills/a/SKILL.md", "", "link-dir"}},
+	},
+	{
+		name:  "our SKILL.md links to a file of ours",
+		files: []plant{{path: "shared/skills/a.md", content: skill("a")}, {path: "shared/repo/.agents/skills/a/SKILL.md", link: "/SHARED/skills/a.md"}},
+		want:  [][3]string{{"shared/repo/.agents/skills/a/SKILL.md", skill("a")}},
+	},
+	{
 		name:  "a project directory anyone may write, not sticky",
 		dirs:  []skillDir{{path: "shared", mode: 0o777}},
 		files: []plant{{path: "shared/.agents/skills/a/SKILL.md", content: skill("a")}},
@@ -137,6 +150,14 @@ func (c skillCase) build(t *testing.T) (base, cwd string, uid int) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
 		if p.hard != "" {
 			require.NoError(t, os.Link(filepath.Join(base, p.hard), full))
+			continue
+		}
+		if p.link != "" {
+			// (/SHARED is the tree's shared, for an absolute link.)
+			require.NoError(t, os.Symlink(strings.Replace(p.link, "/SHARED", filepath.Join(base, "shared"), 1), full))
+			if p.nobody {
+				require.NoError(t, os.Lchown(full, uid, gid))
+			}
 			continue
 		}
 		mode := p.mode
