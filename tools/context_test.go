@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,6 +31,8 @@ type plant struct {
 	content string      // "" for a symbolic link
 	link    string      // the target of a symbolic link
 	hard    string      // the file a hard link is made to (relative to the tree)
+	fifo    bool        // a FIFO, no writer: opening it would hang
+	size    int64       // a sparse file of this size, content at its start
 	mode    os.FileMode // of a file (0644 when zero)
 	nobody  bool        // owned by the other user
 	group   bool        // in the other user's group (the user's own otherwise)
@@ -125,6 +128,11 @@ var contextCases = []contextCase{
 		want:   [][3]string{{"shared/AGENTS.md", "shared rules\n"}, {"shared/repo/AGENTS.md", "shared rules\n"}},
 	},
 	{
+		name: "a FIFO is not waited on", shared: 0o755,
+		plants: []plant{{path: "shared/AGENTS.md", fifo: true}, {path: "shared/CLAUDE.md", content: "mine\n"}, {path: "shared/repo/AGENTS.md", link: "../AGENTS.md"}},
+		want:   [][3]string{{"shared/CLAUDE.md", "mine\n"}},
+	},
+	{
 		name: "our link to a file of ours", shared: 0o755,
 		plants: []plant{{path: "shared/repo/AGENTS.md", content: "shared rules\n"}, {path: "shared/repo/CLAUDE.md", link: "AGENTS.md"}, {path: "shared/CLAUDE.md", link: "repo/AGENTS.md"}},
 		want:   [][3]string{{"shared/CLAUDE.md", "shared rules\n"}, {"shared/repo/AGENTS.md", "shared rules\n"}},
@@ -189,6 +197,8 @@ func (c contextCase) build(t *testing.T, uid, gid int) (string, string) {
 			require.NoError(t, os.Symlink(p.link, full))
 		} else if p.hard != "" {
 			require.NoError(t, os.Link(filepath.Join(base, p.hard), full))
+		} else if p.fifo {
+			require.NoError(t, syscall.Mkfifo(full, 0o644))
 		} else {
 			mode := p.mode
 			if mode == 0 {

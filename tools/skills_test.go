@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -105,6 +106,12 @@ var skillCases = []skillCase{
 		want:  [][3]string{{"shared/repo/.agents/skills/a/SKILL.md", skill("a")}},
 	},
 	{
+		// (Only the first 64 KiB of a file are read, NULs dropped.)
+		name:  "a FIFO is not waited on; a 1 GiB SKILL.md is read in part",
+		files: []plant{{path: "shared/repo/.agents/skills/a/SKILL.md", fifo: true}, {path: "shared/repo/.agents/skills/b/SKILL.md", link: "../a/SKILL.md"}, {path: "shared/repo/.agents/skills/big/SKILL.md", content: skill("big"), size: 1 << 30}},
+		want:  [][3]string{{"shared/repo/.agents/skills/big/SKILL.md", skill("big")}},
+	},
+	{
 		name:  "a project directory anyone may write, not sticky",
 		dirs:  []skillDir{{path: "shared", mode: 0o777}},
 		files: []plant{{path: "shared/.agents/skills/a/SKILL.md", content: skill("a")}},
@@ -150,6 +157,15 @@ func (c skillCase) build(t *testing.T) (base, cwd string, uid int) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
 		if p.hard != "" {
 			require.NoError(t, os.Link(filepath.Join(base, p.hard), full))
+			continue
+		}
+		if p.fifo {
+			require.NoError(t, syscall.Mkfifo(full, 0o644))
+			continue
+		}
+		if p.size > 0 {
+			require.NoError(t, os.WriteFile(full, []byte(p.content), 0o644))
+			require.NoError(t, os.Truncate(full, p.size))
 			continue
 		}
 		if p.link != "" {
