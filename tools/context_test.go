@@ -150,6 +150,12 @@ var contextCases = []contextCase{
 		want:   [][3]string{{"shared/repo/AGENTS.md", "rules\n"}},
 	},
 	{
+		// At most 8 links are followed (the kernel's limit is 40).
+		name: "a chain of 9 links, and one of 8", shared: 0o755,
+		plants: []plant{{path: "shared/l0.md", content: "far\n"}, {path: "shared/l1.md", link: "l0.md"}, {path: "shared/l2.md", link: "l1.md"}, {path: "shared/l3.md", link: "l2.md"}, {path: "shared/l4.md", link: "l3.md"}, {path: "shared/l5.md", link: "l4.md"}, {path: "shared/l6.md", link: "l5.md"}, {path: "shared/l7.md", link: "l6.md"}, {path: "shared/l8.md", link: "l7.md"}, {path: "shared/AGENTS.md", link: "l8.md"}, {path: "shared/repo/AGENTS.md", link: "../l7.md"}},
+		want:   [][3]string{{"shared/AGENTS.md", "", "unchecked"}, {"shared/repo/AGENTS.md", "far\n"}},
+	},
+	{
 		name: "our link to another user's file", shared: 0o755,
 		plants: []plant{{path: "theirs.md", content: "theirs\n", nobody: true}, {path: "shared/AGENTS.md", link: "../theirs.md"}},
 		want:   [][3]string{{"shared/AGENTS.md", "", "owner"}},
