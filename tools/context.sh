@@ -119,13 +119,15 @@ describe_context_file() {
 # read_checked_file KIND PATH NAME: the records of NAME, an entry of
 # the current directory, both found to be the user's or root's (lmo_mode
 # is NAME's, as ls -ld lists it). A symbolic link is followed one link at
-# a time, at most 8: the directory each one leads to is entered and held
-# to the rules of the first (else "link-dir": whoever may change it
-# chooses the file read, a FIFO to hang on or a private file of the
-# user's), and so is the next link or the file itself ("owner"). The
-# file is then opened in its own directory, which nobody else may change.
-# It moves to that directory. False when the file is left out.
+# a time, at most 8: the directory each one leads to is entered one
+# directory at a time (enter_link_dir), each held to the rules of the
+# first (else "link-dir": whoever may change one chooses the file read, a
+# FIFO to hang on or a private file of the user's), and so is the next
+# link or the file itself ("owner"). The file is then opened in its own
+# directory, which nobody else may change. It moves to that directory;
+# run it in a subshell. False when the file is left out.
 read_checked_file() {
+	set -f
 	rcf_skip=S
 	[ "$1" = K ] && rcf_skip=X
 	rcf_file=$3
@@ -148,14 +150,12 @@ read_checked_file() {
 		*) rcf_dir=. ;;
 		esac
 		rcf_file=${rcf_target##*/}
-		case $rcf_dir in
-		/*) ;;
-		*) rcf_dir=./$rcf_dir ;;
-		esac
-		if [ -z "$rcf_file" ] || ! cd -P "$rcf_dir" || ! list_mode_owner -ld .; then
+		enter_link_dir "$rcf_dir"
+		rcf_entered=$?
+		if [ -z "$rcf_file" ] || [ "$rcf_entered" = 1 ]; then
 			printf '%s%s\0unchecked\0' "$rcf_skip" "$2"
 			return 1
-		elif ! is_ours "$lmo_uid" || { others_may_write "$lmo_mode" "$lmo_gid" && ! is_sticky "$lmo_mode"; }; then
+		elif [ "$rcf_entered" != 0 ]; then
 			printf '%s%s\0link-dir\0' "$rcf_skip" "$2"
 			return 1
 		elif ! list_mode_owner -ld "./$rcf_file"; then
@@ -170,6 +170,44 @@ read_checked_file() {
 	[ -f "./$rcf_file" ] || return 1
 	# shellcheck disable=SC2094 # read only, through descriptor 3
 	describe_open_file "$1" "$2" "./$rcf_file" 3<"./$rcf_file"
+}
+
+# enter_link_dir DIR: enters DIR (absolute, or relative to the current
+# directory) one name at a time. Each entry on the way (a directory or
+# the symbolic link to it) must be the user's or root's, and so must each
+# directory entered, which nobody else may write unless it is sticky.
+# Status 2 when one is another user's or others may write it, 1 when one
+# cannot be checked or entered.
+enter_link_dir() {
+	case $1 in
+	/*) cd / || return 1 ;;
+	esac
+	eld_ifs=$IFS
+	IFS=/
+	# shellcheck disable=SC2086 # split at the slashes (set -f: no globs)
+	set -- $1
+	IFS=$eld_ifs
+	for eld_part do
+		case $eld_part in
+		'' | .) continue ;;
+		..) cd -P .. || return 1 ;;
+		*)
+			list_mode_owner -ld "./$eld_part" || return 1
+			is_ours "$lmo_uid" || return 2
+			cd -P "./$eld_part" || return 1
+			;;
+		esac
+		list_mode_owner -ld . || return 1
+		is_ours "$lmo_uid" || return 2
+		if others_may_write "$lmo_mode" "$lmo_gid" && ! is_sticky "$lmo_mode"; then
+			return 2
+		fi
+	done
+	list_mode_owner -ld . || return 1
+	is_ours "$lmo_uid" || return 2
+	if others_may_write "$lmo_mode" "$lmo_gid" && ! is_sticky "$lmo_mode"; then
+		return 2
+	fi
 }
 
 # describe_open_file KIND PATH NAME: the records of the file NAME open on

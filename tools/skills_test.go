@@ -101,6 +101,20 @@ var skillCases = []skillCase{
 		want:  [][3]string{{"shared/repo/.agents/skills/a/SKILL.md", "", "link-dir"}},
 	},
 	{
+		// The link's last directory is ours, but the way to it goes
+		// through theirs, where they made a link to a folder of ours.
+		name:  "our SKILL.md links through another user's directory",
+		dirs:  []skillDir{{path: "pub", nobody: true}},
+		files: []plant{{path: "private/a/SKILL.md", content: skill("a")}, {path: "pub/a", link: "../private/a", nobody: true}, {path: "shared/repo/.agents/skills/a/SKILL.md", link: "../../../../../pub/a/SKILL.md"}},
+		want:  [][3]string{{"shared/repo/.agents/skills/a/SKILL.md", "", "link-dir"}},
+	},
+	{
+		// (The skills' loop globs: the link's words must not.)
+		name:  "a link with a glob's characters is taken as it is",
+		files: []plant{{path: "shared/repo/.agents/skills/a/SKILL.md", link: "../*/SKILL.md"}, {path: "shared/repo/.agents/skills/*/SKILL.md", content: skill("x")}},
+		want:  [][3]string{{"shared/repo/.agents/skills/*/SKILL.md", skill("x")}, {"shared/repo/.agents/skills/a/SKILL.md", skill("x")}},
+	},
+	{
 		name:  "our SKILL.md links to a file of ours",
 		files: []plant{{path: "shared/skills/a.md", content: skill("a")}, {path: "shared/repo/.agents/skills/a/SKILL.md", link: "/SHARED/skills/a.md"}},
 		want:  [][3]string{{"shared/repo/.agents/skills/a/SKILL.md", skill("a")}},
