@@ -67,6 +67,14 @@ type model struct {
 	// of itself in the scrollback.
 	waitSize bool
 
+	// outbox holds the pieces print has not sent yet, and printing says
+	// a flush of them is on its way. Bubble Tea runs the command of each
+	// Update on a goroutine of its own, so two prints from two updates
+	// (an answer's blocks, then the next event's) could reach the
+	// scrollback in either order; one flush at a time keeps them in order.
+	outbox   []string
+	printing bool
+
 	transcript transcript
 	editor     editor
 	footer     footer
@@ -153,6 +161,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.event(msg.e)
 	case doneMsg:
 		return m, m.done(msg)
+	case printedMsg:
+		return m, m.printed()
 	case noticeMsg:
 		if msg.print {
 			return m, m.print(m.th.warn.Render("⟳ " + termtext.String(msg.text)))
@@ -392,6 +402,9 @@ func (m *model) quit() tea.Cmd {
 	if m.cancel != nil {
 		m.cancel()
 	}
+	if m.printing || len(m.outbox) > 0 {
+		return m.flush() // (printed quits)
+	}
 	return tea.Quit
 }
 
@@ -566,17 +579,47 @@ func (m *model) printRows() int { return min(max(m.height/8, 1), 3) }
 // the live part would scroll into the scrollback, a copy left behind.
 // The live part may change before the piece goes out, but it never takes
 // the last printRows rows.)
+//
+// Pieces go out in the order print was called: see outbox.
 func (m *model) print(text string) tea.Cmd {
 	room := max(min(m.height-lineCount(m.View().Content), m.printRows()), 1)
 	lines := strings.Split(text, "\n")
-	if len(lines) <= room {
-		return tea.Println(text)
-	}
-	var cmds []tea.Cmd
 	for len(lines) > 0 {
 		n := min(room, len(lines))
-		cmds = append(cmds, tea.Println(strings.Join(lines[:n], "\n")))
+		m.outbox = append(m.outbox, strings.Join(lines[:n], "\n"))
 		lines = lines[n:]
 	}
-	return tea.Sequence(cmds...)
+	return m.flush()
+}
+
+// printedMsg says the pieces of the last flush are in the scrollback.
+type printedMsg struct{}
+
+// flush sends what waits in the outbox to the scrollback, unless pieces
+// are on their way already (their printedMsg flushes again).
+func (m *model) flush() tea.Cmd {
+	if m.printing || len(m.outbox) == 0 {
+		return nil
+	}
+	m.printing = true
+	var cmds []tea.Cmd
+	for _, piece := range m.outbox {
+		cmds = append(cmds, tea.Println(piece))
+	}
+	m.outbox = nil
+	// (A sequence sends its messages one after the other: the program
+	// has printed the pieces when printedMsg reaches Update.)
+	return tea.Sequence(append(cmds, func() tea.Msg { return printedMsg{} })...)
+}
+
+// printed is a flush's end: the next, or the quit that waited for it.
+func (m *model) printed() tea.Cmd {
+	m.printing = false
+	if len(m.outbox) > 0 {
+		return m.flush()
+	}
+	if m.quitting {
+		return tea.Quit
+	}
+	return nil
 }

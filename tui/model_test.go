@@ -128,7 +128,7 @@ func (h *harness) handle(msg tea.Msg) bool {
 			quit = h.run(c) || quit
 		}
 		return quit
-	case doneMsg, eventMsg, compMsg, branchMsg:
+	case doneMsg, eventMsg, compMsg, branchMsg, printedMsg:
 		return h.do(msg)
 	}
 	// (Bubble Tea's print and sequence messages are its own types.)
@@ -423,4 +423,25 @@ func TestUpdateRoutesToComponents(t *testing.T) {
 	assert.NotContains(t, h.view(), "Ctrl+C again", "another key takes the warning back")
 	h.do(ctrlC)
 	assert.False(t, h.do(ctrlC), "and the count starts again: the first Ctrl+C on an empty editor only warns")
+}
+
+// Prints reach the scrollback in the order they were made, though Bubble
+// Tea runs each update's command on a goroutine of its own: while one
+// flush is on its way the next print waits in the outbox, and a quit waits
+// for the outbox to be empty.
+func TestPrintsKeepTheirOrder(t *testing.T) {
+	h := newHarness(t, Options{})
+	first := h.m.print("first")
+	require.NotNil(t, first)
+	assert.Nil(t, h.m.print("second"), "the second print waits for the first")
+	assert.Nil(t, h.m.print("third"))
+	assert.False(t, h.run(first))
+	assert.Equal(t, []string{"first", "second", "third"}, h.printed)
+	assert.False(t, h.m.printing)
+
+	h.printed = nil
+	pending := h.m.print("last words")
+	assert.Nil(t, h.m.quit(), "the quit waits for the print on its way")
+	assert.True(t, h.run(pending), "then quits")
+	assert.Equal(t, []string{"last words"}, h.printed)
 }
