@@ -61,20 +61,49 @@ func newArgValidator(schema json.RawMessage) *argValidator {
 }
 
 func compileArgValidator(schema json.RawMessage) *argValidator {
+	v, err := compileSchema(schema, "tool.json", nil)
+	if err != nil {
+		panic(fmt.Sprintf("tools: %v", err))
+	}
+	return v
+}
+
+// compileSchema compiles schema as the resource named; loader, when not
+// nil, is what loads the documents the schema refers to.
+func compileSchema(schema json.RawMessage, name string, loader validator.URLLoader) (*argValidator, error) {
 	doc, err := validator.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
-		panic(fmt.Sprintf("tools: parse schema: %v", err))
+		return nil, fmt.Errorf("parse schema: %v", err)
 	}
 	c := validator.NewCompiler()
-	if err := c.AddResource("tool.json", doc); err != nil {
-		panic(fmt.Sprintf("tools: add schema: %v", err))
+	if loader != nil {
+		c.UseLoader(loader)
 	}
-	compiled, err := c.Compile("tool.json")
+	if err := c.AddResource(name, doc); err != nil {
+		return nil, fmt.Errorf("add schema: %v", err)
+	}
+	compiled, err := c.Compile(name)
 	if err != nil {
-		panic(fmt.Sprintf("tools: compile schema: %v", err))
+		return nil, fmt.Errorf("compile schema: %v", err)
 	}
 	m, _ := doc.(map[string]any)
-	return &argValidator{schema: m, compiled: compiled}
+	return &argValidator{schema: m, compiled: compiled}, nil
+}
+
+// ValidatorFor makes the argument check of a tool whose schema comes
+// from outside pi-remote (an MCP server's): arguments are coerced and
+// validated as the built-in tools' are. The schema may refer only to
+// itself: no file is read and no URL fetched to resolve a $ref (the
+// schema's author could otherwise make pi-remote read this machine's
+// files into an error message). A schema that does not compile is an
+// error.
+func ValidatorFor(schema json.RawMessage) (func(json.RawMessage) (json.RawMessage, error), error) {
+	// (A URL that names nothing, and a loader that loads nothing.)
+	v, err := compileSchema(schema, "https://pi-remote.invalid/tool.json", validator.SchemeURLLoader{})
+	if err != nil {
+		return nil, err
+	}
+	return v.validate, nil
 }
 
 var printer = message.NewPrinter(language.English)

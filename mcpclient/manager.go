@@ -1,0 +1,368 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pi-remote/pi-remote/internal/termtext"
+)
+
+// Options say how a Manager reaches its servers.
+type Options struct {
+	// Connect makes a server's transport (nil: Local).
+	Connect Connect
+	// StartTimeout bounds starting one server, its tool list included
+	// (0: 30 s).
+	StartTimeout time.Duration
+	// Version is what pi-remote tells servers its version is.
+	Version string
+}
+
+// States of a server.
+const (
+	Running = "running"
+	Failed  = "failed"  // did not start; the session goes on without it
+	Stopped = "stopped" // died, or was stopped; started again at its next call
+	Skipped = "not started"
+)
+
+// Status is what a server is doing, for check and /mcp.
+type Status struct {
+	Name      string   `json:"name"`
+	Transport string   `json:"transport"`
+	Where     string   `json:"where"`
+	From      string   `json:"from,omitempty"`
+	State     string   `json:"state"`
+	Error     string   `json:"error,omitempty"`
+	Tools     []string `json:"tools,omitempty"` // the names the model sees
+	// Server is the name and version the server gave.
+	Server string `json:"server,omitempty"`
+}
+
+// Manager holds the MCP servers of a session. Safe for concurrent use.
+type Manager struct {
+	servers []*server
+	skipped []Status
+}
+
+// Start starts every server of cfgs, all at once, and waits for each to
+// answer with its tools or fail (each within o.StartTimeout). A server
+// that fails is kept in the Manager as failed (Failures, Status) and has
+// no tools; the others serve. Start never fails as a whole.
+func Start(ctx context.Context, cfgs []Config, o Options) *Manager {
+	if o.Connect == nil {
+		o.Connect = Local
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	m := &Manager{}
+	for _, c := range sorted(cfgs) {
+		m.servers = append(m.servers, &server{cfg: c, o: o, progress: map[string]func(*mcp.ProgressNotificationParams){}})
+	}
+	var wg sync.WaitGroup
+	for _, s := range m.servers {
+		wg.Go(func() { s.start(ctx) })
+	}
+	wg.Wait()
+	return m
+}
+
+// Skip records servers that were configured but not started (a project's,
+// when the user does not trust it), with why: Status lists them.
+func (m *Manager) Skip(names []string, why string) {
+	for _, n := range names {
+		m.skipped = append(m.skipped, Status{Name: n, State: Skipped, Error: why})
+	}
+}
+
+// Failures are the servers that could not start, one line each, for a
+// notice: "MCP server NAME (WHERE) did not start: WHY".
+func (m *Manager) Failures() []string {
+	var out []string
+	for _, s := range m.servers {
+		if st := s.status(); st.State == Failed {
+			out = append(out, fmt.Sprintf("MCP server %s (%s) did not start: %s; the session goes on without its tools", st.Name, st.Where, st.Error))
+		}
+	}
+	return out
+}
+
+// Status is every server's state and tools, in name order, then the
+// servers not started.
+func (m *Manager) Status() []Status {
+	var out []Status
+	for _, s := range m.servers {
+		out = append(out, s.status())
+	}
+	return append(out, m.skipped...)
+}
+
+// Close stops every server (a local one's whole process group), all at
+// once.
+func (m *Manager) Close() {
+	if m == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, s := range m.servers {
+		wg.Go(s.stop)
+	}
+	wg.Wait()
+}
+
+// server is one configured server and its session, if any.
+type server struct {
+	cfg Config
+	o   Options
+
+	mu        sync.Mutex
+	session   *mcp.ClientSession
+	transport mcp.Transport
+	ended     chan struct{} // closed when session's connection ends
+	state     string
+	err       string
+	info      string // the server's name and version
+	tools     []*mcp.Tool
+	restarted bool // started again since it died: the next result says so
+	closed    bool
+
+	// progress routes notifications by token to the call that asked.
+	progressMu sync.Mutex
+	progress   map[string]func(*mcp.ProgressNotificationParams)
+	seq        atomic.Int64
+}
+
+// start starts the server and lists its tools; a failure leaves it
+// Failed.
+func (s *server) start(ctx context.Context) {
+	cs, t, err := s.connect(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.state, s.err = Failed, err.Error()
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.o.StartTimeout)
+	defer cancel()
+	var tools []*mcp.Tool
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			cs.Close()
+			s.state, s.err = Failed, s.explain("listing its tools", err, t)
+			return
+		}
+		tools = append(tools, tool)
+	}
+	s.tools = tools
+	s.adopt(cs, t)
+}
+
+// connect starts a session with the server.
+func (s *server) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.o.StartTimeout)
+	defer cancel()
+	t, err := s.o.Connect(ctx, s.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "pi-remote", Version: s.o.Version}, &mcp.ClientOptions{
+		// No roots, sampling or elicitation: the server gets tool calls
+		// and nothing else of the session.
+		Capabilities:                &mcp.ClientCapabilities{},
+		ProgressNotificationHandler: s.onProgress,
+	})
+	cs, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, nil, errors.New(s.explain("starting", err, t))
+	}
+	return cs, t, nil
+}
+
+// adopt makes cs the server's session (s.mu held) and watches for its
+// end.
+func (s *server) adopt(cs *mcp.ClientSession, t mcp.Transport) {
+	s.session, s.transport, s.state, s.err = cs, t, Running, ""
+	if r := cs.InitializeResult(); r != nil && r.ServerInfo != nil {
+		s.info = strings.TrimSpace(r.ServerInfo.Name + " " + r.ServerInfo.Version)
+	}
+	ended := make(chan struct{})
+	s.ended = ended
+	go func() {
+		cs.Wait()
+		close(ended)
+		s.mu.Lock()
+		if s.session == cs {
+			s.state, s.err = Stopped, s.explain("running", errors.New("the connection ended"), t)
+		}
+		s.mu.Unlock()
+	}()
+}
+
+// explain says what went wrong while doing what, with the last lines
+// the server wrote on stderr when it is a local program.
+func (s *server) explain(doing string, err error, t mcp.Transport) string {
+	msg := fmt.Sprintf("%s: %v", doing, err)
+	if ct, ok := t.(*CommandTransport); ok {
+		if e := ct.Stderr(); e != "" {
+			msg += "; its stderr ends with: " + termtext.String(e)
+		}
+	}
+	return msg
+}
+
+// stop closes the session (and so the server).
+func (s *server) stop() {
+	s.mu.Lock()
+	cs := s.session
+	s.session, s.closed = nil, true
+	if s.state == Running {
+		s.state = Stopped
+	}
+	s.mu.Unlock()
+	if cs != nil {
+		cs.Close()
+	}
+}
+
+func (s *server) status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Status{Name: s.cfg.Name, Transport: s.cfg.Transport(), Where: s.cfg.Where(), From: s.cfg.From, State: s.state, Error: s.err, Server: s.info}
+	for _, t := range s.tools {
+		st.Tools = append(st.Tools, Name(s.cfg.Name, t.Name))
+	}
+	return st
+}
+
+// live is the server's session, started again when it died; restarted
+// says that it was (the state the server held is gone).
+func (s *server) live(ctx context.Context) (cs *mcp.ClientSession, restarted bool, err error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, false, errors.New("the session is over: the server was stopped")
+	}
+	if s.session != nil {
+		select {
+		case <-s.ended:
+		default:
+			cs, restarted = s.session, s.restarted
+			s.restarted = false
+			s.mu.Unlock()
+			return cs, restarted, nil
+		}
+	}
+	old := s.session
+	s.session = nil
+	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	// (Two calls may both start it; the second's session wins and the
+	// first's is closed.)
+	cs, t, err := s.connect(ctx)
+	if err != nil {
+		s.mu.Lock()
+		s.state, s.err = Stopped, err.Error()
+		s.mu.Unlock()
+		return nil, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		cs.Close()
+		return nil, false, errors.New("the session is over: the server was stopped")
+	}
+	if s.session != nil {
+		cs.Close()
+		return s.session, true, nil
+	}
+	s.adopt(cs, t)
+	return cs, true, nil
+}
+
+// died says whether cs's connection has ended (the server died), and
+// forgets the session so that the next call starts the server again. A
+// call's error may arrive before the end is seen: it waits a little.
+func (s *server) died(cs *mcp.ClientSession, err error) bool {
+	s.mu.Lock()
+	ended := s.ended
+	current := s.session == cs
+	s.mu.Unlock()
+	if !current {
+		return true
+	}
+	wait := 100 * time.Millisecond
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		wait = 2 * time.Second
+	}
+	select {
+	case <-ended:
+	case <-time.After(wait):
+		return false
+	}
+	s.mu.Lock()
+	if s.session == cs {
+		s.state = Stopped
+	}
+	s.mu.Unlock()
+	return true
+}
+
+// lastWords is the end of what the server wrote on stderr ("" when not
+// a local program or nothing).
+func (s *server) lastWords() string {
+	s.mu.Lock()
+	t := s.transport
+	s.mu.Unlock()
+	if ct, ok := t.(*CommandTransport); ok {
+		return termtext.String(ct.Stderr())
+	}
+	return ""
+}
+
+// onProgress hands a progress notification to the call that asked for it.
+func (s *server) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	token, _ := req.Params.ProgressToken.(string)
+	s.progressMu.Lock()
+	f := s.progress[token]
+	s.progressMu.Unlock()
+	if f != nil {
+		f(req.Params)
+	}
+}
+
+// watch routes progress notifications for a new token to f until the
+// returned function is called.
+func (s *server) watch(f func(*mcp.ProgressNotificationParams)) (string, func()) {
+	token := "pi-remote-" + strconv.FormatInt(s.seq.Add(1), 10)
+	s.progressMu.Lock()
+	s.progress[token] = f
+	s.progressMu.Unlock()
+	return token, func() {
+		s.progressMu.Lock()
+		delete(s.progress, token)
+		s.progressMu.Unlock()
+	}
+}
+
+// schema is a tool's input schema as JSON.
+func schema(t *mcp.Tool) (json.RawMessage, error) {
+	if t.InputSchema == nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
+	}
+	return json.Marshal(t.InputSchema)
+}
