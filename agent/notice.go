@@ -13,6 +13,7 @@ import (
 // them.
 func (l LoadedSettings) Notice() string {
 	var b strings.Builder
+	b.WriteString(l.mcpNotice())
 	if l.Refused != "" {
 		fmt.Fprintf(&b, "pi-remote: not using the settings in %s: %s\n", l.ProjectFile, l.Refused)
 	}

@@ -64,6 +64,9 @@ type Settings struct {
 	// ACPCwdMap maps an editor's directories to directories on a remote
 	// default host, for pi-remote acp (see acp.HostCwd).
 	ACPCwdMap map[string]string `json:"acpCwdMap,omitempty"`
+	// MCPServers are the MCP servers whose tools the agent gets, by
+	// name (Claude Code's "mcpServers").
+	MCPServers map[string]MCPServer `json:"mcpServers,omitempty"`
 }
 
 // LoadedSettings are the settings in force and what the project's file
@@ -87,9 +90,22 @@ type LoadedSettings struct {
 	// Ignored are the keys of the project's file that were not applied,
 	// in projectKeys order.
 	Ignored []IgnoredKey
+	// MCPFrom says where each server of MCPServers was configured.
+	MCPFrom map[string]MCPOrigin
+	// MCPFile is the project's .mcp.json, when there is one.
+	MCPFile string
+	// MCPUntrusted are the servers the project configured (in MCPFile or
+	// ProjectFile) that are not started, as the user does not trust the
+	// project; MCPRefused says why MCPFile was not read at all.
+	MCPUntrusted []string
+	MCPRefused   string
 
 	user        Settings // the user's own file's
 	projectMode bool     // the project's file set the permission mode
+	// mcpFile are the servers of a trusted project's .mcp.json;
+	// mcpFileUntrusted the names of an untrusted one's.
+	mcpFile          map[string]MCPServer
+	mcpFileUntrusted []string
 }
 
 // IgnoredKey is a key of a project's settings that was not applied.
@@ -121,6 +137,13 @@ func LoadSettings(home, projectDir string, trustProject bool) (LoadedSettings, e
 	l.Settings, l.user = user, user
 	l.ProjectDir = realPath(projectDir)
 	l.Trusted = trustProject || user.trusts(home, l.ProjectDir)
+	l.MCPFrom = map[string]MCPOrigin{}
+	for name := range user.MCPServers {
+		l.MCPFrom[name] = MCPOrigin{File: l.UserFile}
+	}
+	if err := l.readMCPFile(projectDir, l.Trusted); err != nil {
+		return LoadedSettings{}, err
+	}
 	projectFile := SettingsFile(projectDir)
 	if sameFile(projectFile, SettingsFile(home)) {
 		return l, nil // the user's own file, run in the home directory
@@ -134,6 +157,17 @@ func LoadSettings(home, projectDir string, trustProject bool) (LoadedSettings, e
 		l.Refused = refused
 		return l, nil
 	}
+	if l.Trusted {
+		for name := range project.MCPServers {
+			l.MCPFrom[name] = MCPOrigin{File: projectFile, Project: true}
+		}
+	} else {
+		for name := range project.MCPServers {
+			l.MCPUntrusted = append(l.MCPUntrusted, name)
+		}
+		slices.Sort(l.MCPUntrusted)
+		l.MCPUntrusted = slices.Compact(l.MCPUntrusted)
+	}
 	for _, k := range projectKeys() {
 		if !k.set(project) || (l.Trusted && !k.UserOnly) || (!l.Trusted && k.Untrusted != nil && k.Untrusted(user, project)) {
 			continue
@@ -142,6 +176,8 @@ func LoadSettings(home, projectDir string, trustProject bool) (LoadedSettings, e
 		l.Ignored = append(l.Ignored, IgnoredKey{Key: k.Key, Why: k.Why, UserOnly: k.UserOnly})
 	}
 	l.Settings = user.over(project)
+	// (.mcp.json's servers are below the project's settings file's.)
+	l.Settings.MCPServers = mergeMap(mergeMap(user.MCPServers, l.mcpFile), project.MCPServers)
 	l.projectMode = project.Permissions != nil && project.Permissions.Mode != ""
 	return l, nil
 }
@@ -201,7 +237,9 @@ func projectKeys() []projectKey {
 					allowed = defaultTools()
 				}
 				for _, t := range p.Tools {
-					if !slices.Contains(allowed, t) {
+					// (Without a "tools" of the user's, every MCP
+					// tool is active.)
+					if !slices.Contains(allowed, t) && (u.Tools != nil || !strings.HasPrefix(t, "mcp__")) {
 						return false
 					}
 				}
@@ -299,6 +337,11 @@ func projectKeys() []projectKey {
 			Key: "acpCwdMap",
 			Why: "it chooses the directory on your hosts where the agent acts",
 			set: func(s Settings) bool { return s.ACPCwdMap != nil }, clear: func(s *Settings) { s.ACPCwdMap = nil },
+		},
+		{
+			Key: "mcpServers",
+			Why: "MCP servers are programs pi-remote starts on your machine (or services it sends the configured headers to)",
+			set: func(s Settings) bool { return len(s.MCPServers) > 0 }, clear: func(s *Settings) { s.MCPServers = nil },
 		},
 		{
 			Key: "trustedProjects", UserOnly: true,
@@ -505,6 +548,9 @@ func (s Settings) validate() (string, error) {
 	if key, err := s.validatePolicy(); err != nil {
 		return key, err
 	}
+	if key, err := validateMCP(s.MCPServers); err != nil {
+		return key, err
+	}
 	for name, m := range s.Models {
 		if !strings.Contains(name, "/") {
 			return name, fmt.Errorf("models: %q: want PROVIDER/ID", name)
@@ -538,6 +584,7 @@ func (s Settings) over(o Settings) Settings {
 	s.Hosts = mergeMap(s.Hosts, o.Hosts)
 	s.Models = mergeMap(s.Models, o.Models)
 	s.ACPCwdMap = mergeMap(s.ACPCwdMap, o.ACPCwdMap)
+	s.MCPServers = mergeMap(s.MCPServers, o.MCPServers)
 	if o.Compaction != nil {
 		c := CompactionSettings{}
 		if s.Compaction != nil {

@@ -118,6 +118,7 @@ func TestProjectKeysCoverEverySetting(t *testing.T) {
 			Permissions: &PermissionSettings{Mode: "ask", Allow: []string{"read"}, Ask: []string{"bash"}, Deny: []string{"write"}},
 			Hooks:       map[string][]HookMatcher{"PreToolUse": {{Command: "true"}}},
 			Theme:       "light", ACPCwdMap: map[string]string{"/src": "/srv/src"}, EnabledModels: []string{"openai/*"},
+			MCPServers: map[string]MCPServer{"db": {Command: "db-mcp"}},
 		}
 	}
 	fieldsOf := func(s Settings) map[string]any {

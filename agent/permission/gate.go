@@ -197,7 +197,10 @@ func (g *Gate) allowForSession(c Call) {
 	case c.Path != "":
 		r.Pattern = c.Path
 	}
-	r.Text = r.Host + ":" + r.Tool
+	r.Text = r.Tool
+	if r.Host != "" {
+		r.Text = r.Host + ":" + r.Tool
+	}
 	if r.Pattern != "" {
 		r.Text += "(" + r.Pattern + ")"
 	}

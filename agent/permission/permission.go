@@ -37,6 +37,26 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("permission mode %q: want auto, ask or read-only", s)
 }
 
+// isMCP says whether tool is an MCP server's (mcp__SERVER__TOOL).
+func isMCP(tool string) bool { return strings.HasPrefix(tool, "mcp__") }
+
+// matchTool says whether a rule's tool names tool: the same name; for MCP
+// tools also a server's prefix ("mcp__db" is every tool of server db) or
+// a glob ("mcp__db__*", "mcp__*").
+func matchTool(rule, tool string) bool {
+	if rule == tool {
+		return true
+	}
+	if !isMCP(rule) || !isMCP(tool) {
+		return false
+	}
+	if strings.Contains(rule, "*") {
+		ok, _ := path.Match(rule, tool)
+		return ok
+	}
+	return strings.HasPrefix(tool, rule+"__")
+}
+
 // A Rule is one allow, ask or deny rule: [HOST:]TOOL[(PATTERN)].
 type Rule struct {
 	Text    string // as written
@@ -74,6 +94,12 @@ func ParseRule(text string) (Rule, error) {
 	r.Tool = strings.ToLower(strings.TrimSpace(s))
 	if r.Tool == "" || strings.ContainsAny(r.Tool, " \t()") {
 		return r, fmt.Errorf("permission rule %q: want TOOL or TOOL(PATTERN), optionally after HOST:", text)
+	}
+	if isMCP(r.Tool) && r.Pattern != "" {
+		return r, fmt.Errorf("permission rule %q: an MCP tool's rule takes no pattern: name the tool (mcp__SERVER__TOOL), the server (mcp__SERVER) or a glob (mcp__SERVER__*)", text)
+	}
+	if _, err := path.Match(r.Tool, ""); err != nil {
+		return r, fmt.Errorf("permission rule %q: %v", text, err)
 	}
 	return r, nil
 }
@@ -168,7 +194,7 @@ func (p Policy) Decide(c Call) Decision {
 		return Decision{Refuse, r.Text, "denied by rule `" + r.Text + "`"}
 	}
 	if mode == ReadOnly && tool != "bash" && !c.ReadOnly {
-		return Decision{Refuse, "", "host " + c.Host + " is read-only: " + tool + " is refused"}
+		return Decision{Refuse, "", where(c) + " is read-only: " + tool + " is refused"}
 	}
 	// A person's "always for this session" answered this very call.
 	if r, ok := p.approved(c, tool); ok {
@@ -185,9 +211,18 @@ func (p Policy) Decide(c Call) Decision {
 	}
 	switch {
 	case mode == Ask && !c.ReadOnly && !allowed:
-		return Decision{AskPerson, "", "host " + c.Host + " asks before " + tool}
+		return Decision{AskPerson, "", where(c) + " asks before " + tool}
 	}
 	return Decision{Run, rule, ""}
+}
+
+// where names the call's host for a reason: an MCP server of this
+// machine has none, and the session's mode decides its calls.
+func where(c Call) string {
+	if c.Host == "" {
+		return "the session"
+	}
+	return "host " + c.Host
 }
 
 // approved is the rule a person added for calls identical to c, if any.
@@ -289,7 +324,7 @@ func (p Policy) allowed(c Call, tool string) (bool, string) {
 // is for every host; one with a host is for the host of that name, or the
 // one that is that settings entry under another name (Aliases).
 func (p Policy) applies(r Rule, host, tool string) bool {
-	return r.Tool == tool && (r.Host == "" || r.Host == host || r.Host == p.Aliases[host])
+	return matchTool(r.Tool, tool) && (r.Host == "" || r.Host == host || r.Host == p.Aliases[host])
 }
 
 // ForHost says whether rule r is for host, whatever the tool.

@@ -1,0 +1,73 @@
+package agent
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/mcpclient"
+)
+
+// MCP servers come from the user's settings always, and from a project's
+// .mcp.json and settings only when the user trusts the project; each
+// says where it was configured.
+func TestMCPServersNeedTrustInAProject(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	writeSettings(t, SettingsFile(home), `{"mcpServers": {"mine": {"command": "my-mcp", "args": ["-v"], "env": {"K": "v"}},
+		"web": {"type": "http", "url": "https://mcp.example/x", "headers": {"Authorization": "Bearer t"}}}}`)
+	writeSettings(t, MCPFile(project), `{"mcpServers": {"repo": {"command": "repo-mcp"}, "both": {"command": "from-mcp-json"}}, "otherKey": 1}`)
+	writeSettings(t, SettingsFile(project), `{"mcpServers": {"both": {"command": "from-settings"}}}`)
+
+	l, err := LoadSettings(home, project, false)
+	require.NoError(t, err)
+	names := func(cs []mcpclient.Config) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"mine", "web"}, names(l.MCPServers()))
+	assert.Equal(t, []string{"both", "repo"}, l.MCPUntrusted)
+	assert.Contains(t, l.Notice(), "not starting the MCP servers in "+MCPFile(project)+" (both, repo), as you have not trusted the project")
+	assert.Contains(t, l.Notice(), "mcpServers: MCP servers are programs pi-remote starts on your machine")
+	mine := l.MCPServers()[0]
+	assert.Equal(t, mcpclient.Config{Name: "mine", Command: "my-mcp", Args: []string{"-v"}, Env: map[string]string{"K": "v"}, From: SettingsFile(home)}, mine)
+	assert.Equal(t, mcpclient.HTTP, l.MCPServers()[1].Transport())
+
+	l, err = LoadSettings(home, project, true)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"both", "mine", "repo", "web"}, names(l.MCPServers()))
+	assert.Empty(t, l.MCPUntrusted)
+	for _, c := range l.MCPServers() {
+		switch c.Name {
+		case "both":
+			assert.Equal(t, "from-settings", c.Command, "the project's settings win over its .mcp.json")
+			assert.Equal(t, SettingsFile(project), c.From)
+			assert.True(t, c.Project)
+		case "repo":
+			assert.Equal(t, MCPFile(project), c.From)
+			assert.True(t, c.Project)
+		default:
+			assert.False(t, c.Project, c.Name)
+		}
+	}
+}
+
+func TestMCPServerErrorsNameFileAndLine(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	writeSettings(t, SettingsFile(home), "{\n\"mcpServers\": {\n\"x\": {\"url\": \"ftp://nope\"}}}")
+	_, err := LoadSettings(home, project, false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), SettingsFile(home)+":3:")
+	assert.Contains(t, err.Error(), "want http:// or https://")
+
+	writeSettings(t, SettingsFile(home), "{}")
+	writeSettings(t, filepath.Join(project, ".mcp.json"), "{\"mcpServers\": {\n\"y\": {}}}")
+	_, err = LoadSettings(home, project, true)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), MCPFile(project)+":2:")
+	assert.Contains(t, err.Error(), `needs "command"`)
+}
