@@ -48,7 +48,8 @@ type Status struct {
 	Server string `json:"server,omitempty"`
 }
 
-// Manager holds the MCP servers of a session. Safe for concurrent use.
+// Manager holds the MCP servers of a session. Safe for concurrent use;
+// a nil Manager has no servers.
 type Manager struct {
 	servers []*server
 	skipped []Status
@@ -91,6 +92,9 @@ func (m *Manager) Skip(names []string, why string) {
 // Failures are the servers that could not start, one line each, for a
 // notice: "MCP server NAME (WHERE) did not start: WHY".
 func (m *Manager) Failures() []string {
+	if m == nil {
+		return nil
+	}
 	var out []string
 	for _, s := range m.servers {
 		if st := s.status(); st.State == Failed {
@@ -103,6 +107,9 @@ func (m *Manager) Failures() []string {
 // Status is every server's state and tools, in name order, then the
 // servers not started.
 func (m *Manager) Status() []Status {
+	if m == nil {
+		return nil
+	}
 	var out []Status
 	for _, s := range m.servers {
 		out = append(out, s.status())

@@ -44,6 +44,9 @@ type Details struct {
 // and its server's status says so; so is a tool whose name, made to fit
 // (Name), is another's.
 func (m *Manager) Tools() []Tool {
+	if m == nil {
+		return nil
+	}
 	var out []Tool
 	seen := map[string]bool{}
 	for _, s := range m.servers {

@@ -23,7 +23,7 @@ type command struct {
 // BuiltinCommands are the names of the terminal's own slash commands,
 // whatever the options offer: no prompt template may take one.
 func BuiltinCommands() []string {
-	return []string{"compact", "copy", "exit", "export", "fork", "hosts", "hotkeys", "jobs", "model", "new", "quit", "resume", "session", "thinking", "tree"}
+	return []string{"compact", "copy", "exit", "export", "fork", "hosts", "hotkeys", "jobs", "mcp", "model", "new", "quit", "resume", "session", "thinking", "tree"}
 }
 
 // commands are the slash commands offered with these options.
@@ -96,6 +96,9 @@ func (m *model) commands() map[string]command {
 	}
 	if c.Jobs != nil {
 		all["jobs"] = command{"/jobs", "remote commands that outlive their connection", func(m *model, _ string) tea.Cmd { return m.print(termtext.String(c.Jobs(m.cols()))) }}
+	}
+	if c.MCP != nil {
+		all["mcp"] = command{"/mcp", "the MCP servers, their state and their tools", func(m *model, _ string) tea.Cmd { return m.print(termtext.String(c.MCP())) }}
 	}
 	if c.SetThinking != nil {
 		all["thinking"] = command{"/thinking off|low|medium|high", "the model's reasoning level", func(m *model, arg string) tea.Cmd {

@@ -286,3 +286,14 @@ func TestCtrlPCyclesTheScopedModels(t *testing.T) {
 	assert.Len(t, switched, n)
 	assert.Contains(t, h.view(), "Ctrl+P waits until the run ends")
 }
+
+// /mcp prints the servers as the front end describes them, controls in
+// a server's text shown as text.
+func TestMCPCommand(t *testing.T) {
+	h := newHarness(t, Options{Commands: Commands{MCP: func() string { return "db  running\x1b[2J\n  tools: mcp__db__query" }}})
+	h.typeText("/mcp")
+	h.do(enter)
+	out := strings.Join(h.printed, "\n")
+	assert.Contains(t, out, "db  running^[[2J\n  tools: mcp__db__query")
+	assert.NotContains(t, out, "\x1b[2J")
+}

@@ -119,6 +119,7 @@ func TestBuiltinCommandsAreAllNamed(t *testing.T) {
 		Resume: func(string) (Agent, string, error) { return nil, "", nil }, Fork: func(string) (Agent, string, error) { return nil, "", nil },
 		New: func() (Agent, string, error) { return nil, "", nil }, Jobs: func(int) string { return "" },
 		Tree: func() ([]session.Entry, string, error) { return nil, "", nil }, Navigate: func(string) error { return nil },
+		MCP: func() string { return "" },
 	}
 	h := newHarness(t, Options{Commands: all})
 	var names []string

@@ -130,6 +130,8 @@ type Commands struct {
 	// command has (BuiltinCommands) is not offered.
 	Prompts func() []PromptCommand
 	Expand  func(name, args string) (string, bool)
+	// MCP describes the MCP servers: their state and tools (/mcp).
+	MCP func() string
 	// Shell runs the person's own command (!cmd) with bash on the
 	// default host, no permission asked, its tool events shown as a
 	// call's; it returns the output and whether it failed. ctx ends it

@@ -6,6 +6,7 @@ import (
 	"github.com/pi-remote/pi-remote/agent/permission"
 	"time"
 
+	"github.com/pi-remote/pi-remote/mcpclient"
 	"github.com/pi-remote/pi-remote/ops/ssh"
 )
 
@@ -29,6 +30,9 @@ type Report struct {
 	// Permissions is the host's permission mode and the rules that apply
 	// there (set by WithPolicy).
 	Permissions *PermissionReport `json:"permissions,omitempty"`
+	// MCPServers are the session's MCP servers (check puts them in the
+	// first host's report).
+	MCPServers []mcpclient.Status `json:"mcpServers,omitempty"`
 }
 
 // PermissionReport is a host's permission mode and the rules that apply

@@ -26,6 +26,7 @@ import (
 	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/env"
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/mcpclient"
 	"github.com/pi-remote/pi-remote/prompts"
 	"github.com/pi-remote/pi-remote/skills"
 	"github.com/pi-remote/pi-remote/tools"
@@ -72,6 +73,11 @@ type Options struct {
 	// templates (prompts.Resolve). Both become Commands.
 	UserSkills []skills.Skill
 	Templates  []prompts.Template
+	// MCP, when not nil, are MCP servers (StartMCP) whose tools join
+	// every host's, behind the same gate and hooks. The workspace owns
+	// it: Close stops the servers, as does a failed Open. Active may name
+	// their tools, their servers (mcp__SERVER) and globs (mcp__*).
+	MCP *mcpclient.Manager
 }
 
 // Workspace is the hosts of a session with their tools and the loop
@@ -106,6 +112,9 @@ type Workspace struct {
 	intro string
 	hooks *hookRunner
 	extra func(*env.ExecutionEnv) []tools.Definition // Options.Tools
+	mcp   *mcpclient.Manager
+	// mcpTools are the MCP servers' tools, behind the gate.
+	mcpTools []tools.Definition
 }
 
 // Open builds the workspace over hosts (from OpenHosts), which it then
@@ -113,15 +122,18 @@ type Workspace struct {
 // in the system prompt; project context comes from the default (first)
 // host's working directory.
 func Open(ctx context.Context, hosts Hosts, o Options) (*Workspace, error) {
-	w := &Workspace{Hosts: hosts, intro: o.Intro, Gate: o.Gate, extra: o.Tools, templates: o.Templates, userSkills: o.UserSkills, hostSkills: map[string][]skills.Skill{}}
+	w := &Workspace{Hosts: hosts, intro: o.Intro, Gate: o.Gate, extra: o.Tools, templates: o.Templates, userSkills: o.UserSkills, hostSkills: map[string][]skills.Skill{}, mcp: o.MCP}
 	fail := func(err error) (*Workspace, error) {
-		hosts.Close()
+		w.Close()
 		return nil, err
 	}
 	defs, err := hosts.definitions(o.Gate, o.Tools)
 	if err != nil {
 		return fail(&UsageError{Err: err})
 	}
+	w.mcpTools = mcpDefinitions(o.MCP.Tools(), o.Gate)
+	defs = append(defs, w.mcpTools...)
+	o.Active = expandActive(o.Active, defs, o.Warn)
 	hooks, err := agent.NewHooks(o.Hooks)
 	if err != nil {
 		return fail(&UsageError{Err: err})
@@ -183,8 +195,11 @@ func (w *Workspace) permissionNote(host string) string {
 	return modeNote(p.HostMode(host))
 }
 
-// Close closes the hosts.
-func (w *Workspace) Close() { w.Hosts.Close() }
+// Close stops the MCP servers and closes the hosts.
+func (w *Workspace) Close() {
+	w.mcp.Close()
+	w.Hosts.Close()
+}
 
 // Cwd is the default host's working directory.
 func (w *Workspace) Cwd() string { return w.Infos[0].Cwd }
@@ -227,6 +242,7 @@ func (w *Workspace) build() error {
 	if err != nil {
 		return err
 	}
+	defs = append(defs, w.mcpTools...)
 	byName := map[string]tools.Definition{}
 	for _, d := range defs {
 		byName[d.Name] = d

@@ -20,7 +20,10 @@ func newCheckCmd(io iostreams, g *globalOptions) *cobra.Command {
 host key status, how the login succeeded, whether SFTP is available, which
 search tools (rg, fd) and helpers the host has, the round-trip time, and the
 host's permission mode with the rules in force there and where each came
-from.
+from; then the MCP servers the settings configure, each started to list its
+tools (and stopped), with its state: running, failed (and why), or not
+started (a project's, when you have not trusted the project). --json gives
+them as "mcpServers" in the first host's report.
 
 Exit status: 0 all good, 2 usage error, 3 connection, authentication or
 host-key failure (the message says what to do).`,
@@ -55,6 +58,12 @@ func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool)
 	for i := range reports {
 		reports[i].Permissions = workspace.PolicyOn(policy, reports[i].Name)
 	}
+	// The MCP servers are started to list their tools, then stopped;
+	// JSON has them with the first report.
+	mcp := g.startMCP(ctx, hs)
+	defer mcp.Close()
+	servers := mcp.Status()
+	reports[0].MCPServers = servers
 	if asJSON {
 		var werr error
 		if len(reports) == 1 {
@@ -69,6 +78,9 @@ func checkRun(ctx context.Context, ios iostreams, g *globalOptions, asJSON bool)
 			fmt.Fprintln(ios.out)
 		}
 		printer.Report(ios.out, r, hs[i].SSH != nil)
+	}
+	if len(servers) > 0 {
+		fmt.Fprintf(ios.out, "\nMCP servers:\n%s\n", printer.MCPServers(servers))
 	}
 	return err
 }

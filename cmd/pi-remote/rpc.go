@@ -29,6 +29,7 @@ answers it; abort abandons it.`,
 			// The server exists once the workspace does; the model's
 			// retries made before then (none: it is idle) are dropped.
 			news := &relay{}
+			o.toolsGiven = cmd.Flags().Changed("tools")
 			w, err := openWorkspace(cmd.Context(), g, o, false, nil, news.onRetry)
 			if err != nil {
 				return err

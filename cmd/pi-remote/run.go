@@ -18,6 +18,7 @@ import (
 	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/llm"
 	"github.com/pi-remote/pi-remote/loop"
+	"github.com/pi-remote/pi-remote/mcpclient"
 	"github.com/pi-remote/pi-remote/ops/ssh"
 	"github.com/pi-remote/pi-remote/printer"
 	"github.com/pi-remote/pi-remote/session"
@@ -42,6 +43,9 @@ type runOptions struct {
 	// models is the scoped list the terminal's Ctrl+P cycles through
 	// (--models: patterns, comma-separated).
 	models string
+	// toolsGiven says that --tools (or the settings' "tools") chose the
+	// tools: MCP tools are then active only when named.
+	toolsGiven bool
 }
 
 func newRunCmd(ios iostreams, g *globalOptions) *cobra.Command {
@@ -73,6 +77,7 @@ Exit status: 0 the run finished, 1 it ended in an error (or was aborted),
   pi-remote run --model openai/qwen3-coder --base-url http://127.0.0.1:8000/v1 "explain main.go"
   pi-remote run --model scripted/demo.json --mode json "go"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.toolsGiven = cmd.Flags().Changed("tools")
 			return runRun(cmd.Context(), ios, g, o, args)
 		},
 	}
@@ -283,11 +288,34 @@ func openWorkspace(ctx context.Context, g *globalOptions, o *runOptions, require
 		return nil, err
 	}
 	userSkills, templates := loadSkillsAndTemplates(g.settings, g.warn)
+	active := splitList(o.tools)
+	if !o.toolsGiven {
+		active = append(active, "mcp__*") // every MCP tool, unless the tools are named
+	}
+	mcp := g.startMCP(ctx, hosts)
+	for _, f := range mcp.Failures() {
+		fmt.Fprintln(g.warn, "pi-remote:", f)
+	}
 	return workspace.Open(ctx, hosts, workspace.Options{
-		Model: model, Active: splitList(o.tools), ToolExecution: execMode, MaxTurns: o.maxTurns, Intro: o.systemPrompt, Warn: g.warn, Gate: gate,
+		Model: model, Active: active, ToolExecution: execMode, MaxTurns: o.maxTurns, Intro: o.systemPrompt, Warn: g.warn, Gate: gate,
 		Hooks:      g.settings.Hooks,
 		UserSkills: userSkills, Templates: templates,
+		MCP: mcp,
 	})
+}
+
+// startMCP starts the MCP servers the settings configure (nil when there
+// are none); the servers a project configured, and the user does not
+// trust, are listed as not started.
+func (g *globalOptions) startMCP(ctx context.Context, hosts workspace.Hosts) *mcpclient.Manager {
+	l := g.settings.loaded
+	cfgs := l.MCPServers()
+	if len(cfgs) == 0 && len(l.MCPUntrusted) == 0 {
+		return nil
+	}
+	m := workspace.StartMCP(ctx, hosts, cfgs)
+	m.Skip(l.MCPUntrusted, "configured by the project "+l.ProjectDir+", which you have not trusted (trustedProjects, or --trust-project)")
+	return m
 }
 
 // runAgent is run's conversation: the agent session and how its runs are

@@ -192,6 +192,12 @@ func tuiCommands(g *globalOptions, o *runOptions, w *workspace.Workspace, a *run
 			a.s.SetTools(w.Config.Tools, w.Config.SystemPrompt)
 			return nil
 		},
+		MCP: func() string {
+			if st := w.MCPStatus(); len(st) > 0 {
+				return printer.MCPServers(st)
+			}
+			return "no MCP servers (\"mcpServers\" in ~/.pi-remote/settings.json; docs/extending.md)"
+		},
 		Hosts: func() string {
 			var lines []string
 			for _, h := range w.Hosts {

@@ -158,6 +158,9 @@ func lineCommands(a *runAgent, c tui.Commands, o *runOptions) map[string]printer
 	if c.Jobs != nil {
 		all["jobs"] = printer.LineCommand{Usage: "/jobs", Help: "remote commands that outlive their connection", Run: say(func() string { return c.Jobs(0) })}
 	}
+	if c.MCP != nil {
+		all["mcp"] = printer.LineCommand{Usage: "/mcp", Help: "the MCP servers, their state and their tools", Run: say(c.MCP)}
+	}
 	if c.Export != nil {
 		all["export"] = printer.LineCommand{Usage: "/export [file]", Help: "write the transcript as Markdown (or .html)", Run: func(_ context.Context, file string) (string, error) {
 			where, err := c.Export(file)
