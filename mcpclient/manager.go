@@ -191,12 +191,35 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport
 		Capabilities:                &mcp.ClientCapabilities{},
 		ProgressNotificationHandler: s.onProgress,
 	})
-	cs, err := client.Connect(ctx, t, nil)
+	// The connection lives beyond ctx (an SSE stream is a request made
+	// with the context Connect gets), until the session ends; starting
+	// it is bounded still.
+	life, end := context.WithCancel(context.WithoutCancel(ctx))
+	timer := time.AfterFunc(s.o.StartTimeout, end)
+	cs, err := client.Connect(ctx, lasting{t, life}, nil)
+	if !timer.Stop() && err == nil {
+		cs.Close()
+		err = context.DeadlineExceeded
+	}
 	if err != nil {
+		end()
 		return nil, nil, errors.New(s.explain("starting", err, t))
 	}
+	go func() {
+		cs.Wait()
+		end()
+	}()
 	return cs, t, nil
 }
+
+// lasting is a transport whose connection gets a context of its own, not
+// the one it is started in.
+type lasting struct {
+	mcp.Transport
+	ctx context.Context
+}
+
+func (l lasting) Connect(context.Context) (mcp.Connection, error) { return l.Transport.Connect(l.ctx) }
 
 // adopt makes cs the server's session (s.mu held) and watches for its
 // end.

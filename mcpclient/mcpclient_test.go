@@ -288,12 +288,25 @@ func TestNames(t *testing.T) {
 
 // A streamable HTTP server on loopback, its headers sent.
 func TestHTTPServer(t *testing.T) {
+	testWebServer(t, mcpclient.HTTP, func(s *mcp.Server) http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	})
+}
+
+// The older transport, HTTP with server-sent events ("type": "sse").
+func TestSSEServer(t *testing.T) {
+	testWebServer(t, mcpclient.SSE, func(s *mcp.Server) http.Handler {
+		return mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	})
+}
+
+func testWebServer(t *testing.T, transport string, handler func(*mcp.Server) http.Handler) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "web: " + in.Text}}}, nil, nil
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	h := handler(s)
 	var mu sync.Mutex
 	var auth []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -303,11 +316,11 @@ func TestHTTPServer(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	m, tools := start(t, mcpclient.Config{Name: "web", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer sesame"}})
+	m, tools := start(t, mcpclient.Config{Name: "web", Type: transport, URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer sesame"}})
 	require.Empty(t, m.Failures())
 	res := call(t, t.Context(), tools["mcp__web__echo"], `{"text":"hello"}`, nil)
 	assert.Equal(t, "web: hello", res.Content.Text())
-	assert.Equal(t, mcpclient.HTTP, m.Status()[0].Transport)
+	assert.Equal(t, transport, m.Status()[0].Transport)
 	mu.Lock()
 	defer mu.Unlock()
 	require.NotEmpty(t, auth)
