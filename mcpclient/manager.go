@@ -53,6 +53,7 @@ type Status struct {
 type Manager struct {
 	servers []*server
 	skipped []Status
+	tools   []Tool // set by Start, then only read
 }
 
 // Start starts every server of cfgs, all at once, and waits for each to
@@ -78,6 +79,7 @@ func Start(ctx context.Context, cfgs []Config, o Options) *Manager {
 		wg.Go(func() { s.start(ctx) })
 	}
 	wg.Wait()
+	m.define()
 	return m
 }
 
@@ -143,7 +145,9 @@ type server struct {
 	err       string
 	info      string // the server's name and version
 	tools     []*mcp.Tool
-	restarted bool // started again since it died: the next result says so
+	names     []string // the tools' names as the model sees them (define)
+	problems  string   // the tools left out, and why (define)
+	restarted bool     // started again since it died: the next result says so
 	closed    bool
 
 	// progress routes notifications by token to the call that asked.
@@ -270,9 +274,9 @@ func (s *server) stop() {
 func (s *server) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Name: s.cfg.Name, Transport: s.cfg.Transport(), Where: s.cfg.Where(), From: s.cfg.From, State: s.state, Error: s.err, Server: s.info}
-	for _, t := range s.tools {
-		st.Tools = append(st.Tools, Name(s.cfg.Name, t.Name))
+	st := Status{Name: s.cfg.Name, Transport: s.cfg.Transport(), Where: s.cfg.Where(), From: s.cfg.From, State: s.state, Error: s.err, Server: s.info, Tools: s.names}
+	if s.problems != "" {
+		st.Error = strings.TrimPrefix(st.Error+"; "+s.problems, "; ")
 	}
 	return st
 }

@@ -38,16 +38,20 @@ type Details struct {
 	Died bool `json:"died,omitempty"`
 }
 
-// Tools are the tools of every running server, in server order, then in
-// the order each server lists them. A tool whose input schema cannot be
-// used (it does not compile, or refers to other documents) is left out,
-// and its server's status says so; so is a tool whose name, made to fit
-// (Name), is another's.
+// Tools are the tools of every server that started, in server order,
+// then in the order each server lists them. A tool whose input schema
+// cannot be used (it does not compile, or refers to other documents) is
+// left out, and its server's status says so; so is a tool whose name,
+// made to fit (Name), is another's.
 func (m *Manager) Tools() []Tool {
 	if m == nil {
 		return nil
 	}
-	var out []Tool
+	return m.tools
+}
+
+// define makes the servers' tools once they started (Start).
+func (m *Manager) define() {
 	seen := map[string]bool{}
 	for _, s := range m.servers {
 		s.mu.Lock()
@@ -66,15 +70,13 @@ func (m *Manager) Tools() []Tool {
 				continue
 			}
 			seen[name] = true
-			out = append(out, Tool{Def: d, Server: s.cfg, Remote: t.Name, ReadOnlyHint: t.Annotations != nil && t.Annotations.ReadOnlyHint})
+			s.names = append(s.names, name)
+			m.tools = append(m.tools, Tool{Def: d, Server: s.cfg, Remote: t.Name, ReadOnlyHint: t.Annotations != nil && t.Annotations.ReadOnlyHint})
 		}
-		if len(problems) > 0 {
-			s.mu.Lock()
-			s.err = strings.Join(problems, "; ")
-			s.mu.Unlock()
-		}
+		s.mu.Lock()
+		s.problems = strings.Join(problems, "; ")
+		s.mu.Unlock()
 	}
-	return out
 }
 
 // definition is tool t of server s as the agent's tool name.
