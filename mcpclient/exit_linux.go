@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"errors"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,3 +18,7 @@ func awaitExit(pid int) bool {
 		}
 	}
 }
+
+// dieWithParent has the server killed when pi-remote dies (killed itself,
+// with no chance to stop it).
+func dieWithParent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -348,4 +349,23 @@ func TestConfigValidate(t *testing.T) {
 	}
 	assert.NoError(t, mcpclient.Config{Command: "x", Host: "devbox"}.Validate())
 	assert.NoError(t, mcpclient.Config{Type: "sse", URL: "https://x"}.Validate())
+}
+
+// A pi-remote killed outright (no chance to stop its servers) takes its
+// servers with it on Linux.
+func TestServersDieWithAKilledParent(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only: the parent-death signal")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), parentVariable+"="+dir)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	server, err := strconv.Atoi(waitFile(t, filepath.Join(dir, "server")))
+	require.NoError(t, err)
+	require.False(t, gone(server))
+	require.NoError(t, cmd.Process.Kill())
+	cmd.Wait()
+	require.Eventually(t, func() bool { return gone(server) }, 30*time.Second, 10*time.Millisecond, "the server outlived its pi-remote")
 }

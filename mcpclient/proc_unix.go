@@ -7,9 +7,12 @@ import (
 	"syscall"
 )
 
-// ownGroup starts the server in a process group of its own.
+// ownGroup starts the server in a process group of its own (where a
+// Ctrl-C in pi-remote's terminal does not reach it), and where the system
+// can, has it killed when pi-remote dies without stopping it.
 func ownGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 }
 
 // killGroup kills the server's whole group (its id is the server's pid).

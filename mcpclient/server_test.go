@@ -2,6 +2,7 @@ package mcpclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pi-remote/pi-remote/mcpclient"
 )
 
 // The test binary is also a tiny MCP server, written with the Go SDK,
@@ -19,12 +22,33 @@ import (
 // tests can tell what reached the server.
 const serverVariable = "PI_REMOTE_TEST_MCP_SERVER"
 
+// With PI_REMOTE_TEST_MCP_PARENT naming a directory, the test binary is
+// a pi-remote that starts the test server (one that stays when its input
+// ends), writes its pid there and waits to be killed.
+const parentVariable = "PI_REMOTE_TEST_MCP_PARENT"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(serverVariable); dir != "" {
 		serve(dir)
 		return
 	}
+	if dir := os.Getenv(parentVariable); dir != "" {
+		parent(dir)
+		return
+	}
 	os.Exit(m.Run())
+}
+
+func parent(dir string) {
+	cfg := mcpclient.Config{Name: "t", Command: os.Args[0], Env: map[string]string{serverVariable: dir, parentVariable: "", lingerVariable: "1"}}
+	m := mcpclient.Start(context.Background(), []mcpclient.Config{cfg}, mcpclient.Options{})
+	for _, tl := range m.Tools() {
+		if tl.Remote == "pid" {
+			res, _ := tl.Def.Execute(context.Background(), "1", json.RawMessage(`{}`), nil)
+			os.WriteFile(filepath.Join(dir, "server"), []byte(res.Content.Text()), 0o644)
+		}
+	}
+	select {}
 }
 
 type textIn struct {
@@ -106,4 +130,10 @@ func serve(dir string) {
 		fmt.Fprintln(os.Stderr, "testserver:", err)
 		os.Exit(1)
 	}
+	if os.Getenv(lingerVariable) != "" {
+		select {} // a server that does not end with its input
+	}
 }
+
+// lingerVariable makes the test server stay when its input ends.
+const lingerVariable = "PI_REMOTE_TEST_MCP_LINGER"

@@ -67,7 +67,8 @@ func (r *hookRunner) before(ctx context.Context, c loop.BeforeToolCallContext) (
 	r.tell(o)
 	res := &loop.BeforeToolCallResult{Block: o.Block, Reason: o.Reason, Note: note(o)}
 	if o.Input != nil {
-		res.Args = keepHost(o.Input, c.Args, len(r.hosts) > 1)
+		// (An MCP tool's "host", if it has one, is the server's business.)
+		res.Args = keepHost(o.Input, c.Args, len(r.hosts) > 1 && !mcpTool(c.Call.Name))
 	}
 	return res, nil
 }
@@ -87,8 +88,13 @@ func (r *hookRunner) after(ctx context.Context, c loop.AfterToolCallContext) (*l
 	return &loop.AfterToolCallResult{Content: append(slices.Clip(c.Result.Content), &loop.Text{Text: n})}, nil
 }
 
+// mcpTool says whether a tool is an MCP server's: its arguments are the
+// server's, none of them a host of the session's.
+func mcpTool(name string) bool { return strings.HasPrefix(name, "mcp__") }
+
 // call is a tool call as hooks are told of it: on the host its "host"
-// argument names, else the default host.
+// argument names, else the default host (an MCP tool's: the default
+// host, whatever its arguments say).
 func (r *hookRunner) call(ctx context.Context, call *loop.ToolCall, args json.RawMessage) agent.HookCall {
 	r.mu.Lock()
 	host, id := r.def, r.sessionID
@@ -96,7 +102,7 @@ func (r *hookRunner) call(ctx context.Context, call *loop.ToolCall, args json.Ra
 	var in struct {
 		Host string `json:"host"`
 	}
-	if json.Unmarshal(args, &in) == nil && in.Host != "" {
+	if !mcpTool(call.Name) && json.Unmarshal(args, &in) == nil && in.Host != "" {
 		host = in.Host
 	}
 	cwd := ""

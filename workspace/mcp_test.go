@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pi-remote/pi-remote/agent/permission"
+	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/mcpclient"
 	"github.com/pi-remote/pi-remote/tools"
 )
@@ -80,4 +81,17 @@ func TestMCPServerOnAnUnknownHost(t *testing.T) {
 	require.Len(t, f, 2)
 	assert.Contains(t, f[0], `host "devbox" is not one of this session's hosts (local)`)
 	assert.Contains(t, f[1], "host local: starting an MCP server on a host is not supported yet")
+}
+
+// Hooks hear of an MCP call on the default host, whatever "host" the
+// server's own arguments carry, and a hook's rewrite keeps no "host" of
+// the session's.
+func TestHooksTakeNoHostFromAnMCPCall(t *testing.T) {
+	hs, err := OpenHosts(t.Context(), HostOptions{Cwd: t.TempDir(), Hosts: []string{"a=local", "b=local"}}, OneShot, nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(hs.Close)
+	r := newHookRunner(nil, hs)
+	args := json.RawMessage(`{"host":"b","sql":"select 1"}`)
+	assert.Equal(t, "a", r.call(t.Context(), &loop.ToolCall{ID: "1", Name: "mcp__db__query"}, args).Host)
+	assert.Equal(t, "b", r.call(t.Context(), &loop.ToolCall{ID: "2", Name: "read"}, args).Host)
 }
