@@ -71,3 +71,22 @@ func TestMCPServerErrorsNameFileAndLine(t *testing.T) {
 	assert.Contains(t, err.Error(), MCPFile(project)+":2:")
 	assert.Contains(t, err.Error(), `needs "command"`)
 }
+
+// Without a "tools" of the user's, every MCP tool is active, so an
+// untrusted project naming MCP tools narrows the set; with the user's own
+// list, naming one the list leaves out would widen it.
+func TestUntrustedProjectToolsMayNameMCPTools(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	writeSettings(t, SettingsFile(project), `{"tools": ["read", "mcp__db__query"]}`)
+	l, err := LoadSettings(home, project, false)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"read", "mcp__db__query"}, l.Tools)
+	assert.Empty(t, l.Ignored)
+
+	writeSettings(t, SettingsFile(home), `{"tools": ["read", "bash"]}`)
+	l, err = LoadSettings(home, project, false)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"read", "bash"}, l.Tools)
+	require.Len(t, l.Ignored, 1)
+	assert.Equal(t, "tools", l.Ignored[0].Key)
+}
