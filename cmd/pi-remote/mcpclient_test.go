@@ -12,11 +12,14 @@ import (
 )
 
 // selfServer is settings naming this test binary, as `pi-remote mcp`
-// over dir, as the MCP server "self": pi-remote's own read and ls, served
-// to pi-remote as MCP tools.
-func selfServer(t *testing.T, dir string) string {
+// over dir, as the MCP server "self": pi-remote's own tools (read and
+// ls, or those named), served to pi-remote as MCP tools.
+func selfServer(t *testing.T, dir string, tools ...string) string {
+	if tools == nil {
+		tools = []string{"read", "ls"}
+	}
 	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"self": map[string]any{
-		"command": os.Args[0], "args": []string{"--cwd", dir, "mcp", "--tools", "read,ls"}, "env": map[string]string{asMain: "1"},
+		"command": os.Args[0], "args": []string{"--cwd", dir, "mcp", "--tools", strings.Join(tools, ",")}, "env": map[string]string{asMain: "1"},
 	}}})
 	require.NoError(t, err)
 	return string(b)
@@ -94,4 +97,36 @@ func TestRunCallsAnMCPTool(t *testing.T) {
 	code, out, stderr = runCLI(t, "", "run", "--model", "scripted/"+script, "--mode", "json", "--tools", "read,mcp__self", "go")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "from the MCP side")
+}
+
+// An MCP tool's progress streams into its box in the terminal UI while
+// it runs, as bash output does: here pi-remote's own MCP server (this
+// binary as `pi-remote mcp`), whose bash sends its output as progress.
+func TestInteractiveMCPProgress(t *testing.T) {
+	home, dir := t.TempDir(), t.TempDir()
+	writeJSON(t, filepath.Join(home, ".pi-remote", "settings.json"), selfServer(t, dir, "bash"))
+	gate := filepath.Join(dir, "gate")
+	scriptDir, err := os.MkdirTemp("", "mcp")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scriptDir) })
+	script := filepath.Join(scriptDir, "s.json")
+	// (The output's words are not in the command, which the box shows too.)
+	command := `printf 'first-%s\n' tick; while [ ! -f ` + gate + ` ]; do sleep 0.05; done; printf 'second-%s\n' tick`
+	b, err := json.Marshal(map[string]any{"turns": []any{
+		map[string]any{"toolCalls": []any{map[string]any{"id": "c1", "name": "mcp__self__bash", "arguments": map[string]string{"command": command}}}},
+		map[string]any{"text": "All ticked."},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(script, b, 0o644))
+	tm := startTerminal(t, 120, 30, []string{"HOME=" + home, "PI_REMOTE_MODEL="}, "--cwd", dir, "run", "--model", "scripted/"+script)
+	tm.WaitFor("scripted/")
+	tm.Type("tick")
+	tm.Keys("Enter")
+	tm.WaitFor("progress 1: first-tick")
+	screen := tm.Screen()
+	assert.Contains(t, screen, "mcp__self__bash")
+	assert.Contains(t, screen, "working —", "the call still runs while its progress shows")
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	tm.WaitFor("All ticked.")
+	assert.Contains(t, tm.Scrollback(), "second-tick")
 }
