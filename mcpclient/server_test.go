@@ -45,7 +45,7 @@ func parent(dir string) {
 	for _, tl := range m.Tools() {
 		if tl.Remote == "pid" {
 			res, _ := tl.Def.Execute(context.Background(), "1", json.RawMessage(`{}`), nil)
-			os.WriteFile(filepath.Join(dir, "server"), []byte(res.Content.Text()), 0o644)
+			record(dir, "server", []byte(res.Content.Text()))
 		}
 	}
 	select {}
@@ -75,9 +75,9 @@ func serve(dir string) {
 	// block waits until its call is cancelled, and says so in a file.
 	mcp.AddTool(s, &mcp.Tool{Name: "block", Description: "Wait until cancelled."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
-			os.WriteFile(filepath.Join(dir, "blocking"), nil, 0o644)
+			record(dir, "blocking", nil)
 			<-ctx.Done()
-			os.WriteFile(filepath.Join(dir, "cancelled"), []byte(fmt.Sprint(ctx.Err())), 0o644)
+			record(dir, "cancelled", []byte(fmt.Sprint(ctx.Err())))
 			return text("cancelled"), nil, nil
 		})
 	// steps sends progress, then waits for a file before it answers.
@@ -111,7 +111,7 @@ func serve(dir string) {
 			if err := c.Start(); err != nil {
 				return nil, nil, err
 			}
-			os.WriteFile(filepath.Join(dir, "child"), []byte(strconv.Itoa(c.Process.Pid)), 0o644)
+			record(dir, "child", []byte(strconv.Itoa(c.Process.Pid)))
 			return text(strconv.Itoa(c.Process.Pid)), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "image", Description: "An image."},
@@ -137,3 +137,11 @@ func serve(dir string) {
 
 // lingerVariable makes the test server stay when its input ends.
 const lingerVariable = "PI_REMOTE_TEST_MCP_LINGER"
+
+// record writes a file whole (a reader never sees it half written).
+func record(dir, name string, content []byte) {
+	tmp := filepath.Join(dir, name+".tmp")
+	if os.WriteFile(tmp, content, 0o644) == nil {
+		os.Rename(tmp, filepath.Join(dir, name))
+	}
+}
