@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pi-remote/pi-remote/internal/termtext"
@@ -147,8 +148,8 @@ type server struct {
 	tools     []*mcp.Tool
 	names     []string // the tools' names as the model sees them (define)
 	problems  string   // the tools left out, and why (define)
-	restarted bool     // started again since it died: the next result says so
 	closed    bool
+	ends      []context.CancelFunc // end each connection's reads (stop)
 
 	// progress routes notifications by token to the call that asked.
 	progressMu sync.Mutex
@@ -213,17 +214,41 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport
 		cs.Wait()
 		end()
 	}()
+	s.mu.Lock()
+	s.ends = append(s.ends, end)
+	s.mu.Unlock()
 	return cs, t, nil
 }
 
 // lasting is a transport whose connection gets a context of its own, not
-// the one it is started in.
+// the one it is started in, and whose reads end when that context does:
+// a session can be ended (stop) without waiting for its calls, which then
+// fail as on a closed connection.
 type lasting struct {
 	mcp.Transport
 	ctx context.Context
 }
 
-func (l lasting) Connect(context.Context) (mcp.Connection, error) { return l.Transport.Connect(l.ctx) }
+func (l lasting) Connect(context.Context) (mcp.Connection, error) {
+	c, err := l.Transport.Connect(l.ctx)
+	if err != nil {
+		return nil, err
+	}
+	return endingConn{c, l.ctx}, nil
+}
+
+// endingConn is a connection whose reads end with ctx.
+type endingConn struct {
+	mcp.Connection
+	ctx context.Context
+}
+
+func (c endingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer context.AfterFunc(c.ctx, cancel)()
+	defer cancel()
+	return c.Connection.Read(ctx)
+}
 
 // adopt makes cs the server's session (s.mu held) and watches for its
 // end.
@@ -260,12 +285,17 @@ func (s *server) explain(doing string, err error, t mcp.Transport) string {
 // stop closes the session (and so the server).
 func (s *server) stop() {
 	s.mu.Lock()
-	cs := s.session
-	s.session, s.closed = nil, true
+	cs, ends := s.session, s.ends
+	s.session, s.closed, s.ends = nil, true, nil
 	if s.state == Running {
 		s.state = Stopped
 	}
 	s.mu.Unlock()
+	// (First the reads: a call in flight then fails at once, and Close,
+	// which waits for calls, does not wait for it.)
+	for _, end := range ends {
+		end()
+	}
 	if cs != nil {
 		cs.Close()
 	}
@@ -293,10 +323,9 @@ func (s *server) live(ctx context.Context) (cs *mcp.ClientSession, restarted boo
 		select {
 		case <-s.ended:
 		default:
-			cs, restarted = s.session, s.restarted
-			s.restarted = false
+			cs = s.session
 			s.mu.Unlock()
-			return cs, restarted, nil
+			return cs, false, nil
 		}
 	}
 	old := s.session

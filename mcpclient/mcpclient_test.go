@@ -369,3 +369,38 @@ func TestServersDieWithAKilledParent(t *testing.T) {
 	cmd.Wait()
 	require.Eventually(t, func() bool { return gone(server) }, 30*time.Second, 10*time.Millisecond, "the server outlived its pi-remote")
 }
+
+// Close does not wait for a call in flight: the server is stopped and
+// the call ends with an error.
+func TestCloseDuringACall(t *testing.T) {
+	cfg, dir := testServer(t, "t")
+	m := mcpclient.Start(t.Context(), []mcpclient.Config{cfg}, mcpclient.Options{})
+	var block mcpclient.Tool
+	for _, tl := range m.Tools() {
+		if tl.Remote == "block" {
+			block = tl
+		}
+	}
+	done := make(chan loop.Result, 1)
+	go func() {
+		res, _ := block.Def.Execute(context.WithoutCancel(t.Context()), "c", json.RawMessage(`{}`), nil)
+		done <- res
+	}()
+	waitFile(t, filepath.Join(dir, "blocking"))
+	closed := make(chan struct{})
+	go func() {
+		m.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close waited for the call")
+	}
+	select {
+	case res := <-done:
+		assert.True(t, res.IsError)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call did not end with its server")
+	}
+}
