@@ -97,7 +97,7 @@ func registerAgentFlags(f *pflag.FlagSet, o *runOptions) {
 	f.StringVar(&o.model, "model", os.Getenv("PI_REMOTE_MODEL"), "PROVIDER/ID: openai/ID, anthropic/ID or scripted/FILE (default $PI_REMOTE_MODEL)")
 	f.StringVar(&o.baseURL, "base-url", "", "URL of an OpenAI- or Anthropic-compatible API (e.g. http://127.0.0.1:8000/v1)")
 	f.StringVar(&o.thinking, "thinking", "off", "reasoning level: "+strings.Join(agent.ThinkingLevels, "|")+" (OpenAI reasoning_effort, Anthropic extended thinking)")
-	f.StringVar(&o.tools, "tools", strings.Join(tools.DefaultActive, ","), "active tools, comma-separated: "+strings.Join(tools.AllNames, ","))
+	f.StringVar(&o.tools, "tools", strings.Join(tools.DefaultActive, ","), "active tools, comma-separated: "+strings.Join(tools.AllNames, ",")+"; MCP servers' tools as mcp__SERVER__TOOL, mcp__SERVER (all of a server's) or a glob (mcp__*); unless given, every MCP tool is active too")
 	f.StringVar(&o.toolExecution, "tool-execution", "parallel", "parallel|sequential")
 	f.IntVar(&o.maxTurns, "max-turns", 50, "most model turns in one run")
 	f.StringVar(&o.systemPrompt, "system-prompt", "", "replace the opening of the system prompt (tools, hosts and project context are still added)")
