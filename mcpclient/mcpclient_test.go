@@ -263,7 +263,7 @@ func TestSchemaRefsAreNotLoaded(t *testing.T) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 	}
 	s.AddTool(&mcp.Tool{Name: "sneaky", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"$ref": "file://" + secret}}}}, handler)
-	s.AddTool(&mcp.Tool{Name: "plain.tool/v2", InputSchema: map[string]any{"type": "object"}}, handler)
+	s.AddTool(&mcp.Tool{Name: "plain.tool/v2", Description: strings.Repeat("é", 3000), InputSchema: map[string]any{"type": "object"}}, handler)
 	connect := func(context.Context, mcpclient.Config) (mcp.Transport, error) {
 		ct, st := mcp.NewInMemoryTransports()
 		go s.Run(t.Context(), st)
@@ -274,6 +274,9 @@ func TestSchemaRefsAreNotLoaded(t *testing.T) {
 	tools := m.Tools()
 	require.Len(t, tools, 1, "%+v", m.Status())
 	assert.Equal(t, "mcp__my_server__plain_tool_v2", tools[0].Def.Name, "names are made to fit what providers take")
+	desc := tools[0].Def.Description
+	assert.True(t, strings.HasPrefix(desc, strings.Repeat("é", mcpclient.MaxDescription/2)+"…"), "a long description is cut")
+	assert.Less(t, len(desc), mcpclient.MaxDescription+100)
 	st := m.Status()
 	assert.Contains(t, st[0].Error, `tool "sneaky" left out`)
 }

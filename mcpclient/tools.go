@@ -93,6 +93,7 @@ func (s *server) definition(name string, t *mcp.Tool) (tools.Definition, error) 
 	if desc == "" {
 		desc = t.Title
 	}
+	desc = cut(desc, MaxDescription)
 	label := t.Title
 	if label == "" {
 		label = t.Name
@@ -109,6 +110,22 @@ func (s *server) definition(name string, t *mcp.Tool) (tools.Definition, error) 
 			return s.call(ctx, remote, args, onUpdate), nil
 		},
 	}, nil
+}
+
+// MaxDescription bounds the description of a tool the model sees: a
+// server's text goes into every request's tool list.
+const MaxDescription = 2048
+
+// cut is s cut to at most n bytes, on a character's start, "…" marking
+// the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func firstLine(s string) string {
