@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -96,7 +97,7 @@ func (c Config) Validate() error {
 		if c.URL == "" {
 			return fmt.Errorf(`an %s server needs "url"`, t)
 		}
-		if !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://") {
+		if !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://") && !strings.HasPrefix(c.URL, "${") {
 			return fmt.Errorf("url %q: want http:// or https://", c.URL)
 		}
 		if c.Command != "" || len(c.Args) > 0 || len(c.Env) > 0 {
@@ -109,6 +110,48 @@ func (c Config) Validate() error {
 		return fmt.Errorf("type %q: want stdio, http or sse", c.Type)
 	}
 	return nil
+}
+
+var variable = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// Expand is c with ${VAR} and ${VAR:-default} replaced by lookup's values
+// in the command, the args, the env and header values and the url, as
+// Claude Code expands them in .mcp.json; missing are the variables
+// without a value or a default.
+func (c Config) Expand(lookup func(string) (string, bool)) (out Config, missing []string) {
+	expand := func(s string) string {
+		return variable.ReplaceAllStringFunc(s, func(m string) string {
+			sub := variable.FindStringSubmatch(m)
+			if v, ok := lookup(sub[1]); ok && v != "" {
+				return v
+			}
+			if sub[2] != "" {
+				return sub[3]
+			}
+			if !slices.Contains(missing, sub[1]) {
+				missing = append(missing, sub[1])
+			}
+			return ""
+		})
+	}
+	out = c
+	out.Command, out.URL = expand(c.Command), expand(c.URL)
+	out.Args = nil
+	for _, a := range c.Args {
+		out.Args = append(out.Args, expand(a))
+	}
+	each := func(m map[string]string) map[string]string {
+		if m == nil {
+			return nil
+		}
+		r := map[string]string{}
+		for k, v := range m {
+			r[k] = expand(v)
+		}
+		return r
+	}
+	out.Env, out.Headers = each(c.Env), each(c.Headers)
+	return out, missing
 }
 
 // Where says where the server runs or is reached, for the person.

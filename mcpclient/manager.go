@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,7 +187,11 @@ func (s *server) start(ctx context.Context) {
 func (s *server) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.o.StartTimeout)
 	defer cancel()
-	t, err := s.o.Connect(ctx, s.cfg)
+	cfg, missing := s.cfg.Expand(os.LookupEnv)
+	if len(missing) > 0 {
+		return nil, nil, fmt.Errorf("its settings name environment variables that are not set: %s", strings.Join(missing, ", "))
+	}
+	t, err := s.o.Connect(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

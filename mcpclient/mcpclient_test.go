@@ -407,3 +407,28 @@ func TestCloseDuringACall(t *testing.T) {
 		t.Fatal("the call did not end with its server")
 	}
 }
+
+// ${VAR} and ${VAR:-default} are expanded as Claude Code expands them;
+// a server that needs a variable not set does not start, saying which.
+func TestExpandVariables(t *testing.T) {
+	env := map[string]string{"HOST": "mcp.example", "TOKEN": "s3cret"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	c, missing := mcpclient.Config{
+		Command: "${BIN:-db-mcp}", Args: []string{"--host=${HOST}"}, Env: map[string]string{"T": "${TOKEN}"},
+		URL: "https://${HOST}/mcp", Headers: map[string]string{"Authorization": "Bearer ${TOKEN}"},
+	}.Expand(lookup)
+	assert.Empty(t, missing)
+	assert.Equal(t, "db-mcp", c.Command)
+	assert.Equal(t, []string{"--host=mcp.example"}, c.Args)
+	assert.Equal(t, map[string]string{"T": "s3cret"}, c.Env)
+	assert.Equal(t, "https://mcp.example/mcp", c.URL)
+	assert.Equal(t, "Bearer s3cret", c.Headers["Authorization"])
+	_, missing = mcpclient.Config{Command: "x", Args: []string{"${NOPE}", "${NOPE}", "${ALSO}"}}.Expand(lookup)
+	assert.Equal(t, []string{"NOPE", "ALSO"}, missing)
+	assert.NoError(t, mcpclient.Config{URL: "${BASE}/mcp"}.Validate(), "checked once expanded")
+
+	m := mcpclient.Start(t.Context(), []mcpclient.Config{{Name: "v", Command: "${PI_REMOTE_TEST_UNSET_VARIABLE}"}}, mcpclient.Options{})
+	t.Cleanup(m.Close)
+	require.Len(t, m.Failures(), 1)
+	assert.Contains(t, m.Failures()[0], "environment variables that are not set: PI_REMOTE_TEST_UNSET_VARIABLE")
+}
