@@ -129,8 +129,10 @@ func TestMCPClientReferenceServers(t *testing.T) {
 	assert.True(t, ends["c5"].IsError, "arguments are checked against the server's schema")
 	assert.Contains(t, ends["c5"].Result.Content.Text(), "message")
 	assert.Equal(t, "Long running operation completed. Duration: 1.5 seconds, Steps: 3.", ends["c6"].Result.Content.Text())
+	// (The last notification may be handled after the result, and an
+	// update after the result is dropped.)
 	require.NotEmpty(t, updates, "progress arrives as tool_execution_update")
-	assert.Contains(t, updates[len(updates)-1], "progress 3/3")
+	assert.Equal(t, "progress 1/3", updates[0])
 	assert.Contains(t, stderr.String(), "not starting the MCP servers in "+filepath.Join(project, ".mcp.json"))
 	assert.NoFileExists(t, marker, "the untrusted project's server never ran")
 }
