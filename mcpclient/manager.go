@@ -275,11 +275,16 @@ func (s *server) adopt(cs *mcp.ClientSession, t mcp.Transport) {
 	}()
 }
 
+// stderrTail is a transport that keeps the end of its server's stderr
+// (CommandTransport; a transport to a program on a host may too), for
+// error messages.
+type stderrTail interface{ Stderr() string }
+
 // explain says what went wrong while doing what, with the last lines
-// the server wrote on stderr when it is a local program.
+// the server wrote on stderr when its transport keeps them.
 func (s *server) explain(doing string, err error, t mcp.Transport) string {
 	msg := fmt.Sprintf("%s: %v", doing, err)
-	if ct, ok := t.(*CommandTransport); ok {
+	if ct, ok := t.(stderrTail); ok {
 		if e := ct.Stderr(); e != "" {
 			msg += "; its stderr ends with: " + termtext.String(e)
 		}
@@ -390,13 +395,13 @@ func (s *server) died(cs *mcp.ClientSession, err error) bool {
 	return true
 }
 
-// lastWords is the end of what the server wrote on stderr ("" when not
-// a local program or nothing).
+// lastWords is the end of what the server wrote on stderr ("" when its
+// transport does not keep it, or there is nothing).
 func (s *server) lastWords() string {
 	s.mu.Lock()
 	t := s.transport
 	s.mu.Unlock()
-	if ct, ok := t.(*CommandTransport); ok {
+	if ct, ok := t.(stderrTail); ok {
 		return termtext.String(ct.Stderr())
 	}
 	return ""
