@@ -287,7 +287,8 @@ func (s *server) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Pro
 	// The run ends with the request: a client gone, or $/cancel_request.
 	runCtx, done, err := c.begin(ctx)
 	if err != nil {
-		return acpsdk.PromptResponse{}, err
+		// Cancelled while the prompt before it ended.
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
 	}
 	defer done()
 	reason, err := c.run(runCtx, text)
@@ -297,12 +298,26 @@ func (s *server) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Pro
 	return acpsdk.PromptResponse{StopReason: reason}, err
 }
 
-// begin marks c as running a prompt until done is called.
+// begin marks c as running a prompt until done is called. A prompt
+// still running is cancelled first, and begin waits for its end: a newer
+// prompt supersedes it, as the SDK has it (it cancels the older request's
+// context before this is called, so refusing the newer one would lose
+// both).
 func (c *conversation) begin(ctx context.Context) (context.Context, func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cancel != nil {
-		return nil, nil, acpsdk.NewInvalidParams(map[string]any{"error": "a prompt is running in this session: cancel it first"})
+	for c.cancel != nil {
+		cancel, running := c.cancel, c.running
+		c.mu.Unlock()
+		cancel()
+		select {
+		case <-running:
+		case <-ctx.Done():
+		}
+		c.mu.Lock()
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	running := make(chan struct{})

@@ -1,0 +1,115 @@
+package acp
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// wire is a client that writes raw lines and reads what comes back.
+type wire struct {
+	t    *testing.T
+	in   io.WriteCloser
+	msgs chan map[string]any
+}
+
+func newWire(t *testing.T, o Options) *wire {
+	in, out := serve(t, o)
+	w := &wire{t: t, in: in, msgs: make(chan map[string]any, 1024)}
+	go func() {
+		defer close(w.msgs)
+		s := bufio.NewScanner(out)
+		s.Buffer(nil, 16<<20)
+		for s.Scan() {
+			var m map[string]any
+			if json.Unmarshal(s.Bytes(), &m) == nil {
+				w.msgs <- m
+			}
+		}
+	}()
+	return w
+}
+
+func (w *wire) send(format string, args ...any) {
+	w.t.Helper()
+	_, err := fmt.Fprintf(w.in, format+"\n", args...)
+	require.NoError(w.t, err)
+}
+
+// until reads messages until one satisfies pred, and returns it; the
+// others are passed to skipped (when not nil).
+func (w *wire) until(pred func(map[string]any) bool, skipped func(map[string]any)) map[string]any {
+	w.t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case m, ok := <-w.msgs:
+			require.True(w.t, ok, "the output ended")
+			if pred(m) {
+				return m
+			}
+			if skipped != nil {
+				skipped(m)
+			}
+		case <-deadline:
+			w.t.Fatal("no such message within a minute")
+		}
+	}
+}
+
+func hasID(id string) func(map[string]any) bool {
+	return func(m map[string]any) bool {
+		b, _ := json.Marshal(m["id"])
+		_, isAnswer := m["method"]
+		return string(b) == id && !isAnswer
+	}
+}
+
+func (w *wire) newSession(dir string) string {
+	w.t.Helper()
+	w.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	w.until(hasID(`"init"`), nil)
+	w.send(`{"jsonrpc":"2.0","id":"new","method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`, dir)
+	m := w.until(hasID(`"new"`), nil)
+	require.Nil(w.t, m["error"], "%v", m)
+	return m["result"].(map[string]any)["sessionId"].(string)
+}
+
+// A prompt sent while one runs supersedes it: the one running is
+// cancelled (its call waiting for approval is abandoned and never runs),
+// answers cancelled, and the newer one runs to its end.
+func TestHostileSecondPromptSupersedesTheFirst(t *testing.T) {
+	dir := t.TempDir()
+	o := localOptions(t, `{"turns":[
+		{"toolCalls":[{"id":"b1","name":"bash","arguments":{"command":"touch ran"}}]},
+		{"text":"second answer"}
+	]}`)
+	w := newWire(t, o)
+	sid := w.newSession(dir)
+	w.send(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"one"}]}}`, sid)
+	asked := w.until(func(m map[string]any) bool { return m["method"] == "session/request_permission" }, nil)
+	w.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"two"}]}}`, sid)
+	var said []string
+	collect := func(m map[string]any) {
+		if s := mustJSON(m); strings.Contains(s, "agent_message_chunk") {
+			said = append(said, s)
+		}
+	}
+	first := w.until(hasID("1"), collect)
+	require.Nil(t, first["error"], "%v", first)
+	require.Equal(t, "cancelled", first["result"].(map[string]any)["stopReason"])
+	// The editor answers the abandoned question late: nothing runs.
+	w.send(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}}}`, mustJSON(asked["id"]))
+	second := w.until(hasID("2"), collect)
+	require.Nil(t, second["error"], "%v", second)
+	require.Equal(t, "end_turn", second["result"].(map[string]any)["stopReason"])
+	require.Contains(t, strings.Join(said, ""), "second answer")
+	require.NoFileExists(t, filepath.Join(dir, "ran"))
+}
