@@ -113,3 +113,23 @@ func TestHostileSecondPromptSupersedesTheFirst(t *testing.T) {
 	require.Contains(t, strings.Join(said, ""), "second answer")
 	require.NoFileExists(t, filepath.Join(dir, "ran"))
 }
+
+// An id the SDK does not echo byte for byte (an object with spaces in
+// it: the answer's JSON is compact) is still answered, and Serve still
+// returns when the input ends.
+func TestHostileIDWithSpacesDoesNotHangTheEnd(t *testing.T) {
+	o := localOptions(t, `{"turns":[{"text":"hi"}]}`)
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":{"a": 1},"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n" +
+		`{"jsonrpc":"2.0","id": [1, 2] ,"method":"session/teleport","params":{}}` + "\n")
+	var out strings.Builder
+	done := make(chan error, 1)
+	go func() { done <- Serve(t.Context(), in, &out, o) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve still waits for answers it has written")
+	}
+	require.Contains(t, out.String(), `"id":{"a":1}`)
+	require.Contains(t, out.String(), `"id":[1,2]`)
+}

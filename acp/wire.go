@@ -61,7 +61,7 @@ func (o *outbox) Write(b []byte) (int, error) {
 	n, err := o.w.Write(b)
 	var due []func()
 	if parsed && m.isAnswer() {
-		if id := string(m.ID); o.open[id] {
+		if id := idKey(m.ID); o.open[id] {
 			delete(o.open, id)
 			o.answered.Broadcast()
 		}
@@ -88,7 +88,18 @@ func (o *outbox) received(line []byte) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.open[string(m.ID)] = true
+	o.open[idKey(m.ID)] = true
+}
+
+// idKey is an id as the open requests are keyed: compact, as the SDK
+// writes it back in its answer (an id with spaces inside, an object or
+// an array, would otherwise never be seen answered).
+func idKey(id json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, id) != nil {
+		return string(id)
+	}
+	return b.String()
 }
 
 // drain waits until every request received has been answered.
