@@ -71,7 +71,7 @@ type Options struct {
 // cancels the runs still going, waits for them, and closes every
 // session's file and workspace.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
-	s := &server{o: o, base: context.WithoutCancel(ctx), sessions: map[string]*conversation{}}
+	s := &server{o: o, base: context.WithoutCancel(ctx), sessions: map[string]*conversation{}, loading: map[string]bool{}}
 	if s.o.Log == nil {
 		s.o.Log = io.Discard
 	}
@@ -104,6 +104,7 @@ type server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*conversation
+	loading  map[string]bool // session IDs session/load is opening
 	closed   bool
 }
 
@@ -163,12 +164,23 @@ func (s *server) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (
 	if id == "" {
 		return acpsdk.LoadSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": "sessionId is empty"})
 	}
+	// The ID is taken from now on: a second load while this one opens
+	// would make two conversations append to one file.
 	s.mu.Lock()
-	_, live := s.sessions[id]
+	_, taken := s.sessions[id]
+	taken = taken || s.loading[id]
+	if !taken {
+		s.loading[id] = true
+	}
 	s.mu.Unlock()
-	if live {
+	if taken {
 		return acpsdk.LoadSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("session %s is open already", id)})
 	}
+	defer func() {
+		s.mu.Lock()
+		delete(s.loading, id)
+		s.mu.Unlock()
+	}()
 	c, err := s.open(ctx, p.Cwd, agent.Where{Resume: id})
 	if err != nil {
 		return acpsdk.LoadSessionResponse{}, err

@@ -2,15 +2,19 @@ package acp
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/workspace"
 )
 
 // wire is a client that writes raw lines and reads what comes back.
@@ -132,4 +136,39 @@ func TestHostileIDWithSpacesDoesNotHangTheEnd(t *testing.T) {
 	}
 	require.Contains(t, out.String(), `"id":{"a":1}`)
 	require.Contains(t, out.String(), `"id":[1,2]`)
+}
+
+// Two loads of one session at once: one gets it, the other is refused
+// (two conversations appending to one file would interleave it).
+func TestHostileConcurrentLoads(t *testing.T) {
+	o := localOptions(t, `{"turns":[{"text":"hi"}]}`)
+	dir := t.TempDir()
+	w := newWire(t, o)
+	sid := w.newSession(dir)
+	w.in.Close()
+	for range w.msgs {
+	}
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	open := o.Open
+	o.Open = func(ctx context.Context, editorCwd string) (*workspace.Workspace, error) {
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			close(entered)
+			<-release
+		}
+		return open(ctx, editorCwd)
+	}
+	w = newWire(t, o)
+	w.send(`{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":%q,"cwd":%q,"mcpServers":[]}}`, sid, dir)
+	<-entered
+	w.send(`{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":%q,"cwd":%q,"mcpServers":[]}}`, sid, dir)
+	second := w.until(hasID("2"), nil)
+	close(release)
+	require.NotNil(t, second["error"], "%v", second)
+	require.Contains(t, mustJSON(second["error"]), "open already")
+	first := w.until(hasID("1"), nil)
+	require.Nil(t, first["error"], "%v", first)
 }
