@@ -122,6 +122,10 @@ type conversation struct {
 
 	advertised sync.Once // the slash commands were sent
 
+	// floor is the default host's mode as the user's settings and
+	// command line set it: the editor may choose it or a stricter one.
+	floor permission.Mode
+
 	mu      sync.Mutex
 	cancel  context.CancelFunc // the running prompt's, nil when idle
 	running chan struct{}      // closed when it ends
@@ -215,6 +219,9 @@ func (s *server) open(ctx context.Context, editorCwd string, where agent.Where) 
 		return nil, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %q", where.Resume)})
 	}
 	c := &conversation{id: id, ws: ws, file: opened.File, srv: s, tr: newTranslator(dirsOf(ws), quietOf(ws))}
+	if ws.Gate != nil {
+		c.floor = ws.Gate.Policy().HostMode(ws.DefaultHost())
+	}
 	ws.SetSessionID(id)
 	if ws.Gate != nil {
 		ws.Gate.SetAsker(c.ask)
@@ -483,21 +490,41 @@ var sessionModes = []acpsdk.SessionMode{
 }
 
 // modes are the session's modes: the permission mode of its default
-// host, and the others it may take.
+// host, and the others it may take (those at least as strict as floor).
 func (c *conversation) modes() *acpsdk.SessionModeState {
 	if c.ws.Gate == nil {
 		return nil
 	}
+	var available []acpsdk.SessionMode
+	for _, m := range sessionModes {
+		if strictness(permission.Mode(m.Id)) >= strictness(c.floor) {
+			available = append(available, m)
+		}
+	}
 	return &acpsdk.SessionModeState{
-		AvailableModes: sessionModes,
+		AvailableModes: available,
 		CurrentModeId:  acpsdk.SessionModeId(c.ws.Gate.Policy().HostMode(c.ws.DefaultHost())),
 	}
+}
+
+// strictness orders the modes: auto, ask, read-only.
+func strictness(m permission.Mode) int {
+	switch m {
+	case permission.ReadOnly:
+		return 2
+	case permission.Ask:
+		return 1
+	}
+	return 0
 }
 
 // SetSessionMode makes the mode the default host's permission mode, as
 // --host-permissions would: calls decided from now on follow it (the
 // running prompt's too), and the system prompt tells it from the next
-// prompt on. Rules stay as they are: a deny rule still refuses.
+// prompt on. Rules stay as they are: a deny rule still refuses. A mode
+// less strict than the one the user's settings or command line set for
+// the host is refused: the editor (or whatever speaks for it) may
+// tighten the user's policy, never loosen it.
 func (s *server) SetSessionMode(ctx context.Context, p acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
 	c, err := s.session(p.SessionId)
 	if err != nil {
@@ -506,6 +533,11 @@ func (s *server) SetSessionMode(ctx context.Context, p acpsdk.SetSessionModeRequ
 	m, err := permission.ParseMode(string(p.ModeId))
 	if err != nil || c.ws.Gate == nil {
 		return acpsdk.SetSessionModeResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no mode %q (modes: auto, ask, read-only)", p.ModeId)})
+	}
+	if strictness(m) < strictness(c.floor) {
+		return acpsdk.SetSessionModeResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(
+			"mode %s is less strict than %s, which your settings or command line set for host %s: the editor may choose only %s or a stricter mode",
+			m, c.floor, c.ws.DefaultHost(), c.floor)})
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

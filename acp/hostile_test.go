@@ -14,6 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/workspace"
 )
 
@@ -171,4 +174,44 @@ func TestHostileConcurrentLoads(t *testing.T) {
 	require.Contains(t, mustJSON(second["error"]), "open already")
 	first := w.until(hasID("1"), nil)
 	require.Nil(t, first["error"], "%v", first)
+}
+
+// The editor may tighten the mode the user set for the default host,
+// never loosen it: a host the user made read-only stays read-only
+// whatever mode a client selects, and an asking one never becomes auto.
+func TestHostileEditorCannotLoosenTheUsersMode(t *testing.T) {
+	for _, tc := range []struct {
+		user    permission.Mode
+		offered []string
+		refused []string
+	}{
+		{permission.ReadOnly, []string{"read-only"}, []string{"auto", "ask"}},
+		{permission.Ask, []string{"ask", "read-only"}, []string{"auto"}},
+	} {
+		t.Run(string(tc.user), func(t *testing.T) {
+			dir := t.TempDir()
+			o := localOptionsMode(t, `{"turns":[
+				{"toolCalls":[{"id":"w1","name":"write","arguments":{"path":"a.txt","content":"a\n"}}]},
+				{"text":"done"}
+			]}`, tc.user)
+			c := &client{t: t, seen: make(chan acpsdk.SessionUpdate, 1)}
+			c.answerWith = func(acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionOutcome { return selected(optionReject) }
+			conn := connect(t, o, c)
+			s, err := conn.NewSession(t.Context(), acpsdk.NewSessionRequest{Cwd: dir, McpServers: []acpsdk.McpServer{}})
+			require.NoError(t, err)
+			require.Equal(t, acpsdk.SessionModeId(tc.user), s.Modes.CurrentModeId)
+			require.Equal(t, tc.offered, modeIDs(s.Modes))
+			for _, m := range tc.refused {
+				_, err = conn.SetSessionMode(t.Context(), acpsdk.SetSessionModeRequest{SessionId: s.SessionId, ModeId: acpsdk.SessionModeId(m)})
+				require.ErrorContains(t, err, "less strict", m)
+			}
+			for _, m := range tc.offered {
+				_, err = conn.SetSessionMode(t.Context(), acpsdk.SetSessionModeRequest{SessionId: s.SessionId, ModeId: acpsdk.SessionModeId(m)})
+				require.NoError(t, err, m)
+			}
+			_, err = conn.Prompt(t.Context(), acpsdk.PromptRequest{SessionId: s.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("write a")}})
+			require.NoError(t, err)
+			require.NoFileExists(t, filepath.Join(dir, "a.txt"), "the write ran without the user's approval")
+		})
+	}
 }

@@ -160,6 +160,11 @@ func (c *client) take() []acpsdk.SessionUpdate {
 // localOptions open sessions on this machine with a scripted model that
 // plays turns, asking before each change (--permissions ask).
 func localOptions(t *testing.T, turns string) Options {
+	return localOptionsMode(t, turns, permission.Ask)
+}
+
+// localOptionsMode is localOptions with the user's permission mode.
+func localOptionsMode(t *testing.T, turns string, mode permission.Mode) Options {
 	t.Setenv("HOME", t.TempDir()) // the session files
 	script := filepath.Join(t.TempDir(), "script.json")
 	require.NoError(t, os.WriteFile(script, []byte(turns), 0o644))
@@ -177,7 +182,7 @@ func localOptions(t *testing.T, turns string) Options {
 			if err != nil {
 				return nil, err
 			}
-			return workspace.Open(ctx, hosts, workspace.Options{Model: model, Active: tools.DefaultActive, Gate: permission.NewGate(permission.Policy{Mode: permission.Ask})})
+			return workspace.Open(ctx, hosts, workspace.Options{Model: model, Active: tools.DefaultActive, Gate: permission.NewGate(permission.Policy{Mode: mode})})
 		},
 		Model:   "scripted/" + script,
 		Version: "test",
@@ -288,37 +293,26 @@ func mustJSON(v any) string {
 }
 
 // The permission modes are the session's modes: the editor sees the
-// default host's, and setting one changes what the gate asks.
+// default host's, and setting one changes what the gate decides.
 func TestServeModes(t *testing.T) {
 	dir := t.TempDir()
-	o := localOptions(t, `{"turns":[
-		{"toolCalls":[{"id":"w1","name":"write","arguments":{"path":"a.txt","content":"a\n"}}]},
-		{"text":"Wrote a."},
+	o := localOptionsMode(t, `{"turns":[
 		{"toolCalls":[{"id":"w2","name":"write","arguments":{"path":"b.txt","content":"b\n"}}]},
-		{"text":"Could not write b."}
-	]}`)
+		{"text":"Could not write b."},
+		{"toolCalls":[{"id":"w1","name":"write","arguments":{"path":"a.txt","content":"a\n"}}]},
+		{"text":"Wrote a."}
+	]}`, permission.Auto)
 	c := &client{t: t, seen: make(chan acpsdk.SessionUpdate, 1)}
 	c.answerWith = func(acpsdk.RequestPermissionRequest) acpsdk.RequestPermissionOutcome { return selected(optionReject) }
 	conn := connect(t, o, c)
 	s, err := conn.NewSession(t.Context(), acpsdk.NewSessionRequest{Cwd: dir, McpServers: []acpsdk.McpServer{}})
 	require.NoError(t, err)
 	require.NotNil(t, s.Modes)
-	assert.Equal(t, acpsdk.SessionModeId("ask"), s.Modes.CurrentModeId)
-	var ids []string
-	for _, m := range s.Modes.AvailableModes {
-		ids = append(ids, string(m.Id))
-	}
-	assert.Equal(t, []string{"auto", "ask", "read-only"}, ids)
+	assert.Equal(t, acpsdk.SessionModeId("auto"), s.Modes.CurrentModeId)
+	assert.Equal(t, []string{"auto", "ask", "read-only"}, modeIDs(s.Modes))
 
 	_, err = conn.SetSessionMode(t.Context(), acpsdk.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "yolo"})
 	assert.ErrorContains(t, err, "Invalid params")
-
-	_, err = conn.SetSessionMode(t.Context(), acpsdk.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "auto"})
-	require.NoError(t, err)
-	_, err = conn.Prompt(t.Context(), acpsdk.PromptRequest{SessionId: s.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("write a")}})
-	require.NoError(t, err)
-	assert.FileExists(t, filepath.Join(dir, "a.txt"))
-	assert.Empty(t, c.asked, "auto runs the write without asking")
 
 	_, err = conn.SetSessionMode(t.Context(), acpsdk.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "read-only"})
 	require.NoError(t, err)
@@ -333,6 +327,22 @@ func TestServeModes(t *testing.T) {
 		}
 	}
 	assert.Contains(t, refused, "Permission denied")
+
+	// Back to the mode the user set: auto runs the write without asking.
+	_, err = conn.SetSessionMode(t.Context(), acpsdk.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "auto"})
+	require.NoError(t, err)
+	_, err = conn.Prompt(t.Context(), acpsdk.PromptRequest{SessionId: s.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("write a")}})
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(dir, "a.txt"))
+	assert.Empty(t, c.asked)
+}
+
+func modeIDs(m *acpsdk.SessionModeState) []string {
+	var ids []string
+	for _, x := range m.AvailableModes {
+		ids = append(ids, string(x.Id))
+	}
+	return ids
 }
 
 // A command with Expand (prompt templates, skills) becomes the prompt the
