@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -213,5 +214,36 @@ func TestHostileEditorCannotLoosenTheUsersMode(t *testing.T) {
 			require.NoError(t, err)
 			require.NoFileExists(t, filepath.Join(dir, "a.txt"), "the write ran without the user's approval")
 		})
+	}
+}
+
+// A message longer than the limit is refused with its own id when the id
+// comes before the long part, so the editor's request does not wait for
+// ever; the agent reads on.
+func TestHostileLongMessageAnsweredWithItsID(t *testing.T) {
+	w := newWire(t, Options{Version: "test"})
+	w.send(`{"jsonrpc":"2.0","id":"big","method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"%s"}]}}`, strings.Repeat("x", maxLine+10))
+	m := w.until(func(m map[string]any) bool { return m["error"] != nil }, nil)
+	require.Equal(t, "big", m["id"], "%v", m)
+	require.Equal(t, float64(codeInvalidRequest), m["error"].(map[string]any)["code"])
+	w.send(`{"jsonrpc":"2.0","params":{"text":"%s"},"id":7,"method":"x"}`, strings.Repeat("y", maxLine+1<<20))
+	m = w.until(func(m map[string]any) bool { return m["error"] != nil }, nil)
+	require.Nil(t, m["id"], "the id came after the part cut off")
+	w.send(`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	m = w.until(hasID("3"), nil)
+	require.NotNil(t, m["result"])
+}
+
+func TestLeadingID(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":12,"params":{"x":"abc`:   `12`,
+		`{"id" : "a\"b", "method":"x","params":"abc`:    `"a\"b"`,
+		`{"jsonrpc":"2.0","params":{"x":"abc`:           ``,
+		`{"id":{"a":1},"params":"abc`:                   ``,
+		`[{"id":1}`:                                     ``,
+		`{"method":"x","id":null,"params":{"x":"abc"`:   ``,
+		`{"method":"session/prompt","id":-4.5,"params"`: `-4.5`,
+	} {
+		assert.Equal(t, want, string(leadingID([]byte(line))), line)
 	}
 }

@@ -124,8 +124,8 @@ func (o *outbox) after(id string, fn func()) {
 
 // rpcError is a JSON-RPC error answer to a message that has no usable id.
 type rpcError struct {
-	JSONRPC string `json:"jsonrpc"`
-	ID      any    `json:"id"` // always null
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"` // null when unknown
 	Error   struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
@@ -153,17 +153,19 @@ func filter(in io.Reader, w *io.PipeWriter, out *outbox) {
 	for {
 		line, err := readLine(r)
 		if t := bytes.TrimSpace(line); len(t) > 0 {
-			code, msg := 0, ""
+			code, msg, id := 0, "", json.RawMessage(nil)
 			switch {
 			case len(t) > maxLine:
-				code, msg = codeParseError, "Parse error: message longer than 8 MiB"
+				// Its id, when it comes before the long part, lets the
+				// client match the refusal to its request.
+				code, msg, id = codeInvalidRequest, "Invalid request: message longer than 8 MiB", leadingID(t)
 			case !json.Valid(t):
 				code, msg = codeParseError, "Parse error"
 			case t[0] != '{':
 				code, msg = codeInvalidRequest, "Invalid request: want one JSON object a line"
 			}
 			if code != 0 {
-				e := rpcError{JSONRPC: "2.0"}
+				e := rpcError{JSONRPC: "2.0", ID: id}
 				e.Error.Code, e.Error.Message = code, msg
 				b, _ := json.Marshal(e)
 				out.Write(append(b, '\n'))
@@ -179,6 +181,38 @@ func filter(in io.Reader, w *io.PipeWriter, out *outbox) {
 			return
 		}
 	}
+}
+
+// leadingID is the id of the message that starts line (cut short, so not
+// valid JSON as a whole) when the id comes before the part cut off, else
+// nil.
+func leadingID(line []byte) json.RawMessage {
+	d := json.NewDecoder(bytes.NewReader(line))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for d.More() {
+		key, err := d.Token()
+		if err != nil {
+			return nil
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return nil
+		}
+		if key == "id" {
+			var id any
+			if json.Unmarshal(v, &id) != nil {
+				return nil
+			}
+			switch id.(type) {
+			case string, float64:
+				return v
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // readLine reads one line (without its end), keeping at most maxLine+1
