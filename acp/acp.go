@@ -82,7 +82,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	// The SDK's reader reads its logger unlocked: nothing reaches it
 	// before the logger is set. The filter ends with in, or when pr is
 	// closed below.
-	go filter(in, pw, s.out)
+	go filter(in, pw, s.out, s.o.Log)
 	<-s.conn.Done()
 	pr.Close()
 	// The input has ended: the runs are cancelled, and the requests read

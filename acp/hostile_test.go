@@ -247,3 +247,63 @@ func TestLeadingID(t *testing.T) {
 		assert.Equal(t, want, string(leadingID([]byte(line))), line)
 	}
 }
+
+// An answer to a permission request that names an option pi-remote did
+// not offer, or that is no outcome at all, refuses the call.
+func TestHostileUnknownPermissionAnswers(t *testing.T) {
+	dir := t.TempDir()
+	o := localOptions(t, `{"turns":[
+		{"toolCalls":[{"id":"b1","name":"bash","arguments":{"command":"touch one"}}]},
+		{"toolCalls":[{"id":"b2","name":"bash","arguments":{"command":"touch two"}}]},
+		{"text":"done"}
+	]}`)
+	w := newWire(t, o)
+	sid := w.newSession(dir)
+	w.send(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"go"}]}}`, sid)
+	var failed []string
+	collect := func(m map[string]any) {
+		if s := mustJSON(m); strings.Contains(s, `"status":"failed"`) {
+			failed = append(failed, s)
+		}
+	}
+	for _, answer := range []string{
+		`{"outcome":{"outcome":"selected","optionId":"allow_everything"}}`,
+		`{"outcome":{"outcome":"bogus"}}`,
+	} {
+		asked := w.until(func(m map[string]any) bool { return m["method"] == "session/request_permission" }, collect)
+		w.send(`{"jsonrpc":"2.0","id":%s,"result":%s}`, mustJSON(asked["id"]), answer)
+	}
+	r := w.until(hasID("1"), collect)
+	require.Equal(t, "end_turn", r["result"].(map[string]any)["stopReason"], "%v", r)
+	require.NoFileExists(t, filepath.Join(dir, "one"))
+	require.NoFileExists(t, filepath.Join(dir, "two"))
+	require.Len(t, failed, 2)
+	require.Contains(t, failed[0], "did not offer")
+}
+
+// A request sent without an id is ignored: a prompt run as a notification
+// would hold up session/cancel until its end.
+func TestHostileRequestWithoutID(t *testing.T) {
+	o := localOptions(t, `{"turns":[{"text":"only turn"}]}`)
+	var log strings.Builder
+	var mu sync.Mutex
+	o.Log = writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return log.Write(b) })
+	w := newWire(t, o)
+	sid := w.newSession(t.TempDir())
+	w.send(`{"jsonrpc":"2.0","method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"as a notification"}]}}`, sid)
+	w.send(`{"jsonrpc":"2.0","id":null,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`)
+	w.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"real"}]}}`, sid)
+	var said string
+	r := w.until(hasID("2"), func(m map[string]any) { said += mustJSON(m) })
+	require.Nil(t, r["error"], "%v", r)
+	require.Equal(t, "end_turn", r["result"].(map[string]any)["stopReason"])
+	require.Contains(t, said, "only turn", "the model's one turn answered the real prompt")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Contains(t, log.String(), "ignoring session/prompt sent without an id")
+	require.Contains(t, log.String(), "ignoring session/new sent without an id")
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sync"
 )
@@ -148,7 +149,13 @@ const maxLine = 8 << 20
 // it): malformed JSON with a parse error, JSON that is not an object (a
 // batch, say: ACP has none) with an invalid-request error. The agent then
 // reads on. It closes w at the end of in, or when w's reader is gone.
-func filter(in io.Reader, w *io.PipeWriter, out *outbox) {
+//
+// A request method sent as a notification (no id, or a null one) is
+// dropped, said on log: the SDK would run it in its notification queue,
+// where a prompt would hold up every later notification, session/cancel
+// included, until its end, and a session/new would open a session no one
+// knows. JSON-RPC answers no notification, so nothing is written back.
+func filter(in io.Reader, w *io.PipeWriter, out *outbox, log io.Writer) {
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := readLine(r)
@@ -169,6 +176,8 @@ func filter(in io.Reader, w *io.PipeWriter, out *outbox) {
 				e.Error.Code, e.Error.Message = code, msg
 				b, _ := json.Marshal(e)
 				out.Write(append(b, '\n'))
+			} else if m := requestWithoutID(t); m != "" {
+				fmt.Fprintf(log, "pi-remote: acp: ignoring %s sent without an id (a request needs one)\n", m)
 			} else {
 				out.received(t)
 				if _, werr := w.Write(append(t, '\n')); werr != nil {
@@ -181,6 +190,25 @@ func filter(in io.Reader, w *io.PipeWriter, out *outbox) {
 			return
 		}
 	}
+}
+
+// requests are the agent's methods that are requests in ACP: sent
+// without an id, they are refused (see filter).
+var requests = map[string]bool{
+	"initialize": true, "authenticate": true, "logout": true,
+	"session/new": true, "session/load": true, "session/prompt": true,
+	"session/set_mode": true, "session/set_model": true, "session/set_config_option": true,
+	"session/list": true, "session/close": true, "session/resume": true, "session/fork": true,
+}
+
+// requestWithoutID is the method of line when it is a request method sent
+// as a notification, else "".
+func requestWithoutID(line []byte) string {
+	var m message
+	if json.Unmarshal(line, &m) != nil || !requests[m.Method] || (len(m.ID) > 0 && string(m.ID) != "null") {
+		return ""
+	}
+	return m.Method
 }
 
 // leadingID is the id of the message that starts line (cut short, so not
