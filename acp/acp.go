@@ -29,6 +29,7 @@ import (
 
 	"github.com/pi-remote/pi-remote/agent"
 	"github.com/pi-remote/pi-remote/agent/permission"
+	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/session"
 	"github.com/pi-remote/pi-remote/workspace"
@@ -593,7 +594,7 @@ func (c *conversation) ask(ctx context.Context, r permission.Request) (permissio
 	// (none today) is named here.
 	tc := acpsdk.ToolCallUpdate{ToolCallId: acpsdk.ToolCallId(r.CallID)}
 	if r.CallID == "" {
-		tc.ToolCallId, tc.Title = acpsdk.ToolCallId(r.ID), acpsdk.Ptr(r.Tool+": "+r.Reason)
+		tc.ToolCallId, tc.Title = acpsdk.ToolCallId(r.ID), acpsdk.Ptr(termtext.String(r.Tool+": "+r.Reason))
 	}
 	resp, err := c.srv.conn.RequestPermission(ctx, acpsdk.RequestPermissionRequest{
 		SessionId: acpsdk.SessionId(c.id),

@@ -307,3 +307,26 @@ func TestHostileRequestWithoutID(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// A call's title is what the editor shows when it asks for approval: the
+// model's control characters cannot hide part of it from a client that
+// draws it on a terminal (a CR rewriting the line, an escape that erases
+// it), nor break it over lines.
+func TestHostileTitlesShowControlCharacters(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args callArgs
+		abs  string
+		want string
+	}{
+		{"bash", callArgs{Command: "rm -rf ~ \r\x1b[2Kls"}, "", "$ rm -rf ~ ^M^[[2Kls"},
+		{"write", callArgs{}, "/srv/a\x1b]52;c;ZXZpbA==\a.txt", "Write /srv/a^[]52;c;ZXZpbA==^G.txt"},
+		{"edit", callArgs{Host: "dev\u202e"}, "/srv/x\ny", "dev<U+202E>: Edit /srv/x^Jy"},
+		{"grep", callArgs{Pattern: "a\x1b[8mhidden"}, "/srv", `grep "a\x1b[8mhidden" in /srv`},
+	} {
+		got := title(tc.name, tc.args, tc.abs)
+		assert.Equal(t, tc.want, got)
+		assert.NotContains(t, got, "\x1b")
+		assert.NotContains(t, got, "\r")
+	}
+}

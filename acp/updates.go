@@ -10,6 +10,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/internal/termtext"
 	"github.com/pi-remote/pi-remote/loop"
 )
 
@@ -134,7 +135,10 @@ func title(name string, a callArgs, abs string) string {
 	if a.Host != "" {
 		t = a.Host + ": " + t
 	}
-	return strings.TrimSpace(t)
+	// The model chose every part of it, and the editor shows it when it
+	// asks for approval: control characters are shown, not obeyed, by a
+	// client that draws it on a terminal, and it stays one line.
+	return strings.ReplaceAll(termtext.String(strings.TrimSpace(t)), "\n", "^J")
 }
 
 // call is what an update needs of a tool call beyond its id.
