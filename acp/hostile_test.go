@@ -330,3 +330,50 @@ func TestHostileTitlesShowControlCharacters(t *testing.T) {
 		assert.NotContains(t, got, "\r")
 	}
 }
+
+// The mode changes while a call waits for approval: the running prompt
+// goes on, and the next call follows the new mode.
+func TestHostileModeChangeDuringARun(t *testing.T) {
+	dir := t.TempDir()
+	o := localOptionsMode(t, `{"turns":[
+		{"toolCalls":[{"id":"w1","name":"write","arguments":{"path":"a.txt","content":"a\n"}}]},
+		{"toolCalls":[{"id":"w2","name":"write","arguments":{"path":"b.txt","content":"b\n"}}]},
+		{"text":"done"}
+	]}`, permission.Auto)
+	w := newWire(t, o)
+	sid := w.newSession(dir)
+	w.send(`{"jsonrpc":"2.0","id":"m1","method":"session/set_mode","params":{"sessionId":%q,"modeId":"ask"}}`, sid)
+	w.until(hasID(`"m1"`), nil)
+	w.send(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"go"}]}}`, sid)
+	asked := w.until(func(m map[string]any) bool { return m["method"] == "session/request_permission" }, nil)
+	w.send(`{"jsonrpc":"2.0","id":"m2","method":"session/set_mode","params":{"sessionId":%q,"modeId":"read-only"}}`, sid)
+	m := w.until(hasID(`"m2"`), nil)
+	require.Nil(t, m["error"], "%v", m)
+	w.send(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}}}`, mustJSON(asked["id"]))
+	r := w.until(hasID("1"), func(m map[string]any) {
+		require.NotEqual(t, "session/request_permission", m["method"], "read-only refuses w2 without asking")
+	})
+	require.Equal(t, "end_turn", r["result"].(map[string]any)["stopReason"], "%v", r)
+	require.FileExists(t, filepath.Join(dir, "a.txt"))
+	require.NoFileExists(t, filepath.Join(dir, "b.txt"))
+}
+
+// The input ends while a call waits for approval: the call never runs,
+// the prompt is answered, and Serve returns.
+func TestHostileInputEndsWhileAsking(t *testing.T) {
+	dir := t.TempDir()
+	o := localOptions(t, `{"turns":[
+		{"toolCalls":[{"id":"b1","name":"bash","arguments":{"command":"touch ran"}}]},
+		{"text":"unused"}
+	]}`)
+	w := newWire(t, o)
+	sid := w.newSession(dir)
+	w.send(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"go"}]}}`, sid)
+	w.until(func(m map[string]any) bool { return m["method"] == "session/request_permission" }, nil)
+	w.in.Close()
+	r := w.until(hasID("1"), nil)
+	require.Equal(t, "cancelled", r["result"].(map[string]any)["stopReason"], "%v", r)
+	for range w.msgs {
+	}
+	require.NoFileExists(t, filepath.Join(dir, "ran"))
+}
