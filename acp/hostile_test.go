@@ -377,3 +377,32 @@ func TestHostileInputEndsWhileAsking(t *testing.T) {
 	}
 	require.NoFileExists(t, filepath.Join(dir, "ran"))
 }
+
+// Two requests under one id (a buggy client) are both answered before
+// Serve returns.
+func TestHostileDuplicateIDsBothAnswered(t *testing.T) {
+	o := localOptions(t, `{"turns":[{"text":"hi"}]}`)
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"` + t.TempDir() + `","mcpServers":[]}}` + "\n" +
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n")
+	var out syncBuilder
+	require.NoError(t, Serve(t.Context(), in, &out, o))
+	got := out.String()
+	require.Equal(t, 2, strings.Count(got, `"id":1,`), "%s", got)
+}
+
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -20,12 +20,12 @@ type outbox struct {
 
 	// open are the client's requests not answered yet, by id: the
 	// server's end waits for their answers to be out.
-	open     map[string]bool
-	answered *sync.Cond // on mu: an open request was answered
+	open     map[string]int // how many under that id (a client may reuse one)
+	answered *sync.Cond     // on mu: an open request was answered
 }
 
 func newOutbox(w io.Writer, onSent func(func())) *outbox {
-	o := &outbox{w: w, onSent: onSent, open: map[string]bool{}}
+	o := &outbox{w: w, onSent: onSent, open: map[string]int{}}
 	o.answered = sync.NewCond(&o.mu)
 	return o
 }
@@ -62,8 +62,10 @@ func (o *outbox) Write(b []byte) (int, error) {
 	n, err := o.w.Write(b)
 	var due []func()
 	if parsed && m.isAnswer() {
-		if id := idKey(m.ID); o.open[id] {
-			delete(o.open, id)
+		if id := idKey(m.ID); o.open[id] > 0 {
+			if o.open[id]--; o.open[id] == 0 {
+				delete(o.open, id)
+			}
 			o.answered.Broadcast()
 		}
 	}
@@ -89,7 +91,7 @@ func (o *outbox) received(line []byte) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.open[idKey(m.ID)] = true
+	o.open[idKey(m.ID)]++
 }
 
 // idKey is an id as the open requests are keyed: compact, as the SDK
