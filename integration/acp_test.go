@@ -388,3 +388,90 @@ func TestACPProtocolErrors(t *testing.T) {
 	assert.Equal(t, []string{"<nil>:-32700", "<nil>:-32600"}, codes[:2])
 	assert.ElementsMatch(t, []string{"2:-32601", "3:ok"}, codes[2:])
 }
+
+// The editor goes away (stdin closes) while a remote command runs: the
+// command is killed on the host, the session file keeps the turn, and
+// pi-remote acp exits 0.
+func TestACPInputEndsDuringRemoteCommand(t *testing.T) {
+	t.Parallel()
+	srv := sshd.Start(t, sshd.Options{})
+	dir := t.TempDir()
+	marker := fmt.Sprintf("301.%d", time.Now().UnixNano()%1000000007)
+	script := filepath.Join(t.TempDir(), "script.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[
+		{"toolCalls":[{"id":"c1","name":"bash","arguments":{"command":"echo long-started; sleep `+marker+`; touch finished"}}]},
+		{"text":"unused"}
+	]}`), 0o644))
+	home := t.TempDir()
+	cmd := exec.Command(binary, append(srv.Flags(), "--model", "scripted/"+script, "--cwd", dir, "acp")...)
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill() })
+	msgs := make(chan map[string]any, 256)
+	go func() {
+		defer close(msgs)
+		s := bufio.NewScanner(out)
+		s.Buffer(nil, 16<<20)
+		for s.Scan() {
+			var m map[string]any
+			if json.Unmarshal(s.Bytes(), &m) == nil {
+				msgs <- m
+			}
+		}
+	}()
+	until := func(pred func(map[string]any) bool) map[string]any {
+		t.Helper()
+		deadline := time.After(2 * time.Minute)
+		for {
+			select {
+			case m, ok := <-msgs:
+				require.True(t, ok, "the output ended; stderr:\n%s", stderr.String())
+				if pred(m) {
+					return m
+				}
+			case <-deadline:
+				t.Fatalf("no such message; stderr:\n%s", stderr.String())
+			}
+		}
+	}
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	fmt.Fprintf(in, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`+"\n", "/editor/elsewhere")
+	m := until(func(m map[string]any) bool { return m["id"] == float64(1) && m["method"] == nil })
+	require.Nil(t, m["error"], "%v", m)
+	sid := m["result"].(map[string]any)["sessionId"].(string)
+	fmt.Fprintf(in, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"run it"}]}}`+"\n", sid)
+	// Its output, not its title, says that it runs.
+	until(func(m map[string]any) bool {
+		b, _ := json.Marshal(m)
+		return strings.Contains(string(b), "tool_call_update") && strings.Contains(string(b), `long-started\n`)
+	})
+	require.NotEmpty(t, psMatching(t, "sleep "+marker), "the command runs on the host")
+	require.NoError(t, in.Close())
+
+	r := until(func(m map[string]any) bool { return m["id"] == float64(2) && m["method"] == nil })
+	assert.Equal(t, "cancelled", r["result"].(map[string]any)["stopReason"], "%v", r)
+	for range msgs {
+	}
+	require.NoError(t, cmd.Wait(), "stderr:\n%s", stderr.String())
+	require.Eventually(t, func() bool { return len(psMatching(t, "sleep "+marker)) == 0 }, 30*time.Second, 50*time.Millisecond,
+		"the remote sleep still runs: %v", psMatching(t, "sleep "+marker))
+	assert.NoFileExists(t, filepath.Join(dir, "finished"))
+
+	var file string
+	filepath.WalkDir(filepath.Join(home, ".pi-remote"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".jsonl") {
+			b, _ := os.ReadFile(p)
+			file += string(b)
+		}
+		return nil
+	})
+	assert.Contains(t, file, sid, "the session file is the session's")
+	assert.Contains(t, file, "sleep "+marker, "the call was saved")
+	assert.Contains(t, file, "long-started", "with the output it had")
+}
