@@ -105,7 +105,7 @@ type server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*conversation
-	loading  map[string]bool // session IDs session/load is opening
+	loading  map[string]bool // session IDs being opened (session/load) or closed
 	closed   bool
 }
 
@@ -130,6 +130,7 @@ type conversation struct {
 	mu      sync.Mutex
 	cancel  context.CancelFunc // the running prompt's, nil when idle
 	running chan struct{}      // closed when it ends
+	ended   bool               // closed: no prompt begins
 }
 
 func (s *server) Initialize(ctx context.Context, p acpsdk.InitializeRequest) (acpsdk.InitializeResponse, error) {
@@ -137,6 +138,9 @@ func (s *server) Initialize(ctx context.Context, p acpsdk.InitializeRequest) (ac
 		ProtocolVersion: acpsdk.ProtocolVersionNumber,
 		AgentCapabilities: acpsdk.AgentCapabilities{
 			LoadSession: true,
+			// session/close frees a session's connections to its hosts:
+			// each session holds its own until then.
+			SessionCapabilities: acpsdk.SessionCapabilities{Close: &acpsdk.SessionCloseCapabilities{}},
 			// Text and the text of embedded resources reach the model;
 			// images and audio are not taken from the editor.
 			PromptCapabilities: acpsdk.PromptCapabilities{EmbeddedContext: true},
@@ -306,6 +310,9 @@ func (s *server) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Pro
 	c.advertise()
 	// The run ends with the request: a client gone, or $/cancel_request.
 	runCtx, done, err := c.begin(ctx)
+	if errors.Is(err, errSessionClosed) {
+		return acpsdk.PromptResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %q", p.SessionId)})
+	}
 	if err != nil {
 		// Cancelled while the prompt before it ended.
 		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
@@ -318,6 +325,8 @@ func (s *server) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Pro
 	return acpsdk.PromptResponse{StopReason: reason}, err
 }
 
+var errSessionClosed = errors.New("the session is closed")
+
 // begin marks c as running a prompt until done is called. A prompt
 // still running is cancelled first, and begin waits for its end: a newer
 // prompt supersedes it, as the SDK has it (it cancels the older request's
@@ -326,7 +335,7 @@ func (s *server) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.Pro
 func (c *conversation) begin(ctx context.Context) (context.Context, func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for c.cancel != nil {
+	for c.cancel != nil && !c.ended {
 		cancel, running := c.cancel, c.running
 		c.mu.Unlock()
 		cancel()
@@ -338,6 +347,9 @@ func (c *conversation) begin(ctx context.Context) (context.Context, func(), erro
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
+	}
+	if c.ended {
+		return nil, nil, errSessionClosed
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	running := make(chan struct{})
@@ -558,8 +570,28 @@ func (s *server) ListSessions(ctx context.Context, p acpsdk.ListSessionsRequest)
 	return acpsdk.ListSessionsResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionList)
 }
 
+// CloseSession ends a session: its running prompt is cancelled, and once
+// it has ended the session file and the connections to the hosts are
+// closed. session/load opens it again.
 func (s *server) CloseSession(ctx context.Context, p acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
-	return acpsdk.CloseSessionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionClose)
+	id := string(p.SessionId)
+	s.mu.Lock()
+	c, ok := s.sessions[id]
+	if ok {
+		// Taken until its file is closed: a session/load meanwhile
+		// would append to it beside the run ending.
+		delete(s.sessions, id)
+		s.loading[id] = true
+	}
+	s.mu.Unlock()
+	if !ok {
+		return acpsdk.CloseSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %q", id)})
+	}
+	c.end()
+	s.mu.Lock()
+	delete(s.loading, id)
+	s.mu.Unlock()
+	return acpsdk.CloseSessionResponse{}, nil
 }
 
 func (s *server) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
@@ -647,15 +679,22 @@ func (s *server) closeAll() {
 	s.sessions = map[string]*conversation{}
 	s.mu.Unlock()
 	for _, c := range sessions {
-		c.mu.Lock()
-		cancel, running := c.cancel, c.running
-		c.mu.Unlock()
-		if cancel != nil {
-			cancel()
-			<-running
-		}
-		c.close()
+		c.end()
 	}
+}
+
+// end cancels c's running prompt, waits for its end, and closes c: no
+// prompt begins after it.
+func (c *conversation) end() {
+	c.mu.Lock()
+	c.ended = true
+	cancel, running := c.cancel, c.running
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-running
+	}
+	c.close()
 }
 
 func (c *conversation) close() {

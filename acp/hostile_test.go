@@ -110,12 +110,20 @@ func TestHostileSecondPromptSupersedesTheFirst(t *testing.T) {
 			said = append(said, s)
 		}
 	}
-	first := w.until(hasID("1"), collect)
+	// The answers may come in either order: the second begins as soon as
+	// the first has ended, before the first's answer is written.
+	answers := map[string]map[string]any{}
+	for len(answers) < 2 {
+		m := w.until(func(m map[string]any) bool { return m["method"] == nil }, collect)
+		answers[mustJSON(m["id"])] = m
+		if len(answers) == 1 {
+			// The editor answers the abandoned question late: nothing runs.
+			w.send(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}}}`, mustJSON(asked["id"]))
+		}
+	}
+	first, second := answers["1"], answers["2"]
 	require.Nil(t, first["error"], "%v", first)
 	require.Equal(t, "cancelled", first["result"].(map[string]any)["stopReason"])
-	// The editor answers the abandoned question late: nothing runs.
-	w.send(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}}}`, mustJSON(asked["id"]))
-	second := w.until(hasID("2"), collect)
 	require.Nil(t, second["error"], "%v", second)
 	require.Equal(t, "end_turn", second["result"].(map[string]any)["stopReason"])
 	require.Contains(t, strings.Join(said, ""), "second answer")
@@ -405,4 +413,41 @@ func (s *syncBuilder) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// session/close ends a session that waits for approval: the prompt
+// answers cancelled, the call never runs, the ID is no session any more,
+// and session/load opens it again (its file was closed).
+func TestHostileCloseSession(t *testing.T) {
+	dir := t.TempDir()
+	o := localOptions(t, `{"turns":[
+		{"toolCalls":[{"id":"b1","name":"bash","arguments":{"command":"touch ran"}}]},
+		{"text":"unused"}
+	]}`)
+	w := newWire(t, o)
+	w.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	init := w.until(hasID(`"init"`), nil)
+	require.Contains(t, mustJSON(init), `"sessionCapabilities":{"close":{}}`)
+	w.send(`{"jsonrpc":"2.0","id":"new","method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`, dir)
+	sid := w.until(hasID(`"new"`), nil)["result"].(map[string]any)["sessionId"].(string)
+	w.send(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"go"}]}}`, sid)
+	w.until(func(m map[string]any) bool { return m["method"] == "session/request_permission" }, nil)
+	w.send(`{"jsonrpc":"2.0","id":2,"method":"session/close","params":{"sessionId":%q}}`, sid)
+	answers := map[string]map[string]any{}
+	for len(answers) < 2 {
+		m := w.until(func(m map[string]any) bool { return m["method"] == nil }, nil)
+		answers[mustJSON(m["id"])] = m
+	}
+	r, closed := answers["1"], answers["2"]
+	require.Equal(t, "cancelled", r["result"].(map[string]any)["stopReason"], "%v", r)
+	require.Nil(t, closed["error"], "%v", closed)
+	require.NoFileExists(t, filepath.Join(dir, "ran"))
+
+	w.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"again"}]}}`, sid)
+	require.Contains(t, mustJSON(w.until(hasID("3"), nil)["error"]), "no session")
+	w.send(`{"jsonrpc":"2.0","id":4,"method":"session/close","params":{"sessionId":%q}}`, sid)
+	require.Contains(t, mustJSON(w.until(hasID("4"), nil)["error"]), "no session")
+	w.send(`{"jsonrpc":"2.0","id":5,"method":"session/load","params":{"sessionId":%q,"cwd":%q,"mcpServers":[]}}`, sid, dir)
+	loaded := w.until(hasID("5"), nil)
+	require.Nil(t, loaded["error"], "%v", loaded)
 }
