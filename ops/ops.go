@@ -19,7 +19,7 @@
 //     found the file changed, and ErrMoved when a write's path no longer
 //     names the file its caller expected. Callers compare with errors.Is / errors.As.
 //
-// Optional abilities live in separate interfaces (Resolver) with helpers that
+// Optional abilities live in separate interfaces (Resolver, Spawner) with helpers that
 // fall back when a backend lacks them; callers never type-switch on backends.
 // The conformance suite in ops/opstest is run by every backend.
 package ops
@@ -191,6 +191,87 @@ type Operations interface {
 	ReadOperations
 	WriteOperations
 	ExecOperations
+}
+
+// Spawner is an optional ability: starting a long-lived process that the
+// caller talks to over its stdin and stdout (an MCP server on stdio, a
+// language server). Unlike Exec, the caller writes to the process as it
+// runs, and nothing caps or saves its output.
+type Spawner interface {
+	// Spawn starts cmd and returns once it runs: Args[0] was found and
+	// Dir entered, or the error says why not (a missing program or Dir
+	// wraps fs.ErrNotExist). The process is in a process group of its
+	// own, without a terminal; its stderr goes to cmd.Stderr.
+	//
+	// ctx bounds the process's whole life: when it ends, the group is
+	// killed, as by Kill. Closing Stdin asks the process to exit (an MCP
+	// server's shutdown): it gets cmd.StopGrace to do so, then its group
+	// gets SIGTERM, and SIGKILL after StopGrace more. Remote backends do
+	// the same when the connection to the host drops (the host sees its
+	// end of the process's stdin close), so a lost link leaves no
+	// process behind once the host notices the link is gone.
+	Spawn(ctx context.Context, cmd SpawnCommand) (Process, error)
+}
+
+// SpawnCommand is one process for Spawner.
+type SpawnCommand struct {
+	// Args is the program and its arguments, run as they are (no shell):
+	// Args[0] is looked up in the host's PATH when it has no slash.
+	Args []string
+	// Dir is the absolute working directory; empty means the host's
+	// default (the user's home directory on remote hosts).
+	Dir string
+	// Env holds extra variables, "KEY=value", added to the host's
+	// environment for the process.
+	Env []string
+	// Stderr receives the process's stderr as it comes (nil discards
+	// it). Writes come from one goroutine at a time; a slow Stderr holds
+	// the process up once the transport's buffers are full.
+	Stderr io.Writer
+	// StopGrace is how long the process has to exit after its stdin
+	// closed, and then after SIGTERM (default DefaultStopGrace).
+	StopGrace time.Duration
+}
+
+// DefaultStopGrace is SpawnCommand.StopGrace's default: what the MCP
+// specification's stdio shutdown gives a server after its input closes.
+const DefaultStopGrace = 5 * time.Second
+
+// Process is a process started by Spawner. Its methods are safe for
+// concurrent use.
+type Process interface {
+	// Stdin is the process's standard input. Close sends the end of it
+	// (see Spawner for what follows).
+	Stdin() io.WriteCloser
+	// Stdout is the process's standard output. It ends (io.EOF) once
+	// the process and everything holding its stdout have gone, or with
+	// an error wrapping ErrConnectionLost when the link to the host
+	// dropped.
+	Stdout() io.Reader
+	// Wait waits for the process to exit and returns nil for exit
+	// status 0, an *ExitError otherwise, or an error wrapping
+	// ErrConnectionLost when the connection to the host was lost first
+	// (the process is then ended on the host as when its stdin closes).
+	// Wait may be called more than once; every call returns the same.
+	Wait() error
+	// Kill kills the process and its whole process group at once, and
+	// returns once they are gone (or the host is unreachable), with
+	// Wait's result. Killing a process that has exited does nothing.
+	Kill() error
+}
+
+// Spawn starts cmd with o's Spawner ability, or fails with an error
+// wrapping errors.ErrUnsupported when o has none: a long-lived process
+// has no fallback.
+func Spawn(ctx context.Context, o any, cmd SpawnCommand) (Process, error) {
+	s, ok := o.(Spawner)
+	if !ok {
+		return nil, fmt.Errorf("this host cannot run a process: %w", errors.ErrUnsupported)
+	}
+	if len(cmd.Args) == 0 || cmd.Args[0] == "" {
+		return nil, errors.New("spawn: no program given")
+	}
+	return s.Spawn(ctx, cmd)
 }
 
 // Resolver is an optional ability: resolving symlinks and ".." on the host.

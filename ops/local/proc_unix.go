@@ -45,3 +45,9 @@ func signalName(s syscall.Signal) string {
 	}
 	return s.String()
 }
+
+// termGroup asks the command's whole process group to end (SIGTERM).
+func termGroup(p *os.Process) {
+	// As killGroup: ESRCH when the group is gone.
+	syscall.Kill(-p.Pid, syscall.SIGTERM)
+}

@@ -37,6 +37,10 @@ func killGroup(p *os.Process) {
 	}
 }
 
+// termGroup ends the command and every process it started: Windows has
+// no SIGTERM to ask them first.
+func termGroup(p *os.Process) { killGroup(p) }
+
 func exitError(ee *exec.ExitError) error { return &ops.ExitError{Code: ee.ExitCode()} }
 
 // keepOwner does nothing: Windows files have no Unix owner to keep.

@@ -36,6 +36,10 @@ type Harness struct {
 	// ACL and an extended attribute survive a write is skipped there.
 	// Elsewhere their absence fails the test in CI (CI installs them).
 	NoAttributeTools bool
+	// Drop, when set, breaks the backend's transport to its host as a
+	// connection reset does (o is what New returned): the tests of a
+	// lost connection run only where it is set.
+	Drop func(t *testing.T, o ops.Operations)
 }
 
 // Run runs the whole suite as subtests of t.
@@ -46,6 +50,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Exec", func(t *testing.T) { testExec(t, h) })
 	t.Run("Kill", func(t *testing.T) { testKill(t, h) })
 	t.Run("RealPath", func(t *testing.T) { testRealPath(t, h) })
+	t.Run("Spawn", func(t *testing.T) { testSpawn(t, h) })
 }
 
 func write(t *testing.T, o ops.Operations, name, content string) {

@@ -46,6 +46,7 @@ type conn struct {
 	group     *group        // the batch request commands join, if one runs (group.go)
 	ending    int           // requests whose answer ends: their servers are back within a round trip (markEnding)
 	starting  int           // servers warm-up is starting for the pool (grow)
+	spawned   int           // slots held by spawned processes (spawn.go)
 
 	// SFTP is opened on first need, and only while at least two servers
 	// fit beside it; once the server refuses a channel it is closed (as

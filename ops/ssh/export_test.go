@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/pi-remote/pi-remote/ops/ssh/internal/hostproto"
@@ -37,4 +38,15 @@ func call(fn string, words ...string) hostproto.Request {
 func readAttach(s *server, out func(id string) io.Writer, end func(id, status string)) (string, error) {
 	st, err := readFrames(s, hostproto.Request{Name: "attach_jobs"}, out, func(id string, st hostproto.Status) { end(id, st.Text) })
 	return st.Text, err
+}
+
+// DropForTest resets h's connection as a network reset would: the host
+// sees the reset, the client a dead connection.
+func DropForTest(h *Host) {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	if c != nil {
+		c.abort(errors.New("connection reset by the test"))
+	}
 }

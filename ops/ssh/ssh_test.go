@@ -29,7 +29,7 @@ func harness(opts sshtest.Options, hopts rssh.HostOptions) opstest.Harness {
 		h := rssh.New(srv.Config(), hopts)
 		t.Cleanup(func() { h.Close() })
 		return h, t.TempDir()
-	}}
+	}, Drop: func(t *testing.T, o ops.Operations) { rssh.DropForTest(o.(*rssh.Host)) }}
 }
 
 // Commands start with umask 077, which new files must get too (they got
@@ -228,4 +228,37 @@ func TestRequestsShareAServer(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf("%d\n", i), outs[i].String())
 	}
 	assert.Equal(t, int64(1), h.SessionsOpened())
+}
+
+// A spawned process holds a session of the host for its life, and takes
+// one only while another stays for the commands: on a host that allows
+// two, one process runs beside the commands, a second is refused saying
+// why, and once the first is gone a new one may start.
+func TestSpawnLeavesASessionForCommands(t *testing.T) {
+	t.Parallel()
+	srv := sshtest.Start(t, sshtest.Options{})
+	srv.SetMaxSessions(2)
+	h := rssh.New(srv.Config(), rssh.HostOptions{MaxSessions: 2})
+	t.Cleanup(func() { h.Close() })
+	ctx := t.Context()
+	p, err := h.Spawn(ctx, ops.SpawnCommand{Args: []string{"cat"}})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, h.Exec(ctx, ops.Command{Script: "echo beside", Output: &out}))
+	assert.Equal(t, "beside\n", out.String())
+
+	_, err = h.Spawn(ctx, ops.SpawnCommand{Args: []string{"cat"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "MaxSessions")
+
+	require.NoError(t, p.Stdin().Close())
+	require.NoError(t, p.Wait())
+	q, err := h.Spawn(ctx, ops.SpawnCommand{Args: []string{"cat"}})
+	require.NoError(t, err, "the first one's session was given back")
+	require.NoError(t, q.Stdin().Close())
+	require.NoError(t, q.Wait())
+	out.Reset()
+	require.NoError(t, h.Exec(ctx, ops.Command{Script: "echo after", Output: &out}))
+	assert.Equal(t, "after\n", out.String())
+	assert.LessOrEqual(t, srv.MostSessionsOpen(), 2)
 }

@@ -226,9 +226,27 @@ func (s *Server) handle(sess glssh.Session) {
 		script = "umask " + s.umask + "; " + script
 	}
 	cmd := exec.Command(shell, "-c", script)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = sess, sess, sess.Stderr()
+	cmd.Stdout, cmd.Stderr = sess, sess.Stderr()
+	// Like sshd, the exit status goes as soon as the command has exited
+	// and its output is drained, whether or not the client has closed
+	// its stdin: the copy into the command's stdin is not waited for
+	// (it ends with the channel).
+	stdin, feed, err := os.Pipe()
+	if err != nil {
+		io.WriteString(sess.Stderr(), err.Error()+"\n")
+		sess.Exit(127)
+		return
+	}
+	cmd.Stdin = stdin
+	go func() {
+		io.Copy(feed, sess)
+		feed.Close()
+	}()
 	newSession(cmd)
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	stdin.Close()
+	if err != nil {
+		feed.Close()
 		io.WriteString(sess.Stderr(), err.Error()+"\n")
 		sess.Exit(127)
 		return
@@ -250,7 +268,7 @@ func (s *Server) handle(sess glssh.Session) {
 			}
 		}
 	}()
-	err := cmd.Wait()
+	err = cmd.Wait()
 	close(done)
 	code := 0
 	var ee *exec.ExitError
