@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -14,6 +15,7 @@ import (
 	"github.com/pi-remote/pi-remote/agent/permission"
 	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/mcpclient"
+	"github.com/pi-remote/pi-remote/ops"
 	"github.com/pi-remote/pi-remote/tools"
 )
 
@@ -27,15 +29,33 @@ func StartMCP(ctx context.Context, hosts Hosts, cfgs []mcpclient.Config) *mcpcli
 	return mcpclient.Start(ctx, cfgs, mcpclient.Options{Connect: hosts.mcpConnect})
 }
 
-// mcpConnect reaches a server: a server with a host is started on that
-// host of the session (the seam for running servers over a host's
-// connection: this build has none, and says so), any other is
-// mcpclient.Local's.
+// mcpConnect reaches a server: a program with a host is started on that
+// host of the session, over its connection (mcpclient.SpawnTransport, in
+// the host's working directory), any other server is mcpclient.Local's.
 func (hs Hosts) mcpConnect(ctx context.Context, c mcpclient.Config) (mcp.Transport, error) {
-	if c.Host != "" && !slices.Contains(hs.Names(), c.Host) {
+	if c.Host == "" {
+		return mcpclient.Local(ctx, c)
+	}
+	i := slices.IndexFunc(hs, func(h *Host) bool { return h.Name == c.Host })
+	if i < 0 {
 		return nil, fmt.Errorf("host %q is not one of this session's hosts (%s)", c.Host, strings.Join(hs.Names(), ", "))
 	}
-	return mcpclient.Local(ctx, c)
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.Transport() != mcpclient.Stdio {
+		return nil, fmt.Errorf("host %s: only a program (command) can run on a host", c.Host)
+	}
+	h := hs[i]
+	sp, ok := h.Env.Ops().(ops.Spawner)
+	if !ok {
+		return nil, fmt.Errorf("host %s cannot run a program: %w", c.Host, errors.ErrUnsupported)
+	}
+	cwd, err := h.Env.Cwd(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("host %s: %w", c.Host, err)
+	}
+	return &mcpclient.SpawnTransport{Spawn: sp.Spawn, Dir: cwd, Command: c.Command, Args: c.Args, Env: c.Env}, nil
 }
 
 // mcpDefinitions are the MCP tools as the agent's, each behind gate: a

@@ -70,17 +70,20 @@ func TestMCPToolsBehindTheGate(t *testing.T) {
 	assert.Equal(t, mcpclient.Stopped, w.MCPStatus()[0].State, "Close stops the servers")
 }
 
-// A server on a host that is not the session's says so.
+// A server on a host that is not the session's says so; one on a host of
+// the session is started there (a missing program is that host's
+// complaint).
 func TestMCPServerOnAnUnknownHost(t *testing.T) {
 	hs, err := OpenHosts(t.Context(), HostOptions{Cwd: t.TempDir()}, OneShot, nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(hs.Close)
-	m := StartMCP(t.Context(), hs, []mcpclient.Config{{Name: "far", Command: "x", Host: "devbox"}, {Name: "near", Command: "x", Host: "local"}})
+	m := StartMCP(t.Context(), hs, []mcpclient.Config{{Name: "far", Command: "x", Host: "devbox"}, {Name: "near", Command: "pi-remote-no-such-program", Host: "local"}})
 	t.Cleanup(m.Close)
 	f := m.Failures()
 	require.Len(t, f, 2)
 	assert.Contains(t, f[0], `host "devbox" is not one of this session's hosts (local)`)
-	assert.Contains(t, f[1], "host local: starting an MCP server on a host is not supported yet")
+	assert.Contains(t, f[1], "MCP server near (host local) did not start")
+	assert.Contains(t, f[1], "pi-remote-no-such-program")
 }
 
 // Hooks hear of an MCP call on the default host, whatever "host" the
