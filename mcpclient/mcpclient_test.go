@@ -243,7 +243,7 @@ func TestStartFailureIsReported(t *testing.T) {
 	assert.Contains(t, fails[0], "MCP server bad (this machine) did not start")
 	assert.Contains(t, fails[0], "no-such-program")
 	assert.Contains(t, fails[1], "MCP server far (host devbox) did not start")
-	assert.Contains(t, fails[1], "not supported yet")
+	assert.Contains(t, fails[1], "on this machine only, not on a host")
 	assert.Contains(t, tools, "mcp__good__echo")
 	for name := range tools {
 		assert.True(t, strings.HasPrefix(name, "mcp__good__"), name)

@@ -20,8 +20,9 @@ import (
 type Connect func(ctx context.Context, c Config) (mcp.Transport, error)
 
 // ErrHostUnsupported is Local's answer for a server that runs on a host:
-// this build cannot start servers on hosts.
-var ErrHostUnsupported = errors.New("starting an MCP server on a host is not supported yet")
+// Local starts programs on this machine only. A Connect that knows the
+// hosts (the workspace's) starts it there with a SpawnTransport.
+var ErrHostUnsupported = errors.New("this Connect starts MCP servers on this machine only, not on a host")
 
 // Local reaches the servers of this machine: a stdio server is started
 // as a process of its own group (its stdin and stdout carry the
