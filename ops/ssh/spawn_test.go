@@ -69,6 +69,12 @@ func TestSpawnWrapperUnderEachShell(t *testing.T) {
 				pgid, err := syscall.Getpgid(pid)
 				require.NoError(t, err)
 				assert.Equal(t, pid, pgid, "the wrapper leads its process group")
+				// Anyone on the host may read a process's words (ps); its
+				// environment is its owner's. The variables (an MCP server's
+				// token) are never words, the wrapper's made leader included.
+				if words, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil {
+					assert.NotContains(t, string(words), "PI_X=", "the wrapper's words: %q", words)
+				}
 
 				line, err = out.ReadString('\n')
 				require.NoError(t, err)

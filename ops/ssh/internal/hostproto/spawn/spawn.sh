@@ -43,21 +43,6 @@ nl='
 # spawn MARKER SUFFIX GRACE DIR [NAME=VALUE...] -- PROGRAM [ARG...]:
 # SUFFIX (hex) names the FIFO's directory.
 spawn() {
-	if ! kill -s 0 -- "-$$" 2>/dev/null && ! kill -s 0 "-$$" 2>/dev/null; then
-		# Not the leader of a process group: become one (setsid does not
-		# fork for a process that leads no group, so the channel's
-		# process stays this one), or fail.
-		if [ -z "${spawn_again-}" ] && command -v setsid >/dev/null 2>&1; then
-			spawn_again=yes
-			export spawn_again
-			# shellcheck disable=SC2154 # set by the line before the call
-			exec setsid /bin/sh -c "$spawn_program
-spawn \"\$@\"" sh "$@"
-		fi
-		printf '%sFAIL nogroup no process group of its own\n' "$1"
-		exit 1
-	fi
-	unset spawn_again
 	_sp_marker=$1
 	_sp_suffix=$2
 	_sp_grace=$3
@@ -80,6 +65,24 @@ spawn \"\$@\"" sh "$@"
 		shift
 	done
 	shift
+	if ! kill -s 0 -- "-$$" 2>/dev/null && ! kill -s 0 "-$$" 2>/dev/null; then
+		# Not the leader of a process group: become one (setsid does not
+		# fork for a process that leads no group, so the channel's
+		# process stays this one), or fail. The variables, exported
+		# above, go on in the environment, never as words: anyone on
+		# the host may read a process's words (ps), only its owner its
+		# environment.
+		if [ -z "${spawn_again-}" ] && command -v setsid >/dev/null 2>&1; then
+			spawn_again=yes
+			export spawn_again
+			# shellcheck disable=SC2154 # set by the line before the call
+			exec setsid /bin/sh -c "$spawn_program
+spawn \"\$@\"" sh "$_sp_marker" "$_sp_suffix" "$_sp_grace" "$_sp_dir" -- "$@"
+		fi
+		printf '%sFAIL nogroup no process group of its own\n' "$_sp_marker"
+		exit 1
+	fi
+	unset spawn_again
 	case $_sp_dir in
 	'') ;;
 	-*) cd "./$_sp_dir" ;;
