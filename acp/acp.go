@@ -122,6 +122,10 @@ type conversation struct {
 	srv   *server
 
 	advertised sync.Once // the slash commands were sent
+	// commands are the session's slash commands beside /compact: the
+	// server's (Options.Commands), then its workspace's prompt templates
+	// and skills.
+	commands []Command
 
 	// floor is the default host's mode as the user's settings and
 	// command line set it: the editor may choose it or a stricter one.
@@ -224,6 +228,7 @@ func (s *server) open(ctx context.Context, editorCwd string, where agent.Where) 
 		return nil, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %q", where.Resume)})
 	}
 	c := &conversation{id: id, ws: ws, file: opened.File, srv: s, tr: newTranslator(dirsOf(ws), quietOf(ws))}
+	c.commands = commandsOf(s.o.Commands, ws)
 	if ws.Gate != nil {
 		c.floor = ws.Gate.Policy().HostMode(ws.DefaultHost())
 	}
@@ -366,7 +371,7 @@ func (c *conversation) begin(ctx context.Context) (context.Context, func(), erro
 // run is one prompt: a slash command, or a run of the agent.
 func (c *conversation) run(ctx context.Context, text string) (acpsdk.StopReason, error) {
 	if name, input, ok := slashCommand(text); ok {
-		switch cmd, found := c.srv.command(name); {
+		switch cmd, found := c.command(name); {
 		case name == "compact":
 			return c.compact(ctx, input)
 		case found && cmd.Expand != nil:
@@ -375,6 +380,12 @@ func (c *conversation) run(ctx context.Context, text string) (acpsdk.StopReason,
 				return "", acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("/%s: %v", name, err)})
 			}
 			text = expanded
+		case !found:
+			// As in the terminal and rpc: a mistyped command is more
+			// likely than words for the model.
+			return "", acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(
+				"unknown command /%s: nothing was sent (the editor's command list has the prompt templates and skills; a prompt that begins with // is sent as it is)",
+				termtext.String(name))})
 		}
 	}
 	_, err := c.agent.Prompt(ctx, loop.NewUserText(text))
@@ -426,13 +437,51 @@ func slashCommand(text string) (name, input string, ok bool) {
 	return name, strings.TrimSpace(input), true
 }
 
-func (s *server) command(name string) (Command, bool) {
-	for _, c := range s.o.Commands {
-		if c.Name == name {
-			return c, true
+func (c *conversation) command(name string) (Command, bool) {
+	for _, x := range c.commands {
+		if x.Name == name {
+			return x, true
 		}
 	}
 	return Command{}, false
+}
+
+// commandsOf are extra, then ws's prompt templates (/NAME) and skills
+// (/skill:NAME), each name once (the first wins; /compact is the
+// server's own). Descriptions come from files a repository or a host may
+// have written: their controls are shown as text. A name the editor could
+// not show as it is, or type, is left out.
+func commandsOf(extra []Command, ws *workspace.Workspace) []Command {
+	seen := map[string]bool{"compact": true}
+	var out []Command
+	add := func(x Command) {
+		if seen[x.Name] || x.Name == "" || termtext.String(x.Name) != x.Name || strings.ContainsAny(x.Name, " \t\n/") {
+			return
+		}
+		seen[x.Name] = true
+		out = append(out, x)
+	}
+	for _, x := range extra {
+		add(x)
+	}
+	for _, wc := range ws.Commands() {
+		hint := "arguments for the template (optional)"
+		if wc.Skill {
+			hint = "what to do with the skill (optional)"
+		}
+		name := wc.Name
+		add(Command{
+			Name: name, Description: termtext.String(wc.Description), Hint: hint,
+			Expand: func(_ context.Context, input string) (string, error) {
+				text, ok := ws.Expand(name, input)
+				if !ok {
+					return "", errors.New("the command is gone")
+				}
+				return text, nil
+			},
+		})
+	}
+	return out
 }
 
 // advertise sends the slash commands, once.
@@ -447,10 +496,7 @@ func (c *conversation) commandsUpdate() acpsdk.SessionUpdate {
 		Description: "Summarize the older part of the conversation now, to free context",
 		Input:       &acpsdk.AvailableCommandInput{Unstructured: &acpsdk.UnstructuredCommandInput{Hint: "what the summary should keep most (optional)"}},
 	}}
-	for _, x := range c.srv.o.Commands {
-		if x.Name == "compact" {
-			continue
-		}
+	for _, x := range c.commands {
 		ac := acpsdk.AvailableCommand{Name: x.Name, Description: x.Description}
 		if x.Hint != "" {
 			ac.Input = &acpsdk.AvailableCommandInput{Unstructured: &acpsdk.UnstructuredCommandInput{Hint: x.Hint}}

@@ -119,6 +119,9 @@ func TestACPWithTypeScriptSDK(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".pi-remote"), 0o700))
 	settings, _ := json.Marshal(map[string]any{"acpCwdMap": map[string]string{"/editor/projects": base}})
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".pi-remote", "settings.json"), settings, 0o600))
+	// The user's prompt template is one of the session's commands.
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".pi-remote", "prompts"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".pi-remote", "prompts", "triage.md"), []byte("---\ndescription: Triage an issue\n---\nTriage $1.\n"), 0o600))
 
 	args := append(srv.Flags(), "--model", "scripted/"+script, "--permissions", "ask", "acp")
 	cfg, _ := json.Marshal(map[string]any{
@@ -204,6 +207,7 @@ func TestACPWithTypeScriptSDK(t *testing.T) {
 			names = append(names, c.Name)
 		}
 		assert.Contains(t, names, "compact")
+		assert.Contains(t, names, "triage", "the user's prompt template is advertised")
 		assert.Equal(t, "ask", got.Modes.CurrentModeID, "the permission mode is the session's mode")
 		var modes []string
 		for _, m := range got.Modes.AvailableModes {
