@@ -68,6 +68,13 @@ type Options struct {
 	Log io.Writer
 }
 
+// InvalidParams makes err the answer to a request whose parameters are at
+// fault (-32602), such as a session directory that cannot be used; Open's
+// other errors answer -32603.
+func InvalidParams(err error) error {
+	return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
+}
+
 // Serve answers the client's messages from in on out until in ends, then
 // cancels the runs still going, waits for them, and closes every
 // session's file and workspace.
