@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pi-remote/pi-remote/acp"
 	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/tools"
 	"github.com/pi-remote/pi-remote/workspace"
 )
 
@@ -32,6 +35,7 @@ hooks, MCP servers and prompt templates).`,
 		Example: `  pi-remote acp --host devbox --model anthropic/claude-sonnet-4-5 --cwd /srv/app`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.toolsGiven = cmd.Flags().Changed("tools")
 			return acpRun(cmd.Context(), ios, g, o)
 		},
 	}
@@ -62,14 +66,15 @@ func acpRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions)
 					return nil, acp.InvalidParams(fmt.Errorf("cwd %q is not a directory on this machine", editorCwd))
 				}
 			}
-			sg := *g
+			sg, so := *g, *o
 			sg.host.Cwd = cwd
 			if s, ok, err := g.sessionSettings(editorCwd); err != nil {
 				return nil, acp.InvalidParams(err)
 			} else if ok {
 				sg.settings = s
+				so.tools, so.toolsGiven = g.sessionTools(o, s)
 			}
-			return openWorkspace(ctx, &sg, o, true, nil, onRetry)
+			return openWorkspace(ctx, &sg, &so, true, nil, onRetry)
 		},
 		Model: o.model, Models: g.settings.ModelTable(), Compaction: g.settings.compaction(),
 		Version: versionString(),
@@ -83,8 +88,9 @@ func acpRun(ctx context.Context, ios iostreams, g *globalOptions, o *runOptions)
 // project's file sets only what projectKeys allows unless the user trusts
 // it; --trust-project trusts only the directory pi-remote acp started
 // in). They give the session its permission rules and mode (the command
-// line's modes still win, as in run), hooks, MCP servers and prompt
-// templates; what was chosen at start (model, hosts, tools) stays. ok is
+// line's modes still win, as in run), its tools unless --tools named them,
+// hooks, MCP servers and prompt templates; what was chosen at start
+// (model, hosts) stays. ok is
 // false when editorCwd is no directory here: the start directory's
 // settings apply.
 func (g *globalOptions) sessionSettings(editorCwd string) (s settings, ok bool, err error) {
@@ -106,4 +112,18 @@ func (g *globalOptions) sessionSettings(editorCwd string) (s settings, ok bool, 
 		fmt.Fprint(g.warn, l.Notice())
 	}
 	return settings{Settings: l.Settings, loaded: l}, true, nil
+}
+
+// sessionTools are the active tools of a session whose settings are s
+// (--tools, and whether the tools were named): --tools when the command
+// line gave it, else the session's settings' (a project may narrow them
+// as in run), else the defaults.
+func (g *globalOptions) sessionTools(o *runOptions, s settings) (string, bool) {
+	switch {
+	case o.toolsGiven && !slices.Contains(g.fromSettings, "tools"):
+		return o.tools, true
+	case s.Tools != nil:
+		return strings.Join(s.Tools, ","), true
+	}
+	return strings.Join(tools.DefaultActive, ","), false
 }

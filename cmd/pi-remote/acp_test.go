@@ -15,6 +15,9 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/agent"
+	"github.com/pi-remote/pi-remote/tools"
 )
 
 // What would fail every session fails at start, as a usage error.
@@ -287,4 +290,29 @@ func TestACPSessionRefusedForItsDirectory(t *testing.T) {
 	}
 	code, errOut := stop()
 	assert.Equal(t, 0, code, "stderr: %s", errOut)
+}
+
+// A project's "tools" narrows a session opened in it, as it narrows run
+// there, unless --tools chose the tools. (The active tools are what the
+// model is offered; a call of another tool is the loop's to refuse.)
+func TestACPSessionTools(t *testing.T) {
+	narrow := settings{Settings: agent.Settings{Tools: []string{"read", "ls"}}}
+	def := strings.Join(tools.DefaultActive, ",")
+	for _, c := range []struct {
+		name      string
+		g         globalOptions
+		o         runOptions
+		s         settings
+		want      string
+		wantNamed bool
+	}{
+		{"the project's", globalOptions{}, runOptions{tools: def}, narrow, "read,ls", true},
+		{"--tools wins", globalOptions{}, runOptions{tools: "read,write", toolsGiven: true}, narrow, "read,write", true},
+		{"the start directory's settings do not", globalOptions{fromSettings: []string{"tools"}}, runOptions{tools: "read,write", toolsGiven: true}, narrow, "read,ls", true},
+		{"none: the defaults", globalOptions{fromSettings: []string{"tools"}}, runOptions{tools: "read", toolsGiven: true}, settings{}, def, false},
+	} {
+		got, named := c.g.sessionTools(&c.o, c.s)
+		assert.Equal(t, c.want, got, c.name)
+		assert.Equal(t, c.wantNamed, named, c.name)
+	}
 }

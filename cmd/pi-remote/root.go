@@ -32,6 +32,9 @@ type globalOptions struct {
 	// the command line (the settings file, PI_REMOTE_MODEL).
 	modelSource string
 	warn        io.Writer // stderr: notices that do not stop a command
+	// fromSettings are the flags the settings gave their values (the
+	// command line did not set them).
+	fromSettings []string
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -63,6 +63,7 @@ func (s settings) apply(cmd *cobra.Command, g *globalOptions) error {
 		if f == nil || f.Changed || value == "" {
 			return nil
 		}
+		g.fromSettings = append(g.fromSettings, name)
 		return cmd.Flags().Set(name, value)
 	}
 	model := s.Model
