@@ -316,3 +316,27 @@ func TestACPSessionTools(t *testing.T) {
 		assert.Equal(t, c.wantNamed, named, c.name)
 	}
 }
+
+// End to end: a project whose "tools" leaves write out gets no write in a
+// session opened there, wherever pi-remote acp started.
+func TestACPSessionToolsNarrowedByItsProject(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("PI_REMOTE_MODEL", "")
+	t.Chdir(t.TempDir())
+	project := t.TempDir()
+	writeJSON(t, filepath.Join(project, ".pi-remote", "settings.json"), `{"tools":["read"]}`)
+	script := filepath.Join(t.TempDir(), "s.json")
+	require.NoError(t, os.WriteFile(script, []byte(`{"turns":[
+		{"toolCalls":[{"id":"w1","name":"write","arguments":{"path":"made.txt","content":"here\n"}}]},
+		{"text":"Tried."}
+	]}`), 0o644))
+	conn, _, stop := acpServer(t, "--model", "scripted/"+script, "acp")
+	s, err := conn.NewSession(t.Context(), acpsdk.NewSessionRequest{Cwd: project, McpServers: []acpsdk.McpServer{}})
+	require.NoError(t, err)
+	_, err = conn.Prompt(t.Context(), acpsdk.PromptRequest{SessionId: s.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("make it")}})
+	require.NoError(t, err)
+	code, errOut := stop()
+	assert.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.NoFileExists(t, filepath.Join(project, "made.txt"), "the project's tools leave write out")
+}
