@@ -86,7 +86,7 @@ func TestUntrustedProjectToolsMayNameMCPTools(t *testing.T) {
 	writeSettings(t, SettingsFile(home), `{"tools": ["read", "bash"]}`)
 	l, err = LoadSettings(home, project, false)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"read", "bash"}, l.Tools)
+	assert.Equal(t, []string{"read"}, l.Tools, "the project's list, without what the user leaves off")
 	require.Len(t, l.Ignored, 1)
-	assert.Equal(t, "tools", l.Ignored[0].Key)
+	assert.Equal(t, "tools mcp__db__query", l.Ignored[0].Key)
 }

@@ -31,7 +31,11 @@ func (l LoadedSettings) Notice() string {
 		trustable = trustable || !k.UserOnly
 	}
 	if trustable {
-		fmt.Fprintf(&b, "To use them, trust the project: add %s to \"trustedProjects\" in %s, or pass --trust-project for one run.\n", jsonString(l.ProjectDir), l.UserFile)
+		user := l.userPath // (the user's file, made if missing)
+		if user == "" {
+			user = l.UserFile
+		}
+		fmt.Fprintf(&b, "To use them, trust the project: add %s to \"trustedProjects\" in %s, or pass --trust-project for one run.\n", jsonString(l.ProjectDir), user)
 	}
 	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSettingsNotice(t *testing.T) {
@@ -19,4 +20,14 @@ To use them, trust the project: add "/p \"x\"" to "trustedProjects" in /home/me/
 `, l.Notice())
 	l.Trusted, l.Ignored = true, l.Ignored[1:]
 	assert.Equal(t, "pi-remote: ignoring settings in /p/.pi-remote/settings.json:\n  trustedProjects: only yours\n", l.Notice(), "nothing trusting would add")
+}
+
+// With no settings file of the user's, the notice names the file to make.
+func TestSettingsNoticeWithoutAUserFile(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	writeSettings(t, SettingsFile(project), `{"model": "scripted/turns.json"}`)
+	l, err := LoadSettings(home, project, false)
+	require.NoError(t, err)
+	assert.Empty(t, l.UserFile)
+	assert.Contains(t, l.Notice(), `"trustedProjects" in `+SettingsFile(home)+`, or pass`)
 }

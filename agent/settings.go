@@ -101,6 +101,7 @@ type LoadedSettings struct {
 	MCPRefused   string
 
 	user        Settings // the user's own file's
+	userPath    string   // where the user's file is, or would be
 	projectMode bool     // the project's file set the permission mode
 	// mcpFile are the servers of a trusted project's .mcp.json;
 	// mcpFileUntrusted the names of an untrusted one's.
@@ -131,6 +132,7 @@ func LoadSettings(home, projectDir string, trustProject bool) (LoadedSettings, e
 	if err != nil {
 		return LoadedSettings{}, err
 	}
+	l.userPath = l.UserFile
 	if !found {
 		l.UserFile = ""
 	}
@@ -168,6 +170,23 @@ func LoadSettings(home, projectDir string, trustProject bool) (LoadedSettings, e
 		slices.Sort(l.MCPUntrusted)
 		l.MCPUntrusted = slices.Compact(l.MCPUntrusted)
 	}
+	if !l.Trusted && project.Tools != nil {
+		// An untrusted project's list narrows the tools to those of it the
+		// user allows; those the user leaves off are left out, and said.
+		var kept, off []string
+		for _, t := range project.Tools {
+			if userAllowsTool(user, t) {
+				kept = append(kept, t)
+			} else {
+				off = append(off, t)
+			}
+		}
+		if len(off) > 0 {
+			project.Tools = append([]string{}, kept...)
+			l.Ignored = append(l.Ignored, IgnoredKey{Key: "tools " + strings.Join(off, ", "),
+				Why: "your settings (or the defaults) leave them off; the project's other tools are the session's"})
+		}
+	}
 	for _, k := range projectKeys() {
 		if !k.set(project) || (l.Trusted && !k.UserOnly) || (!l.Trusted && k.Untrusted != nil && k.Untrusted(user, project)) {
 			continue
@@ -180,6 +199,16 @@ func LoadSettings(home, projectDir string, trustProject bool) (LoadedSettings, e
 	l.Settings.MCPServers = mergeMap(mergeMap(user.MCPServers, l.mcpFile), project.MCPServers)
 	l.projectMode = project.Permissions != nil && project.Permissions.Mode != ""
 	return l, nil
+}
+
+// userAllowsTool says whether the user's settings (or the defaults, when
+// they have no "tools") allow tool. Without a "tools" of the user's, every
+// MCP tool is active.
+func userAllowsTool(u Settings, tool string) bool {
+	if u.Tools == nil {
+		return slices.Contains(defaultTools(), tool) || strings.HasPrefix(tool, "mcp__")
+	}
+	return slices.Contains(u.Tools, tool)
 }
 
 // projectKey is what a project's settings file may do with one key.
@@ -231,15 +260,11 @@ func projectKeys() []projectKey {
 			Key: "tools",
 			// Narrowing the tool set is a project's to ask; widening what
 			// the user (or the default) allows is not.
+			// (LoadSettings has left out of an untrusted project's list
+			// the tools the user does not allow.)
 			Untrusted: func(u, p Settings) bool {
-				allowed := u.Tools
-				if allowed == nil {
-					allowed = defaultTools()
-				}
 				for _, t := range p.Tools {
-					// (Without a "tools" of the user's, every MCP
-					// tool is active.)
-					if !slices.Contains(allowed, t) && (u.Tools != nil || !strings.HasPrefix(t, "mcp__")) {
+					if !userAllowsTool(u, t) {
 						return false
 					}
 				}
