@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -35,9 +36,9 @@ func Local(_ context.Context, c Config) (mcp.Transport, error) {
 	}
 	switch c.Transport() {
 	case HTTP:
-		return &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: withHeaders(c.Headers), MaxRetries: -1}, nil
+		return &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: withHeaders(c.URL, c.Headers), MaxRetries: -1}, nil
 	case SSE:
-		return &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: withHeaders(c.Headers)}, nil
+		return &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: withHeaders(c.URL, c.Headers)}, nil
 	}
 	if c.Host != "" {
 		return nil, fmt.Errorf("host %s: %w", c.Host, ErrHostUnsupported)
@@ -45,20 +46,32 @@ func Local(_ context.Context, c Config) (mcp.Transport, error) {
 	return &CommandTransport{Command: c.Command, Args: c.Args, Env: c.Env}, nil
 }
 
-// withHeaders is an HTTP client that adds headers to every request.
-func withHeaders(h map[string]string) *http.Client {
+// withHeaders is an HTTP client that adds headers to every request to
+// the origin (scheme, host and port) of endpoint, and to no other: the
+// headers are the user's credentials for that server, and neither a
+// redirect nor the message endpoint an SSE server names may take them
+// elsewhere.
+func withHeaders(endpoint string, h map[string]string) *http.Client {
 	if len(h) == 0 {
 		return nil
 	}
-	return &http.Client{Transport: headerTransport{headers: h, next: http.DefaultTransport}}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil // (Validate and the transport refuse such a URL.)
+	}
+	return &http.Client{Transport: headerTransport{scheme: u.Scheme, host: u.Host, headers: h, next: http.DefaultTransport}}
 }
 
 type headerTransport struct {
-	headers map[string]string
-	next    http.RoundTripper
+	scheme, host string // the origin the headers are for
+	headers      map[string]string
+	next         http.RoundTripper
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !strings.EqualFold(r.URL.Scheme, t.scheme) || !strings.EqualFold(r.URL.Host, t.host) {
+		return t.next.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	for k, v := range t.headers {
 		r.Header.Set(k, v)
