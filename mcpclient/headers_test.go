@@ -3,11 +3,13 @@ package mcpclient_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -104,5 +106,49 @@ func TestHeadersStayWithTheConfiguredURLForSSEEndpoint(t *testing.T) {
 	require.NotEmpty(t, there.list(), "nothing was posted to the named endpoint: the test tests nothing")
 	for _, a := range there.list() {
 		assert.Empty(t, a, "the user's credentials went to %s", target)
+	}
+}
+
+// A server that answers a call with an endless JSON body does not make
+// the client read it all: the body is read up to the size of the
+// largest message the other transports take, then the call fails.
+func TestHTTPBodyIsBounded(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "web: " + in.Text}}}, nil, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	const huge = 96 << 20
+	written := make(chan int, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !strings.Contains(string(body), `"tools/call"`) {
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		chunk := []byte(strings.Repeat(" ", 1<<20))
+		n := 0
+		for n < huge {
+			k, err := w.Write(chunk)
+			n += k
+			if err != nil {
+				break
+			}
+		}
+		written <- n
+	}))
+	t.Cleanup(srv.Close)
+	m, tools := start(t, mcpclient.Config{Name: "web", URL: srv.URL})
+	require.Empty(t, m.Failures())
+	res := call(t, t.Context(), tools["mcp__web__echo"], `{"text":"hello"}`, nil)
+	assert.True(t, res.IsError, res.Content.Text())
+	select {
+	case n := <-written:
+		assert.Less(t, n, huge, "the client read the whole %d bytes", huge)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the server never finished writing")
 	}
 }

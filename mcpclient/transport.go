@@ -50,16 +50,49 @@ func Local(_ context.Context, c Config) (mcp.Transport, error) {
 // the origin (scheme, host and port) of endpoint, and to no other: the
 // headers are the user's credentials for that server, and neither a
 // redirect nor the message endpoint an SSE server names may take them
-// elsewhere.
+// elsewhere. Its responses are bounded (boundedTransport).
 func withHeaders(endpoint string, h map[string]string) *http.Client {
-	if len(h) == 0 {
-		return nil
+	var next http.RoundTripper = http.DefaultTransport
+	if u, err := url.Parse(endpoint); err == nil && len(h) > 0 {
+		next = headerTransport{scheme: u.Scheme, host: u.Host, headers: h, next: next}
 	}
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return nil // (Validate and the transport refuse such a URL.)
+	return &http.Client{Transport: boundedTransport{next}}
+}
+
+// maxBody bounds a response body that is one message (not an event
+// stream, whose events the SDK bounds): the size of the largest message
+// the SDK takes on the other transports.
+const maxBody = mcp.DefaultMaxEventSize
+
+// boundedTransport cuts a response body that is not an event stream at
+// maxBody, failing the read beyond it: the SDK reads such a body whole,
+// and a server could make it read without end.
+type boundedTransport struct{ next http.RoundTripper }
+
+func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, err
 	}
-	return &http.Client{Transport: headerTransport{scheme: u.Scheme, host: u.Host, headers: h, next: http.DefaultTransport}}
+	resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxBody}
+	return resp, nil
+}
+
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("the server's response is larger than %d bytes", maxBody)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 type headerTransport struct {
