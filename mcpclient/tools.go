@@ -82,6 +82,9 @@ func (m *Manager) define() {
 // definition is tool t of server s as the agent's tool name.
 func (s *server) definition(name string, t *mcp.Tool) (tools.Definition, error) {
 	params, err := schema(t)
+	if err == nil {
+		err = bounded(params)
+	}
 	if err != nil {
 		return tools.Definition{}, fmt.Errorf("input schema: %v", err)
 	}
@@ -110,6 +113,41 @@ func (s *server) definition(name string, t *mcp.Tool) (tools.Definition, error) 
 			return s.call(ctx, remote, args, onUpdate), nil
 		},
 	}, nil
+}
+
+// A tool's input schema goes into every model request, and compiling
+// it takes time that grows fast with its depth: a larger or deeper one is
+// refused.
+const (
+	MaxSchemaBytes = 64 << 10
+	MaxSchemaDepth = 64 // objects and arrays within each other
+)
+
+// bounded says whether schema is within MaxSchemaBytes and
+// MaxSchemaDepth.
+func bounded(schema []byte) error {
+	if len(schema) > MaxSchemaBytes {
+		return fmt.Errorf("larger than %d bytes (%d)", MaxSchemaBytes, len(schema))
+	}
+	depth, quoted, escaped := 0, false, false
+	for _, c := range schema {
+		switch {
+		case escaped:
+			escaped = false
+		case quoted && c == '\\':
+			escaped = true
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '{' || c == '[':
+			if depth++; depth > MaxSchemaDepth {
+				return fmt.Errorf("nested deeper than %d levels", MaxSchemaDepth)
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return nil
 }
 
 // MaxDescription bounds the description of a tool the model sees: a

@@ -1,0 +1,64 @@
+package mcpclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pi-remote/pi-remote/mcpclient"
+)
+
+// inMemory is a Connect to server s, in this process.
+func inMemory(s *mcp.Server) mcpclient.Connect {
+	return func(ctx context.Context, _ mcpclient.Config) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := s.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+}
+
+// nested is an object schema whose property "a" is nested depth times.
+func nested(depth int) json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"a":` + strings.Repeat(`{"type":"object","properties":{"a":`, depth) + `{"type":"string"}` + strings.Repeat(`}}`, depth) + `}}`)
+}
+
+// A server's input schema goes into every model request and is compiled
+// at start, in time that grows fast with its depth (seconds for a few
+// hundred levels): one too deep or too large is left out, saying why,
+// and the server's other tools serve.
+func TestHugeOrDeepSchemasAreLeftOut(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1"}, nil)
+	ok := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fine"}}}, nil
+	}
+	s.AddTool(&mcp.Tool{Name: "deep", InputSchema: nested(450)}, ok)
+	big := `{"type":"object","properties":{"a":{"type":"string","description":"` + strings.Repeat("x", 1<<20) + `"}}}`
+	s.AddTool(&mcp.Tool{Name: "big", InputSchema: json.RawMessage(big)}, ok)
+	s.AddTool(&mcp.Tool{Name: "fine", InputSchema: nested(10)}, ok)
+	// (Brackets in a string, after an escaped quote, are text.)
+	braces := `{"type":"object","properties":{"b":{"type":"string","description":"say \\\"` + strings.Repeat("{[", 100) + `\\\\"}}}`
+	require.True(t, json.Valid([]byte(braces)), braces)
+	s.AddTool(&mcp.Tool{Name: "braces", InputSchema: json.RawMessage(braces)}, ok)
+	begun := time.Now()
+	m := mcpclient.Start(t.Context(), []mcpclient.Config{{Name: "h", Command: "unused"}}, mcpclient.Options{Connect: inMemory(s)})
+	t.Cleanup(m.Close)
+	took := time.Since(begun)
+	var names []string
+	for _, tl := range m.Tools() {
+		names = append(names, tl.Def.Name)
+	}
+	assert.Equal(t, []string{"mcp__h__braces", "mcp__h__fine"}, names)
+	st := m.Status()
+	require.Len(t, st, 1)
+	assert.Contains(t, st[0].Error, `tool "deep" left out: input schema: nested deeper than`)
+	assert.Contains(t, st[0].Error, `tool "big" left out: input schema: larger than`)
+	t.Logf("started in %v", took)
+}
