@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pi-remote/pi-remote/loop"
 	"github.com/pi-remote/pi-remote/mcpclient"
 )
 
@@ -61,4 +63,46 @@ func TestHugeOrDeepSchemasAreLeftOut(t *testing.T) {
 	assert.Contains(t, st[0].Error, `tool "deep" left out: input schema: nested deeper than`)
 	assert.Contains(t, st[0].Error, `tool "big" left out: input schema: larger than`)
 	t.Logf("started in %v", took)
+}
+
+// A progress message is one short line of the partial result, however
+// long the server makes it: a server could otherwise make every update
+// (twenty lines of them) megabytes long.
+func TestProgressMessagesAreCut(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
+	heard := make(chan struct{}) // closed when the third update is in
+	s.AddTool(&mcp.Tool{Name: "talk", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for range 3 {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Message: "first\x1b]52;c;AAAA\x07\nsecond " + strings.Repeat("y", 1<<20)})
+		}
+		select {
+		case <-heard:
+		case <-time.After(30 * time.Second):
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
+	m := mcpclient.Start(t.Context(), []mcpclient.Config{{Name: "c", Command: "unused"}}, mcpclient.Options{Connect: inMemory(s)})
+	t.Cleanup(m.Close)
+	require.Len(t, m.Tools(), 1)
+	var mu sync.Mutex
+	var updates []string
+	res, err := m.Tools()[0].Def.Execute(t.Context(), "1", json.RawMessage(`{}`), func(r loop.Result) {
+		mu.Lock()
+		updates = append(updates, r.Content.Text())
+		if len(updates) == 3 {
+			close(heard)
+		}
+		mu.Unlock()
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Content.Text())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, updates, 3)
+	for _, u := range updates {
+		assert.Less(t, len(u), 3*(mcpclient.MaxProgressMessage+64), "an update of %d bytes", len(u))
+		for _, line := range strings.Split(u, "\n") {
+			assert.True(t, strings.HasPrefix(line, "progress 1: first"), "%q", line)
+		}
+	}
 }

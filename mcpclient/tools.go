@@ -322,13 +322,22 @@ type progressLog struct {
 
 const progressLines = 20
 
+// MaxProgressMessage bounds the message of one progress notification
+// that a partial result shows.
+const MaxProgressMessage = 200
+
+func firstLineOnly(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
 func (p *progressLog) add(n *mcp.ProgressNotificationParams) {
 	line := "progress " + strconv.FormatFloat(n.Progress, 'f', -1, 64)
 	if n.Total > 0 {
 		line += "/" + strconv.FormatFloat(n.Total, 'f', -1, 64)
 	}
-	if m := strings.TrimSpace(n.Message); m != "" {
-		line += ": " + m
+	if m := strings.TrimSpace(firstLineOnly(n.Message)); m != "" {
+		line += ": " + cut(m, MaxProgressMessage)
 	}
 	p.mu.Lock()
 	p.lines = append(p.lines, line)
