@@ -369,7 +369,9 @@ func (s *server) live(ctx context.Context) (cs *mcp.ClientSession, restarted boo
 
 // died says whether cs's connection has ended (the server died), and
 // forgets the session so that the next call starts the server again. A
-// call's error may arrive before the end is seen: it waits a little.
+// call's error may arrive before the end is seen: it waits a little, and
+// then takes any error but the server's own answer for a connection that
+// failed.
 func (s *server) died(cs *mcp.ClientSession, err error) bool {
 	s.mu.Lock()
 	ended := s.ended
@@ -385,7 +387,20 @@ func (s *server) died(cs *mcp.ClientSession, err error) bool {
 	select {
 	case <-ended:
 	case <-time.After(wait):
-		return false
+		var answer *jsonrpc.Error
+		if errors.As(err, &answer) {
+			return false // the server answered: it refused the call
+		}
+		// The connection failed without an answer (a message too
+		// large, a broken stream) and is still closing: it takes no
+		// more calls, and the next one starts the server again.
+		s.mu.Lock()
+		if s.session == cs {
+			s.session, s.state = nil, Stopped
+		}
+		s.mu.Unlock()
+		go cs.Close()
+		return true
 	}
 	s.mu.Lock()
 	if s.session == cs {

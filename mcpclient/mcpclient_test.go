@@ -432,3 +432,21 @@ func TestExpandVariables(t *testing.T) {
 	require.Len(t, m.Failures(), 1)
 	assert.Contains(t, m.Failures()[0], "environment variables that are not set: PI_REMOTE_TEST_UNSET_VARIABLE")
 }
+
+// A result too long to show is cut; one longer than a message may be
+// ends the connection, and the server is started again at the next call.
+func TestHugeResults(t *testing.T) {
+	cfg, _ := testServer(t, "t")
+	_, tools := start(t, cfg)
+	res := call(t, t.Context(), tools["mcp__t__flood"], `{"mb":4}`, nil)
+	assert.False(t, res.IsError)
+	assert.Less(t, len(res.Content.Text()), 1<<20)
+	assert.Contains(t, res.Content.Text(), "[output cut: the result's text is 4194304 bytes")
+
+	res = call(t, t.Context(), tools["mcp__t__flood"], `{"mb":40}`, nil)
+	assert.True(t, res.IsError)
+	assert.Less(t, len(res.Content.Text()), 1<<20)
+	assert.Contains(t, res.Content.Text(), "maximum line length")
+	res = call(t, t.Context(), tools["mcp__t__echo"], `{"text":"again"}`, nil)
+	assert.Contains(t, res.Content.Text(), "echo: again")
+}

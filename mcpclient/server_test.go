@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +57,10 @@ type textIn struct {
 }
 
 type noIn struct{}
+
+type floodIn struct {
+	MB int `json:"mb"`
+}
 
 func serve(dir string) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1"}, nil)
@@ -121,6 +126,11 @@ func serve(dir string) {
 				&mcp.ResourceLink{URI: "file:///tmp/x.txt", Name: "x.txt"},
 				&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://a", Text: "embedded words"}},
 			}}, nil, nil
+		})
+	// flood answers with mb megabytes of text.
+	mcp.AddTool(s, &mcp.Tool{Name: "flood", Description: "A long answer."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in floodIn) (*mcp.CallToolResult, any, error) {
+			return text(strings.Repeat("z", in.MB<<20)), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "The server's pid."},
 		func(context.Context, *mcp.CallToolRequest, noIn) (*mcp.CallToolResult, any, error) {
