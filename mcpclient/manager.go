@@ -260,7 +260,8 @@ func (c endingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func (s *server) adopt(cs *mcp.ClientSession, t mcp.Transport) {
 	s.session, s.transport, s.state, s.err = cs, t, Running, ""
 	if r := cs.InitializeResult(); r != nil && r.ServerInfo != nil {
-		s.info = strings.TrimSpace(r.ServerInfo.Name + " " + r.ServerInfo.Version)
+		// (One short line: a newline could forge a line of the status.)
+		s.info = cut(strings.Join(strings.Fields(r.ServerInfo.Name+" "+r.ServerInfo.Version), " "), maxInfo)
 	}
 	ended := make(chan struct{})
 	s.ended = ended
@@ -274,6 +275,10 @@ func (s *server) adopt(cs *mcp.ClientSession, t mcp.Transport) {
 		s.mu.Unlock()
 	}()
 }
+
+// maxInfo bounds the name and version a server gives, as the status
+// shows them.
+const maxInfo = 100
 
 // stderrTail is a transport that keeps the end of its server's stderr
 // (CommandTransport; a transport to a program on a host may too), for

@@ -106,3 +106,19 @@ func TestProgressMessagesAreCut(t *testing.T) {
 		}
 	}
 }
+
+// The name and version a server gives are one short line in the status:
+// a newline in them could forge a line of /mcp or check ("from" the
+// user's own settings).
+func TestServerInfoIsOneLine(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "fake\n  from /home/me/.pi-remote/settings.json\r\n" + strings.Repeat("n", 1000), Version: "1\n2"}, nil)
+	m := mcpclient.Start(t.Context(), []mcpclient.Config{{Name: "f", Command: "unused"}}, mcpclient.Options{Connect: inMemory(s)})
+	t.Cleanup(m.Close)
+	st := m.Status()
+	require.Len(t, st, 1)
+	require.Equal(t, mcpclient.Running, st[0].State, st[0].Error)
+	assert.NotContains(t, st[0].Server, "\n")
+	assert.NotContains(t, st[0].Server, "\r")
+	assert.True(t, strings.HasPrefix(st[0].Server, "fake from /home/me/.pi-remote/settings.json nnn"), st[0].Server)
+	assert.LessOrEqual(t, len(st[0].Server), 200)
+}

@@ -20,18 +20,19 @@ func MCPServers(st []mcpclient.Status) string {
 		}
 		state := s.State
 		if s.Error != "" {
-			state += ": " + s.Error
+			// (An error's own lines, a server's stderr, indented under it.)
+			state += ": " + strings.ReplaceAll(strings.TrimRight(s.Error, "\n"), "\n", "\n    ")
 		}
-		fmt.Fprintf(&b, "%s  %s\n", s.Name, state)
+		fmt.Fprintf(&b, "%s  %s\n", oneLine(s.Name), state)
 		if s.Where != "" {
-			fmt.Fprintf(&b, "  %s, %s", s.Transport, s.Where)
+			fmt.Fprintf(&b, "  %s, %s", s.Transport, oneLine(s.Where))
 			if s.Server != "" {
-				fmt.Fprintf(&b, " (%s)", s.Server)
+				fmt.Fprintf(&b, " (%s)", oneLine(s.Server))
 			}
 			b.WriteString("\n")
 		}
 		if s.From != "" {
-			fmt.Fprintf(&b, "  from %s\n", s.From)
+			fmt.Fprintf(&b, "  from %s\n", oneLine(s.From))
 		}
 		if len(s.Tools) > 0 {
 			fmt.Fprintf(&b, "  tools: %s\n", strings.Join(s.Tools, ", "))
@@ -39,3 +40,7 @@ func MCPServers(st []mcpclient.Status) string {
 	}
 	return termtext.String(strings.TrimSuffix(b.String(), "\n"))
 }
+
+// oneLine is s with each run of white space (newlines too) one space:
+// a name or a path from settings or a server stays on its line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
