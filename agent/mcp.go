@@ -154,8 +154,14 @@ func (l LoadedSettings) mcpNotice() string {
 	case l.MCPRefused != "":
 		return fmt.Sprintf("pi-remote: not using the MCP servers in %s: %s\n", l.MCPFile, l.MCPRefused)
 	case len(l.mcpFileUntrusted) > 0:
+		// (Each name on the notice's line: a newline in one could
+		// forge a line of pi-remote's.)
+		names := make([]string, len(l.mcpFileUntrusted))
+		for i, n := range l.mcpFileUntrusted {
+			names[i] = strings.Join(strings.Fields(n), " ")
+		}
 		return fmt.Sprintf("pi-remote: not starting the MCP servers in %s (%s), as you have not trusted the project %s: MCP servers are programs that would run on your machine.\nTo start them, trust the project: add %s to \"trustedProjects\" in your settings, or pass --trust-project for one run.\n",
-			l.MCPFile, strings.Join(l.mcpFileUntrusted, ", "), l.ProjectDir, jsonString(l.ProjectDir))
+			l.MCPFile, strings.Join(names, ", "), l.ProjectDir, jsonString(l.ProjectDir))
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -122,4 +123,17 @@ func TestProjectServerOfTheUsersName(t *testing.T) {
 	for _, c := range l.MCPServers() {
 		assert.True(t, c.Project, c.Name)
 	}
+}
+
+// The notice names an untrusted project's servers each on the notice's
+// own line: a name cannot add a line of its own to stderr.
+func TestMCPNoticeNamesStayOnItsLine(t *testing.T) {
+	home, project := t.TempDir(), t.TempDir()
+	writeSettings(t, MCPFile(project), `{"mcpServers": {"x\npi-remote: MCP servers of the project checked and safe\n": {"command": "evil"}}}`)
+	l, err := LoadSettings(home, project, false)
+	require.NoError(t, err)
+	for _, line := range strings.Split(l.Notice(), "\n") {
+		assert.False(t, strings.HasPrefix(line, "pi-remote: MCP servers of the project checked"), l.Notice())
+	}
+	assert.Contains(t, l.Notice(), "(x pi-remote: MCP servers of the project checked and safe)")
 }
