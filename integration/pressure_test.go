@@ -77,9 +77,13 @@ func TestFewSessions(t *testing.T) {
 			srv := sshd.Start(t, sshd.Options{Config: []string{fmt.Sprintf("MaxSessions %d", n)}})
 			t.Run("ops", func(t *testing.T) {
 				t.Parallel()
-				opstest.Run(t, opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
+				h := opstest.Harness{New: func(t *testing.T) (ops.Operations, string) {
 					return host(t, srv, rssh.HostOptions{}), t.TempDir()
-				}})
+				}}
+				if n == 1 {
+					h.NoSpawn = "one session per connection: a spawned process would take the commands' only one (refused once the pool has learned the limit, which depends on the order of the tests)"
+				}
+				opstest.Run(t, h)
 			})
 			t.Run("read through the CLI", func(t *testing.T) {
 				t.Parallel()

@@ -96,8 +96,19 @@ var errTooFewSessions = errors.New("the host allows too few SSH sessions (MaxSes
 // of the pool (acquire): one may be taken only while at least one other
 // stays for the command servers.
 func (c *conn) spawnChannel(ctx context.Context) (gossh.Channel, <-chan *gossh.Request, error) {
+	probed := false
 	for {
 		c.mu.Lock()
+		if c.limit-c.spawned < 2 && c.limit < c.max && !probed {
+			// The limit a refusal taught is the sessions open at that
+			// moment, which may have been a passing low (channels that
+			// had just closed on the client were still open on the
+			// host): try one more before giving up. (Refused, the limit
+			// is lowered again and the process refused.)
+			probed = true
+			c.limit++
+			c.loweredAt = time.Now()
+		}
 		if c.limit-c.spawned < 2 {
 			limit := c.limit
 			c.mu.Unlock()
