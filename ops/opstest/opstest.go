@@ -41,8 +41,8 @@ type Harness struct {
 	// lost connection run only where it is set.
 	Drop func(t *testing.T, o ops.Operations)
 	// NoSpawn, when set, says why the Spawn tests do not apply to the
-	// host (one that allows a single SSH session: whether a process may
-	// take it depends on what the pool has learned of the limit yet).
+	// host (one that allows one or two SSH sessions: whether a process
+	// gets one depends on what the pool has learned of the limit yet).
 	NoSpawn string
 }
 
