@@ -36,8 +36,10 @@ type editor struct {
 	t  *testing.T
 	mu sync.Mutex
 	n  int // updates seen
-	// commands are the slash commands advertised, by session.
+	// commands are the slash commands advertised, by session; news is
+	// signalled at each advertisement.
 	commands map[acpsdk.SessionId][]string
+	news     chan struct{}
 }
 
 var errNoEditorFiles = errors.New("pi-remote must not use the editor's files or terminals")
@@ -69,24 +71,38 @@ func (e *editor) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) 
 			names = append(names, c.Name)
 		}
 		e.commands[n.SessionId] = names
+		select {
+		case e.newsChan() <- struct{}{}:
+		default:
+		}
 	}
 	return nil
 }
 
+// newsChan is e.news, made at first use (e.mu held).
+func (e *editor) newsChan() chan struct{} {
+	if e.news == nil {
+		e.news = make(chan struct{}, 1)
+	}
+	return e.news
+}
+
 // advertised are the commands advertised to session id, once they are.
 func (e *editor) advertised(t *testing.T, id acpsdk.SessionId) []string {
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.After(time.Minute)
 	for {
 		e.mu.Lock()
 		names, ok := e.commands[id]
+		news := e.newsChan()
 		e.mu.Unlock()
 		if ok {
 			return names
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-news:
+		case <-deadline:
 			t.Fatalf("no commands were advertised to session %s", id)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
